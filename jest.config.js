@@ -1,0 +1,14 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  preset: 'ts-jest',
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 120000,
+  maxWorkers: 2,
+  // The worker's native runtime keeps a logger thread alive after the last test.
+  forceExit: true,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+};

@@ -1,0 +1,28 @@
+/**
+ * Typed failures thrown by activities. Retry policies tell transient from permanent
+ * by `type`; the permanent ones are thrown non-retryable.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+
+export const ErrorTypes = {
+  /** Parameters that do not match the tool's schema: never worth a retry. */
+  BadToolInput: 'BadToolInput',
+  /** A path that escapes the workspace. */
+  OutsideWorkspace: 'OutsideWorkspace',
+  /** A shell command that exited non-zero: retried, since scripts can be flaky. */
+  ShellExit: 'ShellExit',
+  FileNotFound: 'FileNotFound',
+  /** HTTP 4xx other than 408/429: the request itself is wrong. */
+  HttpClientError: 'HttpClientError',
+  /** HTTP 5xx, 408, 429 or a network error: retried. */
+  HttpServerError: 'HttpServerError',
+  UnknownTool: 'UnknownTool',
+} as const;
+
+export function permanent(type: string, message: string, details?: unknown): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, details: details === undefined ? [] : [details] });
+}
+
+export function transient(type: string, message: string, details?: unknown): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: false, details: details === undefined ? [] : [details] });
+}

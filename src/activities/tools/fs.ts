@@ -1,0 +1,35 @@
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { FsReadParams, FsWriteParams } from '../../spec/tools';
+import { ErrorTypes, permanent } from '../errors';
+import type { ToolContext } from './context';
+import { insideWorkspace } from './workspace';
+
+export async function readWorkspaceFile(params: FsReadParams, ctx: ToolContext) {
+  const file = insideWorkspace(ctx.workspace, params.path);
+  let content: string;
+  try {
+    content = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw permanent(ErrorTypes.FileNotFound, `no file "${params.path}" in the workspace`);
+    }
+    throw err;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(content);
+  } catch {
+    json = undefined;
+  }
+  return { path: params.path, content, ...(json !== undefined && { json }) };
+}
+
+export async function writeWorkspaceFile(params: FsWriteParams, ctx: ToolContext) {
+  const file = insideWorkspace(ctx.workspace, params.path);
+  const text = typeof params.content === 'string' ? params.content : JSON.stringify(params.content, null, 2);
+  await mkdir(path.dirname(file), { recursive: true });
+  if (params.append) await appendFile(file, text);
+  else await writeFile(file, text);
+  return { path: params.path, bytes: Buffer.byteLength(text) };
+}

@@ -1,0 +1,87 @@
+import { spawn } from 'node:child_process';
+import type { ShellParams } from '../../spec/tools';
+import { ErrorTypes, transient } from '../errors';
+import { insideWorkspace } from './workspace';
+import type { ToolContext } from './context';
+
+export interface ShellOutput {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON, when it is JSON. */
+  json?: unknown;
+}
+
+/** Most a step keeps of each stream, so one chatty command cannot blow the 2 MB payload limit. */
+export const MAX_STREAM_BYTES = 256 * 1024;
+
+export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
+  const cwd = params.cwd ? insideWorkspace(ctx.workspace, params.cwd) : ctx.workspace;
+  const child = spawn('/bin/sh', ['-c', params.command], {
+    cwd,
+    env: { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // own process group, so cancellation stops the whole command tree
+  });
+  const stdout = new Capped(MAX_STREAM_BYTES);
+  const stderr = new Capped(MAX_STREAM_BYTES);
+  child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const kill = () => {
+    try {
+      if (child.pid) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  ctx.signal.addEventListener('abort', kill, { once: true });
+  try {
+    const exitCode = await new Promise<number>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+    });
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('cancelled');
+    const out: ShellOutput = { exitCode, stdout: stdout.text(), stderr: stderr.text() };
+    const json = parseJson(out.stdout);
+    if (json !== undefined) out.json = json;
+    if (exitCode !== 0) {
+      const tail = out.stderr.trim().split('\n').slice(-3).join(' | ');
+      throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, out);
+    }
+    return out;
+  } finally {
+    ctx.signal.removeEventListener('abort', kill);
+  }
+}
+
+function parseJson(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed === '' || !/^[[{"\d-]|^(true|false|null)$/.test(trimmed)) return undefined;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+}
+
+class Capped {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private dropped = 0;
+  constructor(private readonly limit: number) {}
+  push(chunk: Buffer): void {
+    const room = this.limit - this.size;
+    if (room <= 0) {
+      this.dropped += chunk.length;
+      return;
+    }
+    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    this.chunks.push(kept);
+    this.size += kept.length;
+    this.dropped += chunk.length - kept.length;
+  }
+  text(): string {
+    const body = Buffer.concat(this.chunks).toString('utf8');
+    return this.dropped > 0 ? `${body}\n[cadre: ${this.dropped} more bytes not kept]` : body;
+  }
+}

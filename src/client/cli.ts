@@ -1,0 +1,287 @@
+/** The `cadre` command line, on top of the typed client in ./client. */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { PlanError, loadPlan } from '../spec/load';
+import { formatIssues } from '../spec/validate';
+import { startEmbedded } from '../worker/embedded';
+import { installConciseLogging } from '../worker/logging';
+import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
+import { createCadreWorker, taskQueue } from '../worker/worker';
+import { CadreClient, CadreError, SERVER_INFO_FILE, resolveAddress } from './client';
+import { runDemo } from './demo';
+import { ProgressPrinter, renderDiagnostics } from './format';
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const info = (line: string) => process.stderr.write(`${line}\n`);
+
+function collectInput(value: string, previous: Record<string, string>): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`expected name=value, got "${value}"`);
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
+  return n;
+}
+
+async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T> {
+  const client = await CadreClient.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Resolves on Ctrl-C or SIGTERM. */
+function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: string) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolve(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+export function buildProgram(): Command {
+  const program = new Command('cadre')
+    .description('Durable plans and agents on Temporal')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('dev')
+    .description('run a Temporal dev server (state in .cadre/, Web UI on) and a worker, in the foreground')
+    .option('--port <port>', 'gRPC port of the dev server', port, 7233)
+    .option('--ui-port <port>', 'Web UI port', port, 8233)
+    .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
+    .action(async (opts: { port: number; uiPort: number; dataDir: string }) => {
+      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info });
+      const infoFile = path.join(process.cwd(), SERVER_INFO_FILE);
+      if (embedded.server.owned) {
+        mkdirSync(path.dirname(infoFile), { recursive: true });
+        const { address, namespace, uiUrl } = embedded.server;
+        writeFileSync(infoFile, JSON.stringify({ address, namespace, uiUrl, pid: process.pid }, null, 2));
+      }
+      out(`Temporal gRPC: ${embedded.server.address} (namespace ${embedded.server.namespace})`);
+      if (embedded.server.uiUrl) out(`Web UI:        ${embedded.server.uiUrl}`);
+      out(`worker:        task queue "${taskQueue()}"; Ctrl-C stops both`);
+      const signal = await Promise.race([untilSignal(), embedded.running.then(() => 'worker stopped')]);
+      info(`${signal}: shutting down...`);
+      await embedded.stop();
+      if (embedded.server.owned) rmSync(infoFile, { force: true });
+      info('stopped');
+    });
+
+  program
+    .command('worker')
+    .description('run a worker only, against TEMPORAL_ADDRESS (or the `cadre dev` server); scale out by starting more')
+    .action(async () => {
+      const server = resolveAddress();
+      await withClient(async (client) => {
+        try {
+          const report = await ensureSearchAttributes(client.connection, server.namespace);
+          if (report.added.length > 0) info(`registered search attributes ${report.added.join(', ')}`);
+        } catch (err) {
+          if (!(err instanceof SetupPermissionError)) throw err;
+          info(`warning: ${err.message}`);
+        }
+      });
+      info(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`);
+      const { worker, connection } = await createCadreWorker({ address: server.address, namespace: server.namespace });
+      const running = worker.run();
+      info('worker running; Ctrl-C stops it after running tools finish');
+      await Promise.race([untilSignal(), running]);
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    });
+
+  program
+    .command('setup')
+    .description("register cadre's search attributes on the namespace (needs operator rights)")
+    .action(async () => {
+      await withClient(async (client) => {
+        const report = await ensureSearchAttributes(client.connection, client.server.namespace);
+        if (report.added.length > 0) out(`registered: ${report.added.join(', ')}`);
+        if (report.present.length > 0) out(`already present: ${report.present.join(', ')}`);
+      });
+    });
+
+  program
+    .command('validate <plan>')
+    .description('check a plan file and report every problem with its path')
+    .action(async (file: string) => {
+      const plan = await loadPlan(file, process.cwd());
+      out(`${file}: ok (plan "${plan.name}", ${plan.steps.length} steps)`);
+    });
+
+  program
+    .command('run <plan>')
+    .description('start a plan')
+    .option('-i, --input <name=value>', 'a plan input (repeatable)', collectInput, {})
+    .option('--id <id>', 'workflow id (default: derived from the plan and inputs)')
+    .option('--task-queue <queue>', 'task queue of the workers', taskQueue())
+    .option('-w, --wait', 'follow progress and exit 0 only when the plan completed')
+    .option('--json', 'print JSON')
+    .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
+      const plan = await loadPlan(file, process.cwd());
+      await withClient(async (client) => {
+        const started = await client.start(plan, opts.input, { workflowId: opts.id, taskQueue: opts.taskQueue });
+        const link = client.uiLink(started.workflowId);
+        if (!opts.wait) {
+          if (opts.json) out(JSON.stringify({ ...started, ...(link && { ui: link }) }));
+          else {
+            out(started.workflowId);
+            if (link) info(`Web UI: ${link}`);
+            info(`follow it with: cadre watch ${started.workflowId}`);
+          }
+          return;
+        }
+        if (!opts.json) info(`started ${started.workflowId}${link ? `\nWeb UI: ${link}` : ''}`);
+        const printer = new ProgressPrinter(started.workflowId, info);
+        const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
+        out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
+        process.exitCode = final.status === 'completed' ? 0 : 1;
+      });
+    });
+
+  program
+    .command('status <id>')
+    .description("a run's steps, what it waits for, its errors")
+    .option('--json', 'print the diagnostics as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withClient(async (client) => {
+        const d = await client.diagnostics(id);
+        out(opts.json ? JSON.stringify(d, null, 2) : renderDiagnostics(id, d));
+      });
+    });
+
+  program
+    .command('list')
+    .description('recent runs')
+    .option('--status <status>', 'running | paused | waiting | completed | failed | cancelled')
+    .option('--plan <name>', 'only runs of this plan')
+    .option('--limit <n>', 'how many', (v) => Number(v), 20)
+    .option('--json', 'print JSON')
+    .action(async (opts: { status?: string; plan?: string; limit: number; json?: boolean }) => {
+      await withClient(async (client) => {
+        const runs = await client.list(opts);
+        if (opts.json) return out(JSON.stringify(runs, null, 2));
+        if (runs.length === 0) return out('no runs');
+        for (const run of runs) out(`${run.workflowId.padEnd(40)} ${String(run.plan ?? '').padEnd(20)} ${run.status.padEnd(10)} ${run.startTime.toISOString()}`);
+      });
+    });
+
+  program
+    .command('watch <id>')
+    .description('follow a run live until it ends')
+    .action(async (id: string) => {
+      await withClient(async (client) => {
+        const printer = new ProgressPrinter(id, out);
+        const final = await client.watch(id, (d) => printer.update(d));
+        process.exitCode = final.status === 'completed' ? 0 : 1;
+      });
+    });
+
+  program
+    .command('answer <id> <waitId> <value>')
+    .description('answer a question or decide about a failed step (retry | skip | abort | extend[:10m])')
+    .action(async (id: string, waitId: string, value: string) => {
+      await withClient(async (client) => {
+        await client.answer(id, waitId, value);
+        out(`answered ${waitId}: ${value}`);
+      });
+    });
+
+  program
+    .command('pause <id>')
+    .description('let running steps finish and start no new ones')
+    .action(async (id: string) => {
+      await withClient(async (client) => {
+        await client.pause(id);
+        out(`paused ${id}`);
+      });
+    });
+
+  program
+    .command('resume <id>')
+    .description('start steps again after a pause')
+    .action(async (id: string) => {
+      await withClient(async (client) => {
+        await client.resume(id);
+        out(`resumed ${id}`);
+      });
+    });
+
+  program
+    .command('cancel <id>')
+    .description('cancel a run (compensations run); the same as `temporal workflow cancel`')
+    .option('--reason <text>', 'why')
+    .action(async (id: string, opts: { reason?: string }) => {
+      await withClient(async (client) => {
+        await client.cancel(id, opts.reason);
+        out(`cancellation requested for ${id}`);
+      });
+    });
+
+  program
+    .command('result <id>')
+    .description("wait for a run to end and print its output")
+    .option('--json', 'print the final diagnostics as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withClient(async (client) => {
+        const d = await client.result(id);
+        if (opts.json) out(JSON.stringify(d, null, 2));
+        else if (d.status === 'completed') out(JSON.stringify(d.output ?? null, null, 2));
+        else out(renderDiagnostics(id, d));
+        process.exitCode = d.status === 'completed' ? 0 : 1;
+      });
+    });
+
+  program
+    .command('demo')
+    .description('run the example plan end to end on an embedded server, non-interactively')
+    .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
+    .action(async (opts: { dataDir: string }) => {
+      const final = await runDemo({ dataDir: opts.dataDir, out, info });
+      process.exitCode = final === 'completed' ? 0 : 1;
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  // Failed attempts are shown as step progress; the demo keeps worker logs to errors.
+  installConciseLogging(argv[2] === 'demo' ? 'ERROR' : 'WARN');
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    process.exitCode = reportError(err);
+  }
+}
+
+/** One clear line (or one line per plan problem), no stack trace unless CADRE_DEBUG is set. */
+function reportError(err: unknown): number {
+  if (err instanceof CommanderError) return err.exitCode;
+  if (process.env.CADRE_DEBUG) console.error(err);
+  if (err instanceof PlanError) {
+    process.stderr.write(`${err.message}\n${formatIssues(err.issues).replace(/^/gm, '  ')}\n`);
+    return 2;
+  }
+  if (err instanceof CadreError) {
+    process.stderr.write(`cadre: ${err.message}\n`);
+    return 1;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`cadre: ${message.split('\n')[0]}\n`);
+  return 1;
+}
+

@@ -1,0 +1,282 @@
+/**
+ * The typed client API of cadre: start plans, read their diagnostics, answer them,
+ * pause, resume and cancel them. The `cadre` CLI is a thin layer over this.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowExecutionStatusName,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { CompiledPlan } from '../spec/types';
+import { resolveInputs } from '../spec/inputs';
+import { formatIssues } from '../spec/validate';
+import {
+  CadrePlan,
+  CadreStatus,
+  answerUpdate,
+  diagnosticsQuery,
+  pauseUpdate,
+  resumeUpdate,
+  type Diagnostics,
+  type PlanStatus,
+} from '../workflows/definitions';
+import { taskQueue as defaultTaskQueue } from '../worker/worker';
+
+/** A problem the user can fix, shown as one line without a stack trace. */
+export class CadreError extends Error {}
+
+export interface ConnectOptions {
+  address?: string;
+  namespace?: string;
+  /** Where `cadre dev` left `.cadre/server.json` (default: the current directory). */
+  projectDir?: string;
+}
+
+export interface ServerInfo {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  pid?: number;
+}
+
+export const SERVER_INFO_FILE = path.join('.cadre', 'server.json');
+
+/** TEMPORAL_ADDRESS, else the dev server `cadre dev` runs for this directory, else localhost:7233. */
+export function resolveAddress(options: ConnectOptions = {}): ServerInfo {
+  const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
+  if (options.address) return { address: options.address, namespace };
+  if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, namespace };
+  const dev = readServerInfo(options.projectDir ?? process.cwd());
+  if (dev) return { ...dev, namespace: options.namespace ?? dev.namespace };
+  return { address: '127.0.0.1:7233', namespace };
+}
+
+export function readServerInfo(dir: string): ServerInfo | undefined {
+  try {
+    const info = JSON.parse(readFileSync(path.join(dir, SERVER_INFO_FILE), 'utf8')) as ServerInfo;
+    if (info.pid !== undefined) process.kill(info.pid, 0); // throws when `cadre dev` is gone
+    return info;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface StartOptions {
+  workflowId?: string;
+  taskQueue?: string;
+}
+
+export interface RunSummary {
+  workflowId: string;
+  runId: string;
+  plan?: string;
+  status: PlanStatus | string;
+  startTime: Date;
+  closeTime?: Date;
+}
+
+const FINAL: PlanStatus[] = ['completed', 'failed', 'cancelled'];
+
+export function isFinal(status: string): boolean {
+  return (FINAL as string[]).includes(status);
+}
+
+export class CadreClient {
+  private constructor(
+    readonly client: Client,
+    readonly connection: Connection,
+    readonly server: ServerInfo,
+  ) {}
+
+  static async connect(options: ConnectOptions = {}): Promise<CadreClient> {
+    const server = resolveAddress(options);
+    let connection: Connection;
+    try {
+      connection = await Connection.connect({ address: server.address, connectTimeout: 5000 });
+    } catch (err) {
+      throw new CadreError(
+        `cannot reach Temporal at ${server.address} (${(err as Error).message.split('\n')[0]}): ` +
+          'start one with `cadre dev`, or set TEMPORAL_ADDRESS',
+      );
+    }
+    return new CadreClient(new Client({ connection, namespace: server.namespace }), connection, server);
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+
+  /** Web UI link of a run, when the server is a dev server cadre started. */
+  uiLink(workflowId: string): string | undefined {
+    if (!this.server.uiUrl) return undefined;
+    return `${this.server.uiUrl}/namespaces/${this.server.namespace}/workflows/${encodeURIComponent(workflowId)}`;
+  }
+
+  /** Starts a plan. The default id is derived from the plan and its inputs, so a retried start does not run it twice. */
+  async start(plan: CompiledPlan, givenInputs: Record<string, unknown> = {}, options: StartOptions = {}) {
+    const inputs = resolveInputs(plan, givenInputs);
+    if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
+    const workflowId = options.workflowId ?? defaultWorkflowId(plan, inputs.values);
+    try {
+      const handle = await this.client.workflow.start('runPlan', {
+        workflowId,
+        taskQueue: options.taskQueue ?? defaultTaskQueue(),
+        args: [{ plan, inputs: inputs.values }],
+        memo: { plan: plan.name },
+        typedSearchAttributes: [
+          { key: CadrePlan, value: plan.name },
+          { key: CadreStatus, value: 'running' },
+        ],
+        staticSummary: `plan ${plan.name}`,
+      });
+      return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        throw new CadreError(`plan "${plan.name}" is already running as ${workflowId} (watch it with \`cadre watch ${workflowId}\`, or pass --id to start another run)`);
+      }
+      throw err;
+    }
+  }
+
+  /** Diagnostics of a run, running or finished. */
+  async diagnostics(workflowId: string): Promise<Diagnostics> {
+    const handle = this.client.workflow.getHandle(workflowId);
+    const description = await this.describe(workflowId);
+    if (description.status.name === 'RUNNING') return handle.query(diagnosticsQuery);
+    // A finished run carries its diagnostics in its result or failure; no worker needed.
+    try {
+      return await handle.result();
+    } catch (err) {
+      const details = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause.details?.[0] : undefined;
+      if (details && typeof details === 'object' && 'steps' in details) return details as Diagnostics;
+      try {
+        return await withTimeout(handle.query(diagnosticsQuery), 10_000);
+      } catch {
+        throw new CadreError(
+          `run ${workflowId} ended ${description.status.name.toLowerCase()}; its step records need a running cadre worker to replay the history`,
+        );
+      }
+    }
+  }
+
+  async answer(workflowId: string, waitId: string, value: string): Promise<void> {
+    await this.update(workflowId, () => this.client.workflow.getHandle(workflowId).executeUpdate(answerUpdate, { args: [{ waitId, value }] }));
+  }
+
+  async pause(workflowId: string): Promise<void> {
+    await this.update(workflowId, () => this.client.workflow.getHandle(workflowId).executeUpdate(pauseUpdate));
+  }
+
+  async resume(workflowId: string): Promise<void> {
+    await this.update(workflowId, () => this.client.workflow.getHandle(workflowId).executeUpdate(resumeUpdate));
+  }
+
+  /** Temporal's own cancellation, the same as `temporal workflow cancel`: compensations run, the run ends cancelled. */
+  async cancel(workflowId: string, reason?: string): Promise<void> {
+    await this.describe(workflowId);
+    await this.connection.workflowService.requestCancelWorkflowExecution({
+      namespace: this.server.namespace,
+      workflowExecution: { workflowId },
+      identity: 'cadre-cli',
+      reason: reason ?? 'cancelled with cadre',
+    });
+  }
+
+  /** Waits for the run to end and returns its final diagnostics. */
+  async result(workflowId: string): Promise<Diagnostics> {
+    const handle = this.client.workflow.getHandle(workflowId);
+    try {
+      await handle.result();
+    } catch {
+      // failed and cancelled runs still have diagnostics
+    }
+    return this.diagnostics(workflowId);
+  }
+
+  async list(filter: { status?: string; plan?: string; limit?: number } = {}): Promise<RunSummary[]> {
+    const clauses = ['WorkflowType = "runPlan"'];
+    if (filter.status) clauses.push(`CadreStatus = "${filter.status.replace(/"/g, '')}"`);
+    if (filter.plan) clauses.push(`CadrePlan = "${filter.plan.replace(/"/g, '')}"`);
+    const runs: RunSummary[] = [];
+    for await (const run of this.client.workflow.list({ query: clauses.join(' AND ') })) {
+      const cadreStatus = run.typedSearchAttributes.get(CadreStatus);
+      runs.push({
+        workflowId: run.workflowId,
+        runId: run.runId,
+        plan: run.typedSearchAttributes.get(CadrePlan),
+        status: cadreStatus ?? workflowStatusName(run.status.name),
+        startTime: run.startTime,
+        ...(run.closeTime && { closeTime: run.closeTime }),
+      });
+      if (runs.length >= (filter.limit ?? 20)) break;
+    }
+    return runs;
+  }
+
+  /** Calls `onChange` with fresh diagnostics whenever they change, until the run ends. */
+  async watch(workflowId: string, onChange: (d: Diagnostics) => void, intervalMs = 500): Promise<Diagnostics> {
+    let last = '';
+    for (;;) {
+      const diagnostics = await this.diagnostics(workflowId);
+      const key = JSON.stringify({ ...diagnostics, elapsedMs: 0 });
+      if (key !== last) {
+        last = key;
+        onChange(diagnostics);
+      }
+      if (isFinal(diagnostics.status)) return diagnostics;
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  }
+
+  private async describe(workflowId: string) {
+    try {
+      return await this.client.workflow.getHandle(workflowId).describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new CadreError(`no run with id "${workflowId}"`);
+      throw err;
+    }
+  }
+
+  private async update<T>(workflowId: string, send: () => Promise<T>): Promise<T> {
+    const description = await this.describe(workflowId);
+    if (description.status.name !== 'RUNNING') {
+      throw new CadreError(`run ${workflowId} has ended (${description.status.name.toLowerCase()})`);
+    }
+    try {
+      return await send();
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) throw new CadreError(err.cause?.message ?? err.message);
+      throw err;
+    }
+  }
+}
+
+export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unknown>): string {
+  const hash = createHash('sha256').update(JSON.stringify({ plan, inputs })).digest('hex').slice(0, 10);
+  return `plan-${plan.name}-${hash}`;
+}
+
+function workflowStatusName(name: WorkflowExecutionStatusName): string {
+  switch (name) {
+    case 'COMPLETED':
+      return 'completed';
+    case 'CANCELLED':
+      return 'cancelled';
+    case 'RUNNING':
+      return 'running';
+    default:
+      return 'failed';
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('timed out')), ms).unref())]);
+}

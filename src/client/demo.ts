@@ -1,0 +1,70 @@
+/**
+ * `npm run demo`: the email-triage example end to end on an embedded Temporal
+ * server, non-interactively (the demo answers the plan's question itself).
+ */
+import { cpSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import path from 'node:path';
+import { loadPlan } from '../spec/load';
+import { startEmbedded } from '../worker/embedded';
+import { CadreClient, readServerInfo } from './client';
+import { ProgressPrinter, renderDiagnostics } from './format';
+
+/** The repository root, from src/ (ts) or dist/src/ (compiled) alike. */
+function packageRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
+
+export const DEMO_DIR = path.join(packageRoot(), 'examples', 'email-triage');
+
+export interface DemoOptions {
+  dataDir: string;
+  out: (line: string) => void;
+  info: (line: string) => void;
+}
+
+export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<string> {
+  const live = readServerInfo(process.cwd());
+  if (live && !process.env.TEMPORAL_ADDRESS) {
+    info(`using the \`cadre dev\` server at ${live.address}`);
+    process.env.TEMPORAL_ADDRESS = live.address;
+  }
+  // A fresh copy of the example, so the demo can write files and be run again.
+  const workspacesDir = path.resolve(dataDir, 'demo');
+  mkdirSync(workspacesDir, { recursive: true });
+  const workspace = mkdtempSync(path.join(workspacesDir, 'run-'));
+  cpSync(DEMO_DIR, workspace, { recursive: true });
+  const plan = await loadPlan(path.join(workspace, 'plan.yaml'), workspace);
+
+  info('starting Temporal...');
+  const embedded = await startEmbedded({ dataDir, port: 7233, uiPort: 8233, log: info });
+  const client = await CadreClient.connect({ address: embedded.server.address, namespace: embedded.server.namespace });
+  if (embedded.server.uiUrl) Object.assign(client.server, { uiUrl: embedded.server.uiUrl });
+  try {
+    out(`Temporal: ${embedded.server.address}${embedded.server.uiUrl ? `   Web UI: ${embedded.server.uiUrl}` : ''}`);
+    const { workflowId } = await client.start(plan, {}, { workflowId: `demo-${path.basename(workspace)}` });
+    out(`started plan "${plan.name}" as ${workflowId} in ${workspace}`);
+    const link = client.uiLink(workflowId);
+    if (link) out(`follow it in the Web UI: ${link}`);
+    const printer = new ProgressPrinter(workflowId, out);
+    const answered = new Set<string>();
+    const final = await client.watch(workflowId, (d) => {
+      printer.update(d);
+      for (const w of d.waiting) {
+        if (w.kind !== 'ask' || answered.has(w.id)) continue;
+        answered.add(w.id);
+        const answer = w.choices?.[0] ?? 'yes';
+        out(`  (the demo answers "${answer}" for you, as \`cadre answer ${workflowId} ${w.id} ${answer}\` would)`);
+        void client.answer(workflowId, w.id, answer).catch((err: Error) => info(`answer failed: ${err.message}`));
+      }
+    });
+    out('');
+    out(renderDiagnostics(workflowId, final));
+    if (link) out(`\nhistory in the Web UI (while \`npx cadre dev\` runs): ${link}`);
+    return final.status;
+  } finally {
+    await client.close();
+    await embedded.stop();
+  }
+}

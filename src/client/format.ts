@@ -1,0 +1,70 @@
+/** Human-readable rendering of diagnostics for the CLI. */
+import { formatMs } from '../spec/duration';
+import type { Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
+
+const MARK: Record<StepRecord['status'], string> = {
+  pending: '·',
+  running: '▶',
+  waiting: '?',
+  completed: '✓',
+  failed: '✗',
+  skipped: '↷',
+  cancelled: '⊘',
+};
+
+export function stepLine(step: StepRecord): string {
+  const parts = [`${MARK[step.status]} ${step.id.padEnd(16)} ${step.status.padEnd(9)}`];
+  if (step.attempts > 0) parts.push(`${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`);
+  if (step.items) parts.push(`${step.items.completed}/${step.items.total} items`);
+  if (step.durationMs !== undefined) parts.push(formatMs(step.durationMs));
+  if (step.note) parts.push(`(${step.note})`);
+  if (step.error && step.status !== 'completed') parts.push(`— ${step.error}`);
+  return parts.join('  ');
+}
+
+export function answerHint(workflowId: string, w: Waiting): string {
+  const example = w.choices?.[0] ?? '"your answer"';
+  return `  ? ${w.id}: ${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}\n    answer with: cadre answer ${workflowId} ${w.id} ${example}`;
+}
+
+export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
+  const lines = [`${d.plan} (${workflowId}): ${d.status}${d.paused && d.status !== 'paused' ? ' (paused)' : ''}, ${formatMs(d.elapsedMs)}`];
+  for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
+  for (const w of d.waiting) lines.push(answerHint(workflowId, w));
+  for (const c of d.compensations) lines.push(`  ↺ compensated ${c.step}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);
+  if (d.output !== undefined) lines.push(`output: ${JSON.stringify(d.output, null, 2)}`);
+  return lines.join('\n');
+}
+
+/** Prints what changed between two diagnostics: step transitions, new questions, the end. */
+export class ProgressPrinter {
+  private seen = new Map<string, string>();
+  private asked = new Set<string>();
+  private status = '';
+
+  constructor(
+    private readonly workflowId: string,
+    private readonly write: (line: string) => void,
+  ) {}
+
+  update(d: Diagnostics): void {
+    for (const step of d.steps) {
+      const key = `${step.status}|${step.attempts}|${step.items?.completed ?? ''}`;
+      if (this.seen.get(step.id) !== key) {
+        if (step.status !== 'pending' || this.seen.has(step.id)) this.write(`  ${stepLine(step)}`);
+        this.seen.set(step.id, key);
+      }
+    }
+    for (const w of d.waiting) {
+      const key = `${w.id}@${w.since}`;
+      if (!this.asked.has(key)) {
+        this.asked.add(key);
+        this.write(answerHint(this.workflowId, w));
+      }
+    }
+    if (d.status !== this.status) {
+      if (['paused', 'completed', 'failed', 'cancelled'].includes(d.status)) this.write(`${d.plan}: ${d.status}`);
+      this.status = d.status;
+    }
+  }
+}

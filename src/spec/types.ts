@@ -1,0 +1,64 @@
+/**
+ * Plain data types of a validated plan. Workflows receive these (never zod schemas,
+ * which are costly to instantiate in every cached workflow sandbox).
+ */
+
+export const ON_FAILURE = ['abort', 'retry', 'skip', 'ask'] as const;
+export const ON_TIMEOUT = ['abort', 'extend', 'skip', 'ask'] as const;
+export type OnFailure = (typeof ON_FAILURE)[number];
+export type OnTimeout = (typeof ON_TIMEOUT)[number];
+
+export interface RetrySpec {
+  maximumAttempts?: number;
+  initialInterval?: string;
+  backoffCoefficient?: number;
+  maximumInterval?: string;
+  nonRetryableErrorTypes?: string[];
+}
+
+export interface ToolCall {
+  tool: string;
+  with: Record<string, unknown>;
+}
+
+export interface AskSpec {
+  question: string;
+  choices?: string[];
+  timeout?: string;
+}
+
+export interface CompiledStep {
+  id: string;
+  /** Every step this one waits for: `dependsOn` plus steps named in templates and `when`. */
+  needs: string[];
+  when?: string;
+  forEach?: unknown;
+  as: string;
+  concurrency?: number;
+  timeout?: string;
+  retry: RetrySpec;
+  onFailure: OnFailure;
+  onTimeout: OnTimeout;
+  action: ({ kind: 'tool' } & ToolCall) | { kind: 'ask'; ask: AskSpec };
+  compensate?: ToolCall;
+}
+
+export interface InputSpec {
+  type: 'string' | 'number' | 'boolean' | 'json';
+  default?: unknown;
+  description?: string;
+}
+
+export interface CompiledPlan {
+  name: string;
+  /** Absolute path where tools run. */
+  workspace: string;
+  inputs: Record<string, InputSpec>;
+  steps: CompiledStep[];
+  output?: unknown;
+}
+
+export interface RunPlanInput {
+  plan: CompiledPlan;
+  inputs: Record<string, unknown>;
+}

@@ -1,0 +1,157 @@
+/**
+ * The Temporal server cadre talks to: an existing one (TEMPORAL_ADDRESS), or a dev
+ * server from the `temporal` CLI with its state in a file (so runs survive a
+ * restart), cadre's search attributes registered and the Web UI on.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+import { freePort, isPortFree } from './ports';
+import { findTemporalCli } from './temporal-cli';
+
+export interface TemporalServer {
+  address: string;
+  namespace: string;
+  /** Web UI base URL, when cadre started the server. */
+  uiUrl?: string;
+  /** True when cadre started this server (and `stop` ends it). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+export interface DevServerOptions {
+  /** Where the server keeps its SQLite file and log, e.g. `.cadre/`. */
+  dataDir: string;
+  /** gRPC port; a free one when missing or taken (unless `strictPorts`). */
+  port?: number;
+  uiPort?: number;
+  /** Fail instead of picking other ports when the requested ones are taken. */
+  strictPorts?: boolean;
+  /** Keep state in memory only (tests). */
+  ephemeral?: boolean;
+  log?: (line: string) => void;
+}
+
+const READY_TIMEOUT_MS = 60_000;
+
+export function externalServer(): TemporalServer | undefined {
+  const address = process.env.TEMPORAL_ADDRESS;
+  if (!address) return undefined;
+  return { address, namespace: process.env.TEMPORAL_NAMESPACE || 'default', owned: false, stop: async () => undefined };
+}
+
+/** TEMPORAL_ADDRESS when set, else a dev server started here. */
+export async function resolveServer(options: DevServerOptions): Promise<TemporalServer> {
+  return externalServer() ?? startDevServer(options);
+}
+
+async function pickPort(wanted: number | undefined, strict: boolean | undefined, what: string): Promise<number> {
+  if (wanted === undefined) return freePort();
+  if (await isPortFree(wanted)) return wanted;
+  if (strict) throw new Error(`${what} port ${wanted} is taken`);
+  return freePort();
+}
+
+export async function startDevServer(options: DevServerOptions): Promise<TemporalServer> {
+  const log = options.log ?? (() => undefined);
+  mkdirSync(options.dataDir, { recursive: true });
+  const port = await pickPort(options.port, options.strictPorts, 'gRPC');
+  const uiPort = await pickPort(options.uiPort, options.strictPorts, 'Web UI');
+  const cli = await findTemporalCli({ log });
+  if (!cli) return startWithSdkDownload(options, port, uiPort, log);
+  const logFile = path.join(options.dataDir, 'temporal.log');
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--ui-port', String(uiPort),
+    '--log-level', 'warn',
+    ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+    ...(options.ephemeral ? [] : ['--db-filename', path.join(options.dataDir, 'temporal.db')]),
+  ];
+  const out = openSync(logFile, 'a');
+  const child = spawn(cli, args, { stdio: ['ignore', out, out] });
+  closeSync(out);
+  const address = `127.0.0.1:${port}`;
+  try {
+    await waitUntilReady(address, child, logFile);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    address,
+    namespace: 'default',
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    owned: true,
+    stop: () => stopChild(child),
+  };
+}
+
+async function waitUntilReady(address: string, child: ChildProcess, logFile: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+  for (;;) {
+    if (exited) throw new Error(`the Temporal dev server exited at start:\n${tail(logFile)}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch {
+      if (Date.now() > deadline) throw new Error(`the Temporal dev server did not start within 60s:\n${tail(logFile)}`);
+      await delay(250);
+    }
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').slice(-10).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timedOut = await Promise.race([exited.then(() => false), delay(10_000).then(() => true)]);
+  if (timedOut) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** Last resort on machines with internet: the SDK downloads and runs the same CLI. */
+async function startWithSdkDownload(options: DevServerOptions, port: number, uiPort: number, log: (line: string) => void): Promise<TemporalServer> {
+  log('no temporal CLI and no Go found: letting the Temporal SDK download the dev server');
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ip: '127.0.0.1',
+      port,
+      ui: true,
+      uiPort,
+      searchAttributes: SEARCH_ATTRIBUTES,
+      ...(options.ephemeral ? {} : { dbFilename: path.join(options.dataDir, 'temporal.db') }),
+    },
+  });
+  return {
+    address: `127.0.0.1:${port}`,
+    namespace: env.namespace ?? 'default',
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    owned: true,
+    stop: () => env.teardown(),
+  };
+}

@@ -1,0 +1,21 @@
+/** Worker logs for people at a terminal: one line each, WARN and up unless CADRE_LOG_LEVEL says otherwise. */
+import { DefaultLogger, type LogEntry, type LogLevel, Runtime } from '@temporalio/worker';
+
+const LEVELS: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+
+let installed = false;
+
+export function installConciseLogging(defaultLevel: LogLevel = 'WARN'): void {
+  if (installed) return;
+  installed = true;
+  const wanted = (process.env.CADRE_LOG_LEVEL ?? '').toUpperCase() as LogLevel;
+  const level = LEVELS.includes(wanted) ? wanted : defaultLevel;
+  Runtime.install({ logger: new DefaultLogger(level, (entry) => process.stderr.write(`${formatEntry(entry)}\n`)) });
+}
+
+function formatEntry(entry: LogEntry): string {
+  const meta = entry.meta ?? {};
+  const error = meta.error as { message?: string; type?: string } | undefined;
+  const where = [meta.workflowType, meta.activityType].filter(Boolean).join('/');
+  return `worker ${entry.level.toLowerCase()}: ${entry.message}${where ? ` (${where})` : ''}${error?.message ? `: ${error.type ? `${error.type}: ` : ''}${error.message}` : ''}`;
+}

@@ -1,0 +1,90 @@
+/**
+ * Finds the `temporal` CLI (which embeds the dev server and the Web UI):
+ * TEMPORAL_CLI_PATH, then `temporal` on PATH, then cadre's cache, then a build
+ * with Go into that cache. Returns undefined when none of these works, so the
+ * caller can fall back to the SDK's own download.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** Newer tags carry a `replace` directive that `go install` refuses. */
+export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+
+export function cacheDir(): string {
+  if (process.env.CADRE_CACHE_DIR) return process.env.CADRE_CACHE_DIR;
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'cadre');
+}
+
+export function cachedCliPath(): string {
+  return path.join(cacheDir(), 'bin', 'temporal');
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, name);
+    if (dir && isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+export interface FindOptions {
+  /** Build with Go when nothing is found (default true). */
+  build?: boolean;
+  log?: (line: string) => void;
+}
+
+export async function findTemporalCli(options: FindOptions = {}): Promise<string | undefined> {
+  const log = options.log ?? (() => undefined);
+  const explicit = process.env.TEMPORAL_CLI_PATH;
+  if (explicit) {
+    if (!isExecutable(explicit)) throw new Error(`TEMPORAL_CLI_PATH=${explicit} is not an executable file`);
+    return explicit;
+  }
+  const found = onPath('temporal') ?? (isExecutable(cachedCliPath()) ? cachedCliPath() : undefined);
+  if (found) return found;
+  if (options.build === false || !goAvailable()) return undefined;
+  log(`building the temporal CLI with Go into ${path.dirname(cachedCliPath())} (first run only, a few minutes)...`);
+  await buildWithGo(log);
+  return isExecutable(cachedCliPath()) ? cachedCliPath() : undefined;
+}
+
+function goAvailable(): boolean {
+  return spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
+}
+
+async function buildWithGo(log: (line: string) => void): Promise<void> {
+  const bin = path.dirname(cachedCliPath());
+  mkdirSync(bin, { recursive: true });
+  const started = Date.now();
+  const child = spawn('go', ['install', TEMPORAL_CLI_MODULE], {
+    env: { ...process.env, CGO_ENABLED: '0', GOBIN: bin },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const progress = setInterval(() => log(`  still building the temporal CLI (${Math.round((Date.now() - started) / 1000)}s)`), 30_000);
+  try {
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    if (code !== 0) throw new Error(`go install ${TEMPORAL_CLI_MODULE} failed:\n${stderr.split('\n').slice(-15).join('\n')}`);
+    log(`built the temporal CLI in ${Math.round((Date.now() - started) / 1000)}s`);
+  } finally {
+    clearInterval(progress);
+  }
+}

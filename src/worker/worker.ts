@@ -1,0 +1,34 @@
+/** Builds a cadre worker: the plan workflows plus every activity, on one task queue. */
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities';
+
+export const DEFAULT_TASK_QUEUE = 'cadre';
+
+export function taskQueue(): string {
+  return process.env.CADRE_TASK_QUEUE || DEFAULT_TASK_QUEUE;
+}
+
+export interface CadreWorkerOptions {
+  address: string;
+  namespace: string;
+  taskQueue?: string;
+  /** A bundle built once with `bundleWorkflowCode` (tests); otherwise the worker bundles at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Extra worker options (tests and benchmarks). */
+  overrides?: Partial<WorkerOptions>;
+}
+
+export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const connection = await NativeConnection.connect({ address: options.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue ?? taskQueue(),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    activities: createActivities(),
+    // Let running tools finish on Ctrl-C before the worker goes.
+    shutdownGraceTime: '10s',
+    ...options.overrides,
+  });
+  return { worker, connection };
+}

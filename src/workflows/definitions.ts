@@ -1,0 +1,77 @@
+/** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+
+export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+export const PLAN_STATUSES = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'] as const;
+export type PlanStatus = (typeof PLAN_STATUSES)[number];
+
+export interface StepRecord {
+  id: string;
+  status: StepStatus;
+  /** Activity attempts summed over every time the step was started. */
+  attempts: number;
+  startedAt?: string;
+  endedAt?: string;
+  durationMs?: number;
+  error?: string;
+  /** Why a step was skipped or cancelled. */
+  note?: string;
+  /** forEach progress. */
+  items?: { total: number; completed: number };
+}
+
+export type WaitKind = 'ask' | 'failure' | 'timeout';
+
+/** Something the run waits on a human for. Answer it with the `answer` update, by `id`. */
+export interface Waiting {
+  id: string;
+  kind: WaitKind;
+  prompt: string;
+  choices?: string[];
+  since: string;
+}
+
+export interface CompensationRecord {
+  step: string;
+  status: 'completed' | 'failed';
+  error?: string;
+}
+
+export interface Diagnostics {
+  plan: string;
+  status: PlanStatus;
+  paused: boolean;
+  startedAt: string;
+  endedAt?: string;
+  elapsedMs: number;
+  steps: StepRecord[];
+  waiting: Waiting[];
+  errors: { step: string; message: string }[];
+  compensations: CompensationRecord[];
+  output?: unknown;
+}
+
+/** What `runPlan` returns: the final diagnostics of a completed run. */
+export type PlanResult = Diagnostics & { status: 'completed' };
+
+export interface Answer {
+  /** The `id` of an entry in `diagnostics.waiting` (the step id). */
+  waitId: string;
+  /** The answer; for failures `retry|skip|abort`, for timeouts also `extend` or `extend:<duration>`. */
+  value: string;
+}
+
+export const diagnosticsQuery = defineQuery<Diagnostics>('diagnostics');
+export const answerUpdate = defineUpdate<{ accepted: true }, [Answer]>('answer');
+export const pauseUpdate = defineUpdate<{ paused: boolean }>('pause');
+export const resumeUpdate = defineUpdate<{ paused: boolean }>('resume');
+
+/** Search attributes cadre registers on the namespace (see `cadre setup`). */
+export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');
+export const CadrePlan = defineSearchAttributeKey('CadrePlan', 'KEYWORD');
+export const SEARCH_ATTRIBUTES = [CadreStatus, CadrePlan];
+
+export const FAILURE_CHOICES = ['retry', 'skip', 'abort'];
+export const TIMEOUT_CHOICES = ['retry', 'extend', 'skip', 'abort'];

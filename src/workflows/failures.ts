@@ -1,0 +1,40 @@
+/** Reading activity failures in workflow code: was it a timeout, how many attempts did it take. */
+import { ActivityFailure, ApplicationFailure, TemporalFailure, TimeoutFailure } from '@temporalio/workflow';
+import type { ToolFailureDetails } from '../activities';
+
+export interface StepError {
+  message: string;
+  timedOut: boolean;
+  attempts: number;
+}
+
+/** Thrown by workflow-side waits (ask, sleep) that run past the step's timeout. */
+export class StepTimeout extends Error {
+  readonly name = 'StepTimeout';
+}
+
+export function describeFailure(err: unknown): StepError {
+  if (err instanceof StepTimeout) return { message: err.message, timedOut: true, attempts: 0 };
+  const timeout = findCause(err, (e) => e instanceof TimeoutFailure) as TimeoutFailure | undefined;
+  // A heartbeat timeout is a lost worker, not a slow step: that is a failure.
+  const timedOut = timeout !== undefined && timeout.timeoutType !== 'HEARTBEAT';
+  const app = findCause(err, (e) => e instanceof ApplicationFailure) as ApplicationFailure | undefined;
+  const details = app?.details?.[0] as ToolFailureDetails | undefined;
+  const attempts = typeof details?.attempt === 'number' ? details.attempt : 1;
+  if (timedOut) {
+    const last = app ? ` (last error: ${app.message})` : '';
+    return { message: `timed out${last}`, timedOut, attempts };
+  }
+  if (app) return { message: `${app.type ?? 'Error'}: ${app.message}`, timedOut, attempts };
+  if (err instanceof ActivityFailure && err.cause) return { message: err.cause.message, timedOut, attempts };
+  return { message: err instanceof Error ? err.message : String(err), timedOut, attempts };
+}
+
+function findCause(err: unknown, test: (e: Error) => boolean): Error | undefined {
+  let cursor: unknown = err;
+  for (let depth = 0; cursor instanceof Error && depth < 10; depth++) {
+    if (test(cursor)) return cursor;
+    cursor = cursor instanceof TemporalFailure || cursor instanceof Error ? (cursor as { cause?: unknown }).cause : undefined;
+  }
+  return undefined;
+}

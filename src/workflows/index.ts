@@ -1,0 +1,2 @@
+/** The workflow bundle's entry point: every workflow a cadre worker runs. */
+export { runPlan } from './run-plan';

@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+
+describe('runPlan on a real Temporal server', () => {
+  test('independent branches overlap and downstream waits for both', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: parallel
+steps:
+  - { id: a, tool: shell, with: { command: "sleep 1; echo a" } }
+  - { id: b, tool: shell, with: { command: "sleep 1; echo b" } }
+  - { id: c, dependsOn: [a, b], tool: shell, with: { command: "echo c" } }
+output: { joined: ["{{ steps.a.output.stdout }}", "{{ steps.b.output.stdout }}", "{{ steps.c.output.stdout }}"] }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      const [a, b, c] = ['a', 'b', 'c'].map((s) => step(d, s));
+      // Both started before either ended.
+      expect(Date.parse(a.startedAt!)).toBeLessThan(Date.parse(b.endedAt!));
+      expect(Date.parse(b.startedAt!)).toBeLessThan(Date.parse(a.endedAt!));
+      expect(Date.parse(c.startedAt!)).toBeGreaterThanOrEqual(Math.max(Date.parse(a.endedAt!), Date.parse(b.endedAt!)));
+      expect(d.output).toEqual({ joined: ['a\n', 'b\n', 'c\n'] });
+    });
+  });
+
+  test('a flaky step succeeds on its third attempt', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: flaky
+steps:
+  - id: flaky
+    retry: { maximumAttempts: 3, initialInterval: 100ms }
+    tool: shell
+    with: { command: 'echo x >> tries; [ $(wc -l < tries) -ge 3 ]' }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      expect(step(d, 'flaky').attempts).toBe(3);
+      expect(readFileSync(path.join(ws, 'tries'), 'utf8').trim().split('\n')).toHaveLength(3);
+    });
+  });
+
+  test('ask resumes with the answer', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: asking
+steps:
+  - id: confirm
+    ask: { question: "Archive {{ inputs.count }} emails?", choices: [yes, no] }
+  - id: after
+    tool: shell
+    with: { command: "echo answered {{ steps.confirm.output }}" }
+inputs: { count: { type: number, default: 3 } }
+output: "{{ steps.after.output.stdout }}"
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const waiting = await waitUntil(h, id, (d) => d.status === 'waiting');
+      expect(waiting.waiting).toEqual([expect.objectContaining({ id: 'confirm', kind: 'ask', prompt: 'Archive 3 emails?', choices: ['yes', 'no'] })]);
+      await expect(h.client.answer(id, 'confirm', 'maybe')).rejects.toThrow('"maybe" is not one of: yes, no');
+      await h.client.answer(id, 'confirm', 'yes');
+      const d = await h.client.result(id);
+      expect(d.output).toBe('answered yes\n');
+    });
+  });
+});

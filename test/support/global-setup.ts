@@ -1,0 +1,35 @@
+/**
+ * One Temporal dev server and one workflow bundle for the whole test run.
+ * TEMPORAL_ADDRESS reuses an existing server instead.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { resolveServer, type TemporalServer } from '../../src/worker/dev-server';
+
+declare global {
+  var cadreTestServer: TemporalServer | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-test-'));
+  const server = await resolveServer({ dataDir: dir, ephemeral: true, log: (line) => process.stderr.write(`${line}\n`) });
+  globalThis.cadreTestServer = server;
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });
+  const bundlePath = path.join(dir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, code);
+  process.env.CADRE_TEST_ADDRESS = server.address;
+  process.env.CADRE_TEST_NAMESPACE = server.namespace;
+  process.env.CADRE_TEST_BUNDLE = bundlePath;
+  process.env.CADRE_TEST_DIR = dir;
+}
+
+const quietLogger = {
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => process.stderr.write(`bundle: ${message}\n`),
+  error: (message: string) => process.stderr.write(`bundle: ${message}\n`),
+  log: () => undefined,
+};

@@ -1,0 +1,87 @@
+/** Shared pieces of the workflow tests: a worker on a fresh task queue, a client, plan compilation. */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DefaultLogger, type NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import YAML from 'yaml';
+import { CadreClient } from '../../src/client/client';
+import type { CompiledPlan } from '../../src/spec/types';
+import { formatIssues, validatePlan } from '../../src/spec/validate';
+import type { Diagnostics } from '../../src/workflows/definitions';
+import { createCadreWorker } from '../../src/worker/worker';
+
+let counter = 0;
+
+export function uniqueId(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter}`;
+}
+
+export function tempWorkspace(): string {
+  return mkdtempSync(path.join(os.tmpdir(), 'cadre-ws-'));
+}
+
+export function compile(yaml: string, workspace: string): CompiledPlan {
+  const result = validatePlan(YAML.parse(yaml), { baseDir: workspace });
+  if (!result.ok) throw new Error(formatIssues(result.issues));
+  return result.plan;
+}
+
+export interface Harness {
+  client: CadreClient;
+  taskQueue: string;
+}
+
+let runtimeInstalled = false;
+
+/** Workers log at WARN in tests; INFO state changes drown the test output. */
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
+export async function startWorker(taskQueue: string): Promise<{ worker: Worker; connection: NativeConnection }> {
+  quietRuntime();
+  return createCadreWorker({
+    address: process.env.CADRE_TEST_ADDRESS as string,
+    namespace: process.env.CADRE_TEST_NAMESPACE as string,
+    taskQueue,
+    workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string },
+  });
+}
+
+/** Runs `fn` while a worker polls a task queue of its own. */
+export async function withWorker<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
+  const taskQueue = uniqueId('tq');
+  const { worker, connection } = await startWorker(taskQueue);
+  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  try {
+    return await worker.runUntil(fn({ client, taskQueue }));
+  } finally {
+    await client.close();
+    await connection.close();
+  }
+}
+
+export async function startPlan(h: Harness, plan: CompiledPlan, inputs: Record<string, unknown> = {}): Promise<string> {
+  const { workflowId } = await h.client.start(plan, inputs, { workflowId: uniqueId(plan.name), taskQueue: h.taskQueue });
+  return workflowId;
+}
+
+/** Polls diagnostics until `test` holds (the run's own state, not a sleep). */
+export async function waitUntil(h: Harness, workflowId: string, test: (d: Diagnostics) => boolean, timeoutMs = 60_000): Promise<Diagnostics> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const d = await h.client.diagnostics(workflowId);
+    if (test(d)) return d;
+    if (Date.now() > deadline) throw new Error(`condition not reached; last diagnostics: ${JSON.stringify(d, null, 2)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export function step(d: Diagnostics, id: string) {
+  const record = d.steps.find((s) => s.id === id);
+  if (!record) throw new Error(`no step ${id}`);
+  return record;
+}
