@@ -61,14 +61,21 @@ function rawInputs(raw: unknown): string[] {
   return inputs !== null && typeof inputs === 'object' ? Object.keys(inputs as object) : [];
 }
 
+/** Drops repeats and orders issues as they appear in the file: plan fields, then steps by index, then output. */
 function dedupe(issues: PlanIssue[]): PlanIssue[] {
   const seen = new Set<string>();
-  return issues.filter((issue) => {
+  const unique = issues.filter((issue) => {
     const key = `${issue.path}\u0000${issue.message}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
+  const rank = (issue: PlanIssue) => {
+    const step = /^steps\[(\d+)\]/.exec(issue.path);
+    if (step) return 1 + Number(step[1]);
+    return issue.path.startsWith('output') ? Number.MAX_SAFE_INTEGER : 0;
+  };
+  return unique.map((issue, i) => ({ issue, i })).sort((a, b) => rank(a.issue) - rank(b.issue) || a.i - b.i).map(({ issue }) => issue);
 }
 
 const ROOTS_HELP = 'use steps.<id>, inputs.<name> or the loop variable';
@@ -206,7 +213,8 @@ class PlanChecker {
   }
 
   private suggest(name: string): string {
-    const close = [...this.index.keys()].find((id) => editDistance(id, name) <= 2);
+    const limit = Math.max(1, Math.floor(name.length / 3));
+    const close = [...this.index.keys()].find((id) => editDistance(id, name) <= limit);
     return close ? ` (did you mean "${close}"?)` : '';
   }
 

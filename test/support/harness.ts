@@ -2,7 +2,8 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DefaultLogger, type NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { installConciseLogging } from '../../src/worker/logging';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
 import type { CompiledPlan } from '../../src/spec/types';
@@ -32,17 +33,9 @@ export interface Harness {
   taskQueue: string;
 }
 
-let runtimeInstalled = false;
-
-/** Workers log at WARN in tests; INFO state changes drown the test output. */
-function quietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-}
-
 export async function startWorker(taskQueue: string): Promise<{ worker: Worker; connection: NativeConnection }> {
-  quietRuntime();
+  // Failed attempts are expected in these tests and asserted on; keep worker logs to errors.
+  installConciseLogging('ERROR');
   return createCadreWorker({
     address: process.env.CADRE_TEST_ADDRESS as string,
     namespace: process.env.CADRE_TEST_NAMESPACE as string,
