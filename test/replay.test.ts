@@ -1,0 +1,34 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { Worker } from '@temporalio/worker';
+import { installConciseLogging } from '../src/worker/logging';
+
+const dir = path.join(__dirname, 'histories');
+const histories = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8'))) }));
+
+beforeAll(() => installConciseLogging('ERROR'));
+
+describe('replay of recorded runPlan histories', () => {
+  test('there are recorded histories to replay', () => {
+    expect(histories.map((h) => h.workflowId).sort()).toEqual(['run-plan-cancelled', 'run-plan-completed']);
+  });
+
+  test('every recorded history replays on the current workflow code', async () => {
+    const results = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string } }, histories)) {
+      results.push(result);
+    }
+    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(histories.map((h) => [h.workflowId, undefined]));
+  });
+
+  test('a changed workflow is caught as a determinism violation', async () => {
+    const completed = histories.find((h) => h.workflowId === 'run-plan-completed')!;
+    await expect(
+      Worker.runReplayHistory({ workflowsPath: require.resolve('./support/changed-workflows') }, completed.history, completed.workflowId),
+    ).rejects.toThrow(DeterminismViolationError);
+  });
+});

@@ -1,0 +1,9 @@
+/** runPlan with a changed first command, as a careless edit would make it: replay must reject it. */
+import { sleep } from '@temporalio/workflow';
+import { runPlan as original } from '../../src/workflows';
+import type { RunPlanInput } from '../../src/spec/types';
+
+export async function runPlan(input: RunPlanInput) {
+  await sleep('1s');
+  return original(input);
+}

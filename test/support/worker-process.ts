@@ -1,0 +1,24 @@
+/**
+ * A cadre worker in a process of its own, so a test can SIGKILL it mid-plan.
+ * Usage: tsx test/support/worker-process.ts <taskQueue>  (env: CADRE_TEST_ADDRESS, CADRE_TEST_BUNDLE)
+ */
+import { installConciseLogging } from '../../src/worker/logging';
+import { createCadreWorker } from '../../src/worker/worker';
+
+async function main(): Promise<void> {
+  installConciseLogging('ERROR');
+  const { worker } = await createCadreWorker({
+    address: process.env.CADRE_TEST_ADDRESS as string,
+    namespace: process.env.CADRE_TEST_NAMESPACE ?? 'default',
+    taskQueue: process.argv[2],
+    workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string },
+  });
+  const running = worker.run();
+  process.stdout.write('ready\n');
+  await running;
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack}\n`);
+  process.exit(1);
+});
