@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { TSX } from './support/tsx';
 import { CadreClient } from '../src/client/client';
 import { compile, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 
 function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'support', 'worker-process.ts'), taskQueue], {
+  const child = spawn(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'worker-process.ts'), taskQueue], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: process.env,
   });
