@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../src/worker/temporal-cli';
@@ -80,7 +80,7 @@ steps:
       const id = await startPlan(h, plan);
       await waitUntil(h, id, (d) => step(d, 'first').status === 'running');
       await h.client.pause(id);
-      require('node:fs').writeFileSync(path.join(ws, 'go'), '');
+      writeFileSync(path.join(ws, 'go'), '');
       const paused = await waitUntil(h, id, (d) => step(d, 'first').status === 'completed');
       expect(paused.status).toBe('paused');
       // Held: give the scheduler time to (wrongly) start the next step, then check it did not.

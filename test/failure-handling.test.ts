@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
@@ -59,7 +59,7 @@ output: "{{ steps.needsFile.output.stdout }}"
       expect(waiting.status).toBe('waiting');
       expect(waiting.waiting[0]).toMatchObject({ id: 'needsFile', kind: 'failure', choices: ['retry', 'skip', 'abort'] });
       expect(step(waiting, 'needsFile')).toMatchObject({ status: 'waiting', attempts: 1 });
-      require('node:fs').writeFileSync(path.join(ws, 'ready.txt'), 'fixed');
+      writeFileSync(path.join(ws, 'ready.txt'), 'fixed');
       await h.client.answer(id, 'needsFile', 'retry');
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');

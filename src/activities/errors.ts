@@ -17,6 +17,8 @@ export const ErrorTypes = {
   /** HTTP 5xx, 408, 429 or a network error: retried. */
   HttpServerError: 'HttpServerError',
   UnknownTool: 'UnknownTool',
+  /** The plan's workspace does not exist on this worker's machine. */
+  WorkspaceMissing: 'WorkspaceMissing',
 } as const;
 
 export function permanent(type: string, message: string, details?: unknown): ApplicationFailure {

@@ -51,7 +51,7 @@ export const SERVER_INFO_FILE = path.join('.cadre', 'server.json');
 
 /** TEMPORAL_ADDRESS, else the dev server `cadre dev` runs for this directory, else localhost:7233. */
 export function resolveAddress(options: ConnectOptions = {}): ServerInfo {
-  const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const namespace = options.namespace || process.env.TEMPORAL_NAMESPACE || 'default';
   if (options.address) return { address: options.address, namespace };
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, namespace };
   const dev = readServerInfo(options.projectDir ?? process.cwd());

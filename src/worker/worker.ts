@@ -20,15 +20,20 @@ export interface CadreWorkerOptions {
 
 export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: options.address });
-  const worker = await Worker.create({
-    connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue ?? taskQueue(),
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities(),
-    // Let running tools finish on Ctrl-C before the worker goes.
-    shutdownGraceTime: '10s',
-    ...options.overrides,
-  });
-  return { worker, connection };
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace: options.namespace,
+      taskQueue: options.taskQueue ?? taskQueue(),
+      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+      activities: createActivities(),
+      // Let running tools finish on Ctrl-C before the worker goes.
+      shutdownGraceTime: '10s',
+      ...options.overrides,
+    });
+    return { worker, connection };
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
 }

@@ -43,7 +43,7 @@ import { StepTimeout, describeFailure, type StepError } from './failures';
 export const DEFAULT_STEP_TIMEOUT = '10m';
 export const DEFAULT_MAX_ATTEMPTS = 3;
 /** How long a silent worker may hold a tool before the server retries it elsewhere. */
-const HEARTBEAT_TIMEOUT_MS = 10_000;
+export const HEARTBEAT_TIMEOUT_MS = 10_000;
 const COMPENSATION_TIMEOUT = '5m';
 const MAX_AUTO_EXTENSIONS = 3;
 const TERMINAL = new Set(['completed', 'skipped', 'failed', 'cancelled']);
@@ -114,6 +114,8 @@ class PlanRun {
                   () => this.settle(running, step.id),
                   (err) => {
                     this.settle(running, step.id);
+                    // A bug in the scheduler, not a step failure: failing the workflow task (retried
+                    // by Temporal) lets a fixed worker carry the run on instead of losing it.
                     if (!isCancellation(err)) throw err;
                   },
                 ),

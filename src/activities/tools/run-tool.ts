@@ -1,3 +1,5 @@
+import { stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import { durationMs } from '../../spec/duration';
@@ -30,5 +32,14 @@ export async function runTool(tool: string, params: unknown, ctx: ToolContext): 
     const reasons = parsed.error.issues.map((i) => `${i.path.join('.') || 'with'}: ${i.message}`).join('; ');
     throw permanent(ErrorTypes.BadToolInput, `bad parameters for ${tool}: ${reasons}`);
   }
+  await requireWorkspace(ctx.workspace);
   return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, ctx);
+}
+
+/** Workers on other machines (containers) may not have the plan's workspace: say so once, not as a spawn error. */
+async function requireWorkspace(workspace: string): Promise<void> {
+  const info = await stat(workspace).catch(() => undefined);
+  if (!info?.isDirectory()) {
+    throw permanent(ErrorTypes.WorkspaceMissing, `workspace ${workspace} is not a directory on worker ${hostname()}`);
+  }
 }

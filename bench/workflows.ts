@@ -1,0 +1,3 @@
+/** The workflow bundle of the benchmark worker: cadre's workflows plus the hand-written baseline. */
+export { runPlan } from '../src/workflows';
+export { baselineSteps } from './baseline-workflow';
