@@ -126,7 +126,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
-  const timedOut = await Promise.race([exited.then(() => false), delay(10_000).then(() => true)]);
+  const timedOut = await Promise.race([exited.then(() => false), delay(10_000, true, { ref: false })]);
   if (timedOut) {
     child.kill('SIGKILL');
     await exited;
