@@ -8,7 +8,7 @@ import { startEmbedded } from '../worker/embedded';
 import { installConciseLogging } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
-import { CadreClient, CadreError, SERVER_INFO_FILE, resolveAddress } from './client';
+import { CadreClient, CadreError, SERVER_INFO_FILE, errorChain, resolveAddress } from './client';
 import { runDemo } from './demo';
 import { ProgressPrinter, renderDiagnostics } from './format';
 
@@ -34,6 +34,14 @@ async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T
   } finally {
     await client.close();
   }
+}
+
+/** Ctrl-C while following a run stops the following, not the run. */
+function leaveRunOnCtrlC(workflowId: string): void {
+  process.once('SIGINT', () => {
+    info(`\nstopped following; the run goes on (cadre watch ${workflowId}, cadre cancel ${workflowId})`);
+    process.exit(130);
+  });
 }
 
 /** Resolves on Ctrl-C or SIGTERM. */
@@ -62,6 +70,7 @@ export function buildProgram(): Command {
     .option('--ui-port <port>', 'Web UI port', port, 8233)
     .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
     .action(async (opts: { port: number; uiPort: number; dataDir: string }) => {
+      installConciseLogging('WARN');
       const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info });
       const infoFile = path.join(process.cwd(), SERVER_INFO_FILE);
       if (embedded.server.owned) {
@@ -83,6 +92,7 @@ export function buildProgram(): Command {
     .command('worker')
     .description('run a worker only, against TEMPORAL_ADDRESS (or the `cadre dev` server); scale out by starting more')
     .action(async () => {
+      installConciseLogging('WARN');
       const server = resolveAddress();
       await withClient(async (client) => {
         try {
@@ -145,6 +155,7 @@ export function buildProgram(): Command {
           return;
         }
         if (!opts.json) info(`started ${started.workflowId}${link ? `\nWeb UI: ${link}` : ''}`);
+        leaveRunOnCtrlC(started.workflowId);
         const printer = new ProgressPrinter(started.workflowId, info);
         const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
         out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
@@ -184,6 +195,7 @@ export function buildProgram(): Command {
     .description('follow a run live until it ends')
     .action(async (id: string) => {
       await withClient(async (client) => {
+        leaveRunOnCtrlC(id);
         const printer = new ProgressPrinter(id, out);
         const final = await client.watch(id, (d) => printer.update(d));
         process.exitCode = final.status === 'completed' ? 0 : 1;
@@ -250,6 +262,8 @@ export function buildProgram(): Command {
     .description('run the example plan end to end on an embedded server, non-interactively')
     .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
     .action(async (opts: { dataDir: string }) => {
+      // Failed attempts show as step progress: keep worker logs to errors.
+      installConciseLogging('ERROR');
       const final = await runDemo({ dataDir: opts.dataDir, out, info });
       process.exitCode = final === 'completed' ? 0 : 1;
     });
@@ -258,8 +272,6 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  // Failed attempts are shown as step progress; the demo keeps worker logs to errors.
-  installConciseLogging(argv[2] === 'demo' ? 'ERROR' : 'WARN');
   const program = buildProgram();
   try {
     await program.parseAsync(argv);
@@ -280,8 +292,7 @@ function reportError(err: unknown): number {
     process.stderr.write(`cadre: ${err.message}\n`);
     return 1;
   }
-  const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`cadre: ${message.split('\n')[0]}\n`);
+  process.stderr.write(`cadre: ${errorChain(err).split('\n')[0]}\n`);
   return 1;
 }
 

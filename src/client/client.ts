@@ -83,6 +83,11 @@ export interface RunSummary {
   closeTime?: Date;
 }
 
+/** How long a diagnostics query may wait for a worker before we tell the user none is running. */
+const QUERY_TIMEOUT_MS = 10_000;
+/** Likewise for answers, pause and resume (updates are only recorded once a worker accepts them). */
+const UPDATE_TIMEOUT_MS = 20_000;
+
 const FINAL: PlanStatus[] = ['completed', 'failed', 'cancelled'];
 
 export function isFinal(status: string): boolean {
@@ -139,6 +144,11 @@ export class CadreClient {
       });
       return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
+      if (/(no mapping|not defined).*search attribute|search attribute.*(no mapping|not defined)/i.test(errorChain(err))) {
+        throw new CadreError(
+          `namespace "${this.server.namespace}" lacks cadre's search attributes: run \`cadre setup\` or start \`cadre worker\` (both register them), then run again`,
+        );
+      }
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
         throw new CadreError(`plan "${plan.name}" is already running as ${workflowId} (watch it with \`cadre watch ${workflowId}\`, or pass --id to start another run)`);
       }
@@ -150,7 +160,17 @@ export class CadreClient {
   async diagnostics(workflowId: string): Promise<Diagnostics> {
     const handle = this.client.workflow.getHandle(workflowId);
     const description = await this.describe(workflowId);
-    if (description.status.name === 'RUNNING') return handle.query(diagnosticsQuery);
+    if (description.status.name === 'RUNNING') {
+      try {
+        return await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
+      } catch (err) {
+        if (!(err instanceof TimedOut)) throw err;
+        throw new CadreError(
+          `run ${workflowId} is running, but no worker answered within ${QUERY_TIMEOUT_MS / 1000}s: ` +
+            `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}")`,
+        );
+      }
+    }
     // A finished run carries its diagnostics in its result or failure; no worker needed.
     try {
       return await handle.result();
@@ -158,7 +178,7 @@ export class CadreClient {
       const details = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause.details?.[0] : undefined;
       if (details && typeof details === 'object' && 'steps' in details) return details as Diagnostics;
       try {
-        return await withTimeout(handle.query(diagnosticsQuery), 10_000);
+        return await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
       } catch {
         throw new CadreError(
           `run ${workflowId} ended ${description.status.name.toLowerCase()}; its step records need a running cadre worker to replay the history`,
@@ -245,15 +265,35 @@ export class CadreClient {
     }
   }
 
+  /** Runs a call that needs a worker, cancelling it (not just abandoning it) after `ms`. */
+  private async bounded<T>(ms: number, call: () => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms);
+    try {
+      return await this.client.withAbortSignal(controller.signal, call);
+    } catch (err) {
+      if (controller.signal.aborted) throw new TimedOut();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async update<T>(workflowId: string, send: () => Promise<T>): Promise<T> {
     const description = await this.describe(workflowId);
     if (description.status.name !== 'RUNNING') {
       throw new CadreError(`run ${workflowId} has ended (${description.status.name.toLowerCase()})`);
     }
     try {
-      return await send();
+      return await this.bounded(UPDATE_TIMEOUT_MS, send);
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) throw new CadreError(err.cause?.message ?? err.message);
+      if (err instanceof TimedOut) {
+        throw new CadreError(
+          `no worker took the request for run ${workflowId} within ${UPDATE_TIMEOUT_MS / 1000}s: ` +
+            `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}"), then try again`,
+        );
+      }
       throw err;
     }
   }
@@ -277,6 +317,13 @@ function workflowStatusName(name: WorkflowExecutionStatusName): string {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('timed out')), ms).unref())]);
+class TimedOut extends Error {}
+
+/** An error's message with its causes', which is where gRPC puts the server's reason. */
+export function errorChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e instanceof Error && parts.length < 5; e = (e as { cause?: unknown }).cause) {
+    if (!parts.includes(e.message)) parts.push(e.message);
+  }
+  return parts.join(': ');
 }

@@ -39,6 +39,12 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
 
   info('starting Temporal...');
   const embedded = await startEmbedded({ dataDir, port: 7233, uiPort: 8233, log: info });
+  const interrupted = () => {
+    info('interrupted: stopping the worker and the server...');
+    void embedded.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   const client = await CadreClient.connect({ address: embedded.server.address, namespace: embedded.server.namespace });
   if (embedded.server.uiUrl) Object.assign(client.server, { uiUrl: embedded.server.uiUrl });
   try {
@@ -64,6 +70,8 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
     if (link) out(`\nhistory in the Web UI (while \`npx cadre dev\` runs): ${link}`);
     return final.status;
   } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     await client.close();
     await embedded.stop();
   }

@@ -1,4 +1,7 @@
-/** Worker logs for people at a terminal: one line each, WARN and up unless CADRE_LOG_LEVEL says otherwise. */
+/**
+ * Worker logs for people at a terminal: one line each, WARN and up unless CADRE_LOG_LEVEL says otherwise.
+ * Call it before the first worker or native connection is created.
+ */
 import { DefaultLogger, type LogEntry, type LogLevel, Runtime } from '@temporalio/worker';
 
 const LEVELS: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
@@ -10,7 +13,11 @@ export function installConciseLogging(defaultLevel: LogLevel = 'WARN'): void {
   installed = true;
   const wanted = (process.env.CADRE_LOG_LEVEL ?? '').toUpperCase() as LogLevel;
   const level = LEVELS.includes(wanted) ? wanted : defaultLevel;
-  Runtime.install({ logger: new DefaultLogger(level, (entry) => process.stderr.write(`${formatEntry(entry)}\n`)) });
+  Runtime.install({
+    logger: new DefaultLogger(level, (entry) => process.stderr.write(`${formatEntry(entry)}\n`)),
+    // cadre's commands handle Ctrl-C themselves: stop the worker, then the dev server.
+    shutdownSignals: [],
+  });
 }
 
 function formatEntry(entry: LogEntry): string {

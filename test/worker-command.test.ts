@@ -1,0 +1,92 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
+import { findTemporalCli } from '../src/worker/temporal-cli';
+import { freePort } from '../src/worker/ports';
+import { tempWorkspace, uniqueId } from './support/harness';
+import { TSX } from './support/tsx';
+
+const exec = promisify(execFile);
+const CADRE = path.join(__dirname, 'support', 'cadre.ts');
+
+async function waitForServer(address: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      await connection.workflowService.getSystemInfo({});
+      await connection.close();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+describe('cadre worker against a plain Temporal dev server', () => {
+  let server: ChildProcess;
+  let address: string;
+
+  beforeAll(async () => {
+    const cli = await findTemporalCli({ build: false });
+    if (!cli) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');
+    const port = await freePort();
+    address = `127.0.0.1:${port}`;
+    // No --search-attribute flags: a server that has never seen cadre.
+    server = spawn(cli, ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error'], { stdio: 'ignore' });
+    await waitForServer(address);
+  });
+
+  afterAll(async () => {
+    server.kill('SIGTERM');
+    await exited(server);
+  });
+
+  test('run explains missing search attributes; the worker registers them and runs plans; status says when no worker answers', async () => {
+    const dir = tempWorkspace();
+    const taskQueue = uniqueId('plain');
+    const env = { ...process.env, TEMPORAL_ADDRESS: address, CADRE_TASK_QUEUE: taskQueue, CADRE_LOG_LEVEL: 'ERROR' };
+    const cadre = (args: string[]) =>
+      exec(process.execPath, ['--import', TSX, CADRE, ...args], { cwd: dir, env }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+      );
+    writeFileSync(path.join(dir, 'plan.yaml'), 'name: plain\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo hi" } }\n');
+    writeFileSync(path.join(dir, 'ask.yaml'), 'name: plain-ask\nsteps:\n  - { id: q, ask: { question: "?" } }\n');
+
+    const early = await cadre(['run', 'plan.yaml']);
+    expect(early).toMatchObject({ code: 1, stderr: expect.stringContaining("lacks cadre's search attributes: run `cadre setup` or start `cadre worker`") });
+
+    const worker = spawn(process.execPath, ['--import', TSX, CADRE, 'worker'], { cwd: dir, env });
+    let stderr = '';
+    worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const workerExit = exited(worker);
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!stderr.includes('worker running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(stderr).toContain('registered search attributes CadreStatus, CadrePlan');
+      const run = await cadre(['run', 'plan.yaml', '--wait', '--id', uniqueId('plain')]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/plain \(.*\): completed/);
+      expect(await cadre(['setup'])).toMatchObject({ code: 0, stdout: 'already present: CadreStatus, CadrePlan\n' });
+    } finally {
+      worker.kill('SIGINT');
+    }
+    expect(await workerExit).toBe(0);
+
+    const id = uniqueId('orphan');
+    expect(await cadre(['run', 'ask.yaml', '--id', id])).toMatchObject({ code: 0 });
+    const status = await cadre(['status', id]);
+    expect(status).toMatchObject({
+      code: 1,
+      stderr: `cadre: run ${id} is running, but no worker answered within 10s: start one with \`cadre worker\` or \`cadre dev\` (task queue "${taskQueue}")\n`,
+    });
+  });
+});
