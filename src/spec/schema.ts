@@ -4,6 +4,7 @@ import { isDuration } from './duration';
 import { ON_FAILURE, ON_TIMEOUT } from './types';
 
 export const STEP_ID = /^[A-Za-z][A-Za-z0-9_]*$/;
+export const MAX_CONCURRENCY = 200;
 export const PLAN_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
 const duration = z.string({ error: 'expected a duration such as 30s, 5m or 1h' }).refine(isDuration, {
@@ -44,7 +45,8 @@ export const stepSchema = z
     when: z.string().min(1).optional(),
     forEach: z.union([z.string(), z.array(z.unknown())]).optional(),
     as: z.string().regex(STEP_ID, 'loop variable must be a plain name').optional(),
-    concurrency: z.int().min(1).optional(),
+    // Temporal allows 2,000 pending activities per workflow; stay well under it.
+    concurrency: z.int().min(1).max(MAX_CONCURRENCY).optional(),
     tool: toolCall.tool.optional(),
     with: toolCall.with,
     ask: ask.optional(),

@@ -46,6 +46,8 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export const HEARTBEAT_TIMEOUT_MS = 10_000;
 const COMPENSATION_TIMEOUT = '5m';
 const MAX_AUTO_EXTENSIONS = 3;
+/** forEach items run at once when the step does not say: keeps a long list far from Temporal's pending-activity limit. */
+export const DEFAULT_FOREACH_CONCURRENCY = 10;
 const TERMINAL = new Set(['completed', 'skipped', 'failed', 'cancelled']);
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
@@ -289,7 +291,7 @@ class PlanRun {
         }
       }
     };
-    const width = Math.min(step.concurrency ?? items.length, items.length);
+    const width = Math.min(step.concurrency ?? DEFAULT_FOREACH_CONCURRENCY, items.length);
     await Promise.all(Array.from({ length: width }, lane));
     if (firstError !== undefined) throw firstError;
     return items.map((_, i) => results.get(i));
