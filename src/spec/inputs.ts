@@ -19,7 +19,7 @@ export function resolveInputs(
     }
     const value = typeof raw === 'string' ? coerce(raw, spec.type) : raw;
     if (value === undefined || (spec.type !== 'json' && typeof value !== spec.type)) {
-      issues.push({ path: `inputs.${name}`, message: `expected a ${spec.type}, got ${JSON.stringify(raw)}` });
+      issues.push({ path: `inputs.${name}`, message: `expected ${spec.type === 'json' ? 'JSON' : `a ${spec.type}`}, got ${JSON.stringify(raw)}` });
     } else values[name] = value;
   }
   return issues.length > 0 ? { ok: false, issues } : { ok: true, values };
