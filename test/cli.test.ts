@@ -1,29 +1,10 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TSX } from './support/tsx';
-import { promisify } from 'node:util';
+import { type CliResult, runCadre } from './support/cli';
 import { tempWorkspace, uniqueId, withWorker } from './support/harness';
 
-const exec = promisify(execFile);
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 async function cadre(args: string[], cwd: string): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'cadre.ts'), ...args], {
-      cwd,
-      env: { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_LOG_LEVEL: 'ERROR' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+  return runCadre(args, cwd, { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_LOG_LEVEL: 'ERROR' });
 }
 
 const ASKING_PLAN = `

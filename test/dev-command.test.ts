@@ -1,13 +1,9 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { freePort } from '../src/worker/ports';
+import { runCadre, spawnCadre } from './support/cli';
 import { tempWorkspace } from './support/harness';
-import { TSX } from './support/tsx';
-
-const exec = promisify(execFile);
-const CADRE = path.join(__dirname, 'support', 'cadre.ts');
 
 function env(): NodeJS.ProcessEnv {
   const copy: NodeJS.ProcessEnv = { ...process.env, CADRE_LOG_LEVEL: 'ERROR' };
@@ -17,7 +13,7 @@ function env(): NodeJS.ProcessEnv {
 
 /** Starts `cadre dev` and resolves with its printed gRPC address and Web UI URL once both are up. */
 function startDev(cwd: string, port: number, uiPort: number): Promise<{ child: ChildProcess; address: string; ui: string }> {
-  const child = spawn(process.execPath, ['--import', TSX, CADRE, 'dev', '--port', String(port), '--ui-port', String(uiPort)], { cwd, env: env() });
+  const child = spawnCadre(['dev', '--port', String(port), '--ui-port', String(uiPort)], cwd, env());
   let stdout = '';
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`cadre dev exited early (${code}): ${stdout}`)));
@@ -39,7 +35,9 @@ function stop(child: ChildProcess): Promise<number | null> {
 }
 
 async function cadre(args: string[], cwd: string) {
-  return exec(process.execPath, ['--import', TSX, CADRE, ...args], { cwd, env: env() });
+  const result = await runCadre(args, cwd, env());
+  if (result.code !== 0) throw new Error(`cadre ${args.join(' ')} failed: ${result.stderr}`);
+  return result;
 }
 
 describe('cadre dev', () => {

@@ -1,15 +1,11 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { freePort } from '../src/worker/ports';
+import { runCadre, spawnCadre } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
-import { TSX } from './support/tsx';
-
-const exec = promisify(execFile);
-const CADRE = path.join(__dirname, 'support', 'cadre.ts');
 
 async function waitForServer(address: string): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -53,18 +49,14 @@ describe('cadre worker against a plain Temporal dev server', () => {
     const dir = tempWorkspace();
     const taskQueue = uniqueId('plain');
     const env = { ...process.env, TEMPORAL_ADDRESS: address, CADRE_TASK_QUEUE: taskQueue, CADRE_LOG_LEVEL: 'ERROR' };
-    const cadre = (args: string[]) =>
-      exec(process.execPath, ['--import', TSX, CADRE, ...args], { cwd: dir, env }).then(
-        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-      );
+    const cadre = (args: string[]) => runCadre(args, dir, env);
     writeFileSync(path.join(dir, 'plan.yaml'), 'name: plain\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo hi" } }\n');
     writeFileSync(path.join(dir, 'ask.yaml'), 'name: plain-ask\nsteps:\n  - { id: q, ask: { question: "?" } }\n');
 
     const early = await cadre(['run', 'plan.yaml']);
     expect(early).toMatchObject({ code: 1, stderr: expect.stringContaining("lacks cadre's search attributes: run `cadre setup` or start `cadre worker`") });
 
-    const worker = spawn(process.execPath, ['--import', TSX, CADRE, 'worker'], { cwd: dir, env });
+    const worker = spawnCadre(['worker'], dir, env);
     let stderr = '';
     worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const workerExit = exited(worker);

@@ -1,0 +1,29 @@
+/** Runs the `cadre` CLI from source in a child process, as a user would from a shell. */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { TSX } from './tsx';
+
+const exec = promisify(execFile);
+const CADRE = path.join(__dirname, 'cadre.ts');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runCadre(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, ['--import', TSX, CADRE, ...args], { cwd, env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** A long-running command (`dev`, `worker`). */
+export function spawnCadre(args: string[], cwd: string, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, ['--import', TSX, CADRE, ...args], { cwd, env });
+}
