@@ -14,7 +14,7 @@ beforeAll(() => installConciseLogging('ERROR'));
 
 describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {
-    expect(histories.map((h) => h.workflowId).sort()).toEqual(['run-plan-cancelled', 'run-plan-completed']);
+    expect(histories.map((h) => h.workflowId).sort()).toEqual(['run-plan-cancelled', 'run-plan-completed', 'run-plan-step-activity-ids']);
   });
 
   test('every recorded history replays on the current workflow code', async () => {

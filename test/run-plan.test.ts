@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
@@ -47,6 +47,33 @@ steps:
       expect(d.status).toBe('completed');
       expect(step(d, 'flaky').attempts).toBe(3);
       expect(readFileSync(path.join(ws, 'tries'), 'utf8').trim().split('\n')).toHaveLength(3);
+    });
+  });
+
+  test('a step being retried shows its attempt and last error while it runs; activities are named after steps', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: retrying
+steps:
+  - id: shaky
+    retry: { maximumAttempts: 3, initialInterval: 200ms }
+    tool: shell
+    with: { command: 'if [ ! -f failed ]; then touch failed; echo "disk full" >&2; exit 1; fi; while [ ! -f go ]; do sleep 0.1; done' }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await waitUntil(h, id, (x) => step(x, 'shaky').retrying !== undefined);
+      expect(step(d, 'shaky')).toMatchObject({ status: 'running', retrying: { attempt: 2, lastFailure: 'command exited with code 1: disk full' } });
+      writeFileSync(path.join(ws, 'go'), '');
+      const done = await h.client.result(id);
+      expect(step(done, 'shaky')).toMatchObject({ status: 'completed', attempts: 2 });
+      expect(step(done, 'shaky').retrying).toBeUndefined();
+      const history = await h.client.client.workflow.getHandle(id).fetchHistory();
+      const ids = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityId] : []));
+      expect(ids).toEqual(['shaky']);
     });
   });
 

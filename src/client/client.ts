@@ -12,6 +12,7 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  type WorkflowExecutionDescription,
   type WorkflowExecutionStatusName,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -162,7 +163,8 @@ export class CadreClient {
     const description = await this.describe(workflowId);
     if (description.status.name === 'RUNNING') {
       try {
-        return await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
+        const diagnostics = await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
+        return withRetries(diagnostics, description.raw.pendingActivities ?? []);
       } catch (err) {
         if (!(err instanceof TimedOut)) throw err;
         throw new CadreError(
@@ -318,6 +320,20 @@ function workflowStatusName(name: WorkflowExecutionStatusName): string {
 }
 
 class TimedOut extends Error {}
+
+type PendingActivity = NonNullable<WorkflowExecutionDescription['raw']['pendingActivities']>[number];
+
+/** Marks running steps whose tool is being retried, from activity ids named after steps (`enrich[2]#2`). */
+function withRetries(diagnostics: Diagnostics, pending: PendingActivity[]): Diagnostics {
+  for (const activity of pending) {
+    const attempt = activity.attempt ?? 1;
+    const stepId = (activity.activityId ?? '').split(/[[#]/)[0];
+    const step = diagnostics.steps.find((s) => s.id === stepId && s.status === 'running');
+    if (!step || attempt < 2 || (step.retrying && step.retrying.attempt >= attempt)) continue;
+    step.retrying = { attempt, ...(activity.lastFailure?.message && { lastFailure: activity.lastFailure.message }) };
+  }
+  return diagnostics;
+}
 
 /** An error's message with its causes', which is where gRPC puts the server's reason. */
 export function errorChain(err: unknown): string {

@@ -17,6 +17,9 @@ export function stepLine(step: StepRecord): string {
   if (step.attempts > 0) parts.push(`${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`);
   if (step.items) parts.push(`${step.items.completed}/${step.items.total} items`);
   if (step.durationMs !== undefined) parts.push(formatMs(step.durationMs));
+  if (step.retrying) {
+    parts.push(`(attempt ${step.retrying.attempt}${step.retrying.lastFailure ? `, last error: ${step.retrying.lastFailure}` : ''})`);
+  }
   if (step.note) parts.push(`(${step.note})`);
   if (step.error && step.status !== 'completed') parts.push(`— ${step.error}`);
   return parts.join('  ');
@@ -49,7 +52,7 @@ export class ProgressPrinter {
 
   update(d: Diagnostics): void {
     for (const step of d.steps) {
-      const key = `${step.status}|${step.attempts}|${step.items?.completed ?? ''}`;
+      const key = `${step.status}|${step.attempts}|${step.items?.completed ?? ''}|${step.retrying?.attempt ?? ''}`;
       if (this.seen.get(step.id) !== key) {
         if (step.status !== 'pending' || this.seen.has(step.id)) this.write(`  ${stepLine(step)}`);
         this.seen.set(step.id, key);

@@ -20,6 +20,11 @@ export interface StepRecord {
   note?: string;
   /** forEach progress. */
   items?: { total: number; completed: number };
+  /**
+   * A running tool on its second or later attempt: filled in by the client from Temporal's
+   * pending activities (the workflow learns of attempts only when they end).
+   */
+  retrying?: { attempt: number; lastFailure?: string };
 }
 
 export type WaitKind = 'ask' | 'failure' | 'timeout';

@@ -9,6 +9,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -46,6 +47,7 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export const HEARTBEAT_TIMEOUT_MS = 10_000;
 const COMPENSATION_TIMEOUT = '5m';
 const MAX_AUTO_EXTENSIONS = 3;
+const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
 /** forEach items run at once when the step does not say: keeps a long list far from Temporal's pending-activity limit. */
 export const DEFAULT_FOREACH_CONCURRENCY = 10;
 const TERMINAL = new Set(['completed', 'skipped', 'failed', 'cancelled']);
@@ -72,6 +74,7 @@ class PlanRun {
   private abortReason?: string;
   private publishedStatus?: PlanStatus;
   private output?: unknown;
+  private readonly activityRuns = new Map<string, number>();
   /** Bumped on every change the scheduler must look at. */
   private version = 0;
 
@@ -337,6 +340,7 @@ class PlanRun {
     const retry = step.retry;
     const timeoutMs = durationMs(timeout);
     const options: ActivityOptions = {
+      ...this.activityId(summary),
       scheduleToCloseTimeout: timeoutMs,
       heartbeatTimeout: Math.min(HEARTBEAT_TIMEOUT_MS, timeoutMs),
       summary,
@@ -425,12 +429,25 @@ class PlanRun {
       return;
     }
     const activities = proxyActivities<Activities>({
+      ...this.activityId(`compensate:${step.id}`),
       scheduleToCloseTimeout: COMPENSATION_TIMEOUT,
       heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
       summary: `compensate ${step.id}`,
       retry: { maximumAttempts: DEFAULT_MAX_ATTEMPTS },
     });
     await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id });
+  }
+
+  /**
+   * Activity ids named after steps (`enrich[2]`, `archive#2` for a second run of a step), so the
+   * Web UI and `describe` tell which step an activity belongs to. Runs recorded before this change
+   * used Temporal's sequence numbers and must replay with them.
+   */
+  private activityId(label: string): { activityId?: string } {
+    if (!patched(PATCH_STEP_ACTIVITY_IDS)) return {};
+    const runs = (this.activityRuns.get(label) ?? 0) + 1;
+    this.activityRuns.set(label, runs);
+    return { activityId: runs === 1 ? label : `${label}#${runs}` };
   }
 
   private finish(status: 'completed' | 'failed' | 'cancelled'): void {

@@ -1,10 +1,10 @@
 /**
  * Records histories of `runPlan` for the replay test. Run it when a new workflow
- * feature needs coverage: `npx tsx test/support/record-history.ts`. Never re-record
- * an existing file to make a replay pass: old histories are what running workflows
- * look like, so workflow changes must keep replaying them (use `patched()`).
+ * feature needs coverage: add a scenario, then `npx tsx test/support/record-history.ts`.
+ * It records only scenarios that have no file yet: old histories are what running
+ * workflows look like, so workflow changes must keep replaying them (use `patched()`).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -39,6 +39,21 @@ output: { enriched: "{{ steps.enrich.output[*].stdout }}", answer: "{{ steps.con
     answers: { confirm: ['yes'], flaky: ['retry'] },
   },
   {
+    name: 'run-plan-step-activity-ids', // activity ids named after steps (patch step-activity-ids)
+    plan: `
+name: replay-step-ids
+steps:
+  - { id: search, tool: shell, with: { command: "echo '{\\"emails\\": [\\"a\\", \\"b\\", \\"c\\"], \\"urgent\\": false}'" } }
+  - { id: enrich, forEach: "{{ steps.search.output.json.emails }}", as: mail, concurrency: 2, tool: shell, with: { command: "echo {{ mail }}-{{ index }}" } }
+  - { id: alert, when: "steps.search.output.json.urgent == true", tool: shell, with: { command: "echo alert" } }
+  - { id: confirm, ask: { question: "Go?", choices: [yes, no] } }
+  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
+  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
+output: { enriched: "{{ steps.enrich.output[*].stdout }}", answer: "{{ steps.confirm.output }}" }
+`,
+    answers: { confirm: ['yes'], flaky: ['retry'] },
+  },
+  {
     name: 'run-plan-cancelled',
     plan: `
 name: replay-cancelled
@@ -58,6 +73,11 @@ async function main(): Promise<void> {
   const client = await CadreClient.connect({ address: embedded.server.address, namespace: embedded.server.namespace });
   try {
     for (const scenario of scenarios) {
+      const file = path.join(__dirname, '..', 'histories', `${scenario.name}.json`);
+      if (existsSync(file)) {
+        console.error(`kept ${file}`);
+        continue;
+      }
       const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
       const result = validatePlan(YAML.parse(scenario.plan), { baseDir: workspace });
       if (!result.ok) throw new Error(formatIssues(result.issues));
@@ -71,7 +91,6 @@ async function main(): Promise<void> {
         }
       });
       const history = await client.client.workflow.getHandle(workflowId).fetchHistory();
-      const file = path.join(__dirname, '..', 'histories', `${scenario.name}.json`);
       writeFileSync(file, `${historyToJSON(history)}\n`);
       console.error(`wrote ${file} (${history.events?.length} events)`);
     }
