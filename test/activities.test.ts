@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -69,6 +69,16 @@ describe('the runTool activity', () => {
       type: 'WorkspaceMissing',
       nonRetryable: true,
       message: expect.stringContaining('workspace /nonexistent/ws is not a directory'),
+    });
+  });
+
+  test('fs.read refuses files too big to be a step output', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'big.bin'), Buffer.alloc(1024 * 1024 + 1));
+    const env = new MockActivityEnvironment();
+    await expect(env.run(runTool, { tool: 'fs.read', params: { path: 'big.bin' }, workspace: ws, stepId: 's' })).rejects.toMatchObject({
+      type: 'TooLarge',
+      nonRetryable: true,
     });
   });
 

@@ -17,6 +17,8 @@ export const ErrorTypes = {
   /** HTTP 5xx, 408, 429 or a network error: retried. */
   HttpServerError: 'HttpServerError',
   UnknownTool: 'UnknownTool',
+  /** A file too big to travel as a step output through Temporal's history (2 MB payloads). */
+  TooLarge: 'TooLarge',
   /** The plan's workspace does not exist on this worker's machine. */
   WorkspaceMissing: 'WorkspaceMissing',
 } as const;

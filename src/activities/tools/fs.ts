@@ -1,14 +1,21 @@
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FsReadParams, FsWriteParams } from '../../spec/tools';
 import { ErrorTypes, permanent } from '../errors';
 import type { ToolContext } from './context';
 import { insideWorkspace } from './workspace';
 
+/** Step outputs live in Temporal's history, whose payloads stop at 2 MB. */
+export const MAX_READ_BYTES = 1024 * 1024;
+
 export async function readWorkspaceFile(params: FsReadParams, ctx: ToolContext) {
   const file = insideWorkspace(ctx.workspace, params.path);
   let content: string;
   try {
+    const size = (await stat(file)).size;
+    if (size > MAX_READ_BYTES) {
+      throw permanent(ErrorTypes.TooLarge, `"${params.path}" has ${size} bytes; fs.read returns at most ${MAX_READ_BYTES} (read big files in a shell step)`);
+    }
     content = await readFile(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {

@@ -2,6 +2,8 @@ import type { HttpRequestParams } from '../../spec/tools';
 import { ErrorTypes, permanent, transient } from '../errors';
 import type { ToolContext } from './context';
 
+export const MAX_BODY_CHARS = 512 * 1024;
+
 export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
   const hasBody = params.body !== undefined && params.method !== 'GET' && params.method !== 'HEAD';
   const headers: Record<string, string> = { ...params.headers };
@@ -19,10 +21,12 @@ export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
     if (ctx.signal.aborted) throw err;
     throw transient(ErrorTypes.HttpServerError, `request to ${params.url} failed: ${(err as Error).message}`);
   }
-  const text = await response.text();
+  const full = await response.text();
+  // Keep step outputs well under Temporal's 2 MB payload limit.
+  const text = full.length > MAX_BODY_CHARS ? `${full.slice(0, MAX_BODY_CHARS)}\n[cadre: ${full.length - MAX_BODY_CHARS} more characters not kept]` : full;
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = text === full ? JSON.parse(text) : undefined;
   } catch {
     json = undefined;
   }
