@@ -165,7 +165,11 @@ class PlanChecker {
 
   /** Checks the templates in a value and returns the steps they read. */
   private templateRefs(value: unknown, location: string, self: string | undefined, loopVar: string | undefined): string[] {
-    const refs: string[] = [];
+    return this.templateRefsAt(value, location, self, loopVar).map((r) => r.step);
+  }
+
+  private templateRefsAt(value: unknown, location: string, self: string | undefined, loopVar: string | undefined) {
+    const refs: { step: string; location: string }[] = [];
     for (const { text, location: where } of stringsIn(value, location)) {
       if (!text.includes('{{')) continue;
       try {
@@ -173,7 +177,7 @@ class PlanChecker {
           const first = p.segments[0];
           const ref = this.reference(p.root, first && 'key' in first ? first.key : undefined, self, loopVar);
           if (typeof ref === 'string' && ref.startsWith('!')) this.issues.push({ path: where, message: ref.slice(1) });
-          else if (ref) refs.push(ref);
+          else if (ref) refs.push({ step: ref, location: where });
         }
       } catch (err) {
         if (!(err instanceof TemplateError)) throw err;
@@ -264,22 +268,9 @@ class PlanChecker {
     }
     const upstream = this.upstreamOf(step.id);
     upstream.add(step.id);
-    for (const { text, location } of stringsIn(compensate.with, `steps[${i}].compensate.with`)) {
-      if (!text.includes('{{')) continue;
-      try {
-        for (const p of pathsInString(text)) {
-          const first = p.segments[0];
-          const dep = first && 'key' in first ? first.key : undefined;
-          if (p.root === 'steps' && dep && this.index.has(dep) && !upstream.has(dep)) {
-            this.issues.push({ path: location, message: `template reads step "${dep}", which is not upstream of "${step.id}"` });
-          } else if (p.root !== 'steps' || !dep || !this.index.has(dep)) {
-            const ref = this.reference(p.root, dep, undefined, undefined);
-            if (typeof ref === 'string' && ref.startsWith('!')) this.issues.push({ path: location, message: ref.slice(1) });
-          }
-        }
-      } catch (err) {
-        if (!(err instanceof TemplateError)) throw err;
-        this.issues.push({ path: location, message: err.message });
+    for (const ref of this.templateRefsAt(compensate.with, `steps[${i}].compensate.with`, undefined, undefined)) {
+      if (!upstream.has(ref.step)) {
+        this.issues.push({ path: ref.location, message: `template reads step "${ref.step}", which is not upstream of "${step.id}"` });
       }
     }
   }
