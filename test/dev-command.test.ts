@@ -50,6 +50,8 @@ describe('cadre dev', () => {
       expect(dev.address).toBe(`127.0.0.1:${port}`);
       expect((await fetch(dev.ui)).status).toBe(200);
       expect(existsSync(path.join(dir, '.cadre', 'temporal.db'))).toBe(true);
+      const second = await runCadre(['dev'], dir, env());
+      expect(second).toMatchObject({ code: 1, stderr: expect.stringContaining('cadre dev already runs here') });
 
       const run = await cadre(['run', 'plan.yaml', '--wait', '--id', 'dev-check-1'], dir);
       expect(run.stderr).toContain(`Web UI: ${dev.ui}/namespaces/default/workflows/dev-check-1`);

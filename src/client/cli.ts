@@ -8,7 +8,7 @@ import { startEmbedded } from '../worker/embedded';
 import { installConciseLogging } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
-import { CadreClient, CadreError, SERVER_INFO_FILE, errorChain, resolveAddress } from './client';
+import { CadreClient, CadreError, SERVER_INFO_FILE, errorChain, readServerInfo, resolveAddress } from './client';
 import { runDemo } from './demo';
 import { ProgressPrinter, renderDiagnostics } from './format';
 
@@ -24,6 +24,12 @@ function collectInput(value: string, previous: Record<string, string>): Record<s
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
+  return n;
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`not a positive whole number: ${value}`);
   return n;
 }
 
@@ -70,6 +76,8 @@ export function buildProgram(): Command {
     .option('--ui-port <port>', 'Web UI port', port, 8233)
     .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
     .action(async (opts: { port: number; uiPort: number; dataDir: string }) => {
+      const running = readServerInfo(process.cwd());
+      if (running) throw new CadreError(`cadre dev already runs here (pid ${running.pid}, ${running.address}); two servers on one .cadre/ would corrupt it`);
       installConciseLogging('WARN');
       const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info });
       const infoFile = path.join(process.cwd(), SERVER_INFO_FILE);
@@ -179,7 +187,7 @@ export function buildProgram(): Command {
     .description('recent runs')
     .option('--status <status>', 'running | paused | waiting | completed | failed | cancelled')
     .option('--plan <name>', 'only runs of this plan')
-    .option('--limit <n>', 'how many', (v) => Number(v), 20)
+    .option('--limit <n>', 'how many', positive, 20)
     .option('--json', 'print JSON')
     .action(async (opts: { status?: string; plan?: string; limit: number; json?: boolean }) => {
       await withClient(async (client) => {
