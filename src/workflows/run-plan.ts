@@ -329,10 +329,10 @@ class PlanRun {
     const limit = durationMs(timeout);
     this.record(step.id).attempts += 1;
     if (wanted > limit) {
-      await sleep(limit);
+      await sleep(limit, { summary: step.id });
       throw new StepTimeout(`sleep of ${String(params.duration)} ran past the ${timeout} timeout`);
     }
-    await sleep(wanted);
+    await sleep(wanted, { summary: step.id });
     return { slept: params.duration };
   }
 
@@ -366,7 +366,7 @@ class PlanRun {
     this.publishStatus();
     try {
       const answered = timeout
-        ? await condition(() => this.answers.has(id), durationMs(timeout))
+        ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
         : (await condition(() => this.answers.has(id)), true);
       return answered ? this.answers.get(id) : undefined;
     } finally {
@@ -425,7 +425,7 @@ class PlanRun {
   private async runCompensation(step: CompiledStep, call: ToolCall): Promise<void> {
     const params = resolveTemplates(call.with, this.scope()) as Record<string, unknown>;
     if (call.tool === 'sleep') {
-      await sleep(durationMs(String(params.duration)));
+      await sleep(durationMs(String(params.duration)), { summary: `compensate ${step.id}` });
       return;
     }
     const activities = proxyActivities<Activities>({
