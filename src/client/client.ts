@@ -36,6 +36,8 @@ export class CadreError extends Error {}
 
 export interface ConnectOptions {
   address?: string;
+  /** Web UI base URL, for run links (known when cadre started the server). */
+  uiUrl?: string;
   namespace?: string;
   /** Where `cadre dev` left `.cadre/server.json` (default: the current directory). */
   projectDir?: string;
@@ -53,7 +55,7 @@ export const SERVER_INFO_FILE = path.join('.cadre', 'server.json');
 /** TEMPORAL_ADDRESS, else the dev server `cadre dev` runs for this directory, else localhost:7233. */
 export function resolveAddress(options: ConnectOptions = {}): ServerInfo {
   const namespace = options.namespace || process.env.TEMPORAL_NAMESPACE || 'default';
-  if (options.address) return { address: options.address, namespace };
+  if (options.address) return { address: options.address, namespace, ...(options.uiUrl && { uiUrl: options.uiUrl }) };
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, namespace };
   const dev = readServerInfo(options.projectDir ?? process.cwd());
   if (dev) return { ...dev, namespace: options.namespace ?? dev.namespace };

@@ -45,8 +45,11 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-  const client = await CadreClient.connect({ address: embedded.server.address, namespace: embedded.server.namespace });
-  if (embedded.server.uiUrl) Object.assign(client.server, { uiUrl: embedded.server.uiUrl });
+  const client = await CadreClient.connect({
+    address: embedded.server.address,
+    namespace: embedded.server.namespace,
+    uiUrl: embedded.server.uiUrl ?? live?.uiUrl,
+  });
   try {
     out(`Temporal: ${embedded.server.address}${embedded.server.uiUrl ? `   Web UI: ${embedded.server.uiUrl}` : ''}`);
     const { workflowId } = await client.start(plan, {}, { workflowId: `demo-${path.basename(workspace)}` });
