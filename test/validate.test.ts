@@ -1,4 +1,5 @@
 import YAML from 'yaml';
+import { PlanError, parsePlanText } from '../src/spec/load';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 
 function issues(yaml: string): string[] {
@@ -121,5 +122,18 @@ steps:
       'steps[2].forEach: an "ask" step cannot loop with forEach',
       'steps[3].id: duplicate step id "a"',
     ]);
+  });
+
+  test('YAML and JSON syntax errors name the line or the reason', () => {
+    const yamlError = (() => {
+      try {
+        parsePlanText('name: p\nsteps:\n  - id: a\n   tool: shell\n', 'plan.yaml');
+      } catch (err) {
+        return err as PlanError;
+      }
+    })();
+    expect(yamlError).toBeInstanceOf(PlanError);
+    expect(yamlError!.issues[0].path).toBe('line 4');
+    expect(() => parsePlanText('{"name": ', 'plan.json')).toThrow(PlanError);
   });
 });
