@@ -2,10 +2,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, type ToolFailureDetails, type ToolResult } from '../src/activities';
 import { tempWorkspace } from './support/harness';
 
 const { runTool } = createActivities();
+/** These tests fail activities on purpose; the SDK would log each failure as a warning. */
+const quiet = { logger: new DefaultLogger('ERROR') };
 
 async function waitFor(test: () => boolean, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -27,7 +30,7 @@ function alive(pid: number): boolean {
 describe('the runTool activity', () => {
   test('heartbeats while a command runs, and cancellation kills the whole command', async () => {
     const ws = tempWorkspace();
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     let heartbeats = 0;
     env.on('heartbeat', () => heartbeats++);
     const running = env.run(runTool, { tool: 'shell', params: { command: 'sleep 30 & echo $! > child; wait' }, workspace: ws, stepId: 's' });
@@ -48,7 +51,7 @@ describe('the runTool activity', () => {
 
   test('a failure carries its type, retryability and the attempt number', async () => {
     const ws = tempWorkspace();
-    const env = new MockActivityEnvironment({ attempt: 4 });
+    const env = new MockActivityEnvironment({ attempt: 4 }, quiet);
     const err: ApplicationFailure = await env.run(runTool, { tool: 'shell', params: { command: 'echo out; echo oops >&2; exit 7' }, workspace: ws, stepId: 's' }).then(
       () => { throw new Error('expected a failure'); },
       (e: ApplicationFailure) => e,
@@ -60,7 +63,7 @@ describe('the runTool activity', () => {
   });
 
   test('bad parameters and a missing workspace are permanent', async () => {
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     await expect(env.run(runTool, { tool: 'shell', params: { cmd: 'x' }, workspace: tempWorkspace(), stepId: 's' })).rejects.toMatchObject({
       type: 'BadToolInput',
       nonRetryable: true,
@@ -75,7 +78,7 @@ describe('the runTool activity', () => {
   test('fs.read refuses files too big to be a step output', async () => {
     const ws = tempWorkspace();
     writeFileSync(path.join(ws, 'big.bin'), Buffer.alloc(1024 * 1024 + 1));
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     await expect(env.run(runTool, { tool: 'fs.read', params: { path: 'big.bin' }, workspace: ws, stepId: 's' })).rejects.toMatchObject({
       type: 'TooLarge',
       nonRetryable: true,
@@ -84,7 +87,7 @@ describe('the runTool activity', () => {
 
   test('shell output keeps stdout as JSON when it is JSON, and caps long streams', async () => {
     const ws = tempWorkspace();
-    const env = new MockActivityEnvironment();
+    const env = new MockActivityEnvironment(undefined, quiet);
     const json: ToolResult = await env.run(runTool, { tool: 'shell', params: { command: 'echo \'{"a": [1]}\'' }, workspace: ws, stepId: 's' });
     expect(json.output).toEqual({ exitCode: 0, stdout: '{"a": [1]}\n', stderr: '', json: { a: [1] } });
     const big: ToolResult = await env.run(runTool, { tool: 'shell', params: { command: 'head -c 300000 /dev/zero | tr "\\0" x' }, workspace: ws, stepId: 's' });
