@@ -29,6 +29,27 @@ output: { joined: ["{{ steps.a.output.stdout }}", "{{ steps.b.output.stdout }}",
     });
   });
 
+  test('a step starts as soon as its own dependencies finish, not when its level does', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: eager
+steps:
+  - { id: quick, tool: shell, with: { command: "true" } }
+  - { id: slow, tool: shell, with: { command: "sleep 2" } }
+  - { id: afterQuick, dependsOn: [quick], tool: shell, with: { command: "true" } }
+  - { id: afterSlow, dependsOn: [slow], tool: shell, with: { command: "true" } }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      expect(Date.parse(step(d, 'afterQuick').endedAt!)).toBeLessThan(Date.parse(step(d, 'slow').endedAt!));
+      expect(Date.parse(step(d, 'afterSlow').startedAt!)).toBeGreaterThanOrEqual(Date.parse(step(d, 'slow').endedAt!));
+    });
+  });
+
   test('a flaky step succeeds on its third attempt', async () => {
     const ws = tempWorkspace();
     const plan = compile(
