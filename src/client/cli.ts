@@ -1,8 +1,9 @@
 /** The `cadre` command line, on top of the typed client in ./client. */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { PlanError, loadPlan } from '../spec/load';
+import { resolveInputs } from '../spec/inputs';
 import { formatIssues } from '../spec/validate';
 import { startEmbedded } from '../worker/embedded';
 import { installConciseLogging } from '../worker/logging';
@@ -143,15 +144,18 @@ export function buildProgram(): Command {
   program
     .command('run <plan>')
     .description('start a plan')
-    .option('-i, --input <name=value>', 'a plan input (repeatable)', collectInput, {})
+    .addOption(new Option('-i, --input <name=value>', 'a plan input (repeatable)').argParser(collectInput).default({}, 'none'))
     .option('--id <id>', 'workflow id (default: derived from the plan and inputs)')
     .option('--task-queue <queue>', 'task queue of the workers', taskQueue())
     .option('-w, --wait', 'follow progress and exit 0 only when the plan completed')
     .option('--json', 'print JSON')
     .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
       const plan = await loadPlan(file, process.cwd());
+      // Bad inputs are the user's to fix before any server is involved.
+      const inputs = resolveInputs(plan, opts.input);
+      if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
       await withClient(async (client) => {
-        const started = await client.start(plan, opts.input, { workflowId: opts.id, taskQueue: opts.taskQueue });
+        const started = await client.start(plan, inputs.values, { workflowId: opts.id, taskQueue: opts.taskQueue });
         const link = client.uiLink(started.workflowId);
         if (!opts.wait) {
           if (opts.json) out(JSON.stringify({ ...started, ...(link && { ui: link }) }));

@@ -13,6 +13,12 @@ export class PlanError extends Error {
   }
 }
 
+const READ_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+};
+
 export function parsePlanText(text: string, file: string): unknown {
   if (file.endsWith('.json')) {
     try {
@@ -36,7 +42,9 @@ export async function loadPlan(file: string, baseDir: string): Promise<CompiledP
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new PlanError(file, [{ path: '', message: `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }]);
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    const reason = READ_ERRORS[code] ?? (err as Error).message;
+    throw new PlanError(file, [{ path: '', message: `cannot read the plan: ${reason}` }]);
   }
   const result = validatePlan(parsePlanText(text, file), { baseDir });
   if (!result.ok) throw new PlanError(file, result.issues);
