@@ -22,37 +22,23 @@ interface Scenario {
   cancelWhenWaitingOn?: string;
 }
 
+/** A plan that touches most of runPlan: fan-out, a false `when`, an ask, a failure decided by a human, a timer. */
+const fullTour = (name: string) => `
+name: ${name}
+steps:
+  - { id: search, tool: shell, with: { command: "echo '{\\"emails\\": [\\"a\\", \\"b\\", \\"c\\"], \\"urgent\\": false}'" } }
+  - { id: enrich, forEach: "{{ steps.search.output.json.emails }}", as: mail, concurrency: 2, tool: shell, with: { command: "echo {{ mail }}-{{ index }}" } }
+  - { id: alert, when: "steps.search.output.json.urgent == true", tool: shell, with: { command: "echo alert" } }
+  - { id: confirm, ask: { question: "Go?", choices: [yes, no] } }
+  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
+  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
+output: { enriched: "{{ steps.enrich.output[*].stdout }}", answer: "{{ steps.confirm.output }}" }
+`;
+
 const scenarios: Scenario[] = [
-  {
-    name: 'run-plan-completed',
-    plan: `
-name: replay-completed
-steps:
-  - { id: search, tool: shell, with: { command: "echo '{\\"emails\\": [\\"a\\", \\"b\\", \\"c\\"], \\"urgent\\": false}'" } }
-  - { id: enrich, forEach: "{{ steps.search.output.json.emails }}", as: mail, concurrency: 2, tool: shell, with: { command: "echo {{ mail }}-{{ index }}" } }
-  - { id: alert, when: "steps.search.output.json.urgent == true", tool: shell, with: { command: "echo alert" } }
-  - { id: confirm, ask: { question: "Go?", choices: [yes, no] } }
-  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
-  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
-output: { enriched: "{{ steps.enrich.output[*].stdout }}", answer: "{{ steps.confirm.output }}" }
-`,
-    answers: { confirm: ['yes'], flaky: ['retry'] },
-  },
-  {
-    name: 'run-plan-step-activity-ids', // activity ids named after steps (patch step-activity-ids)
-    plan: `
-name: replay-step-ids
-steps:
-  - { id: search, tool: shell, with: { command: "echo '{\\"emails\\": [\\"a\\", \\"b\\", \\"c\\"], \\"urgent\\": false}'" } }
-  - { id: enrich, forEach: "{{ steps.search.output.json.emails }}", as: mail, concurrency: 2, tool: shell, with: { command: "echo {{ mail }}-{{ index }}" } }
-  - { id: alert, when: "steps.search.output.json.urgent == true", tool: shell, with: { command: "echo alert" } }
-  - { id: confirm, ask: { question: "Go?", choices: [yes, no] } }
-  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
-  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
-output: { enriched: "{{ steps.enrich.output[*].stdout }}", answer: "{{ steps.confirm.output }}" }
-`,
-    answers: { confirm: ['yes'], flaky: ['retry'] },
-  },
+  { name: 'run-plan-completed', plan: fullTour('replay-completed'), answers: { confirm: ['yes'], flaky: ['retry'] } },
+  // Recorded after activities were named after steps (patch step-activity-ids).
+  { name: 'run-plan-step-activity-ids', plan: fullTour('replay-step-ids'), answers: { confirm: ['yes'], flaky: ['retry'] } },
   {
     name: 'run-plan-cancelled',
     plan: `
