@@ -82,3 +82,35 @@ describe('cadre worker against a plain Temporal dev server', () => {
     });
   });
 });
+
+describe('cadre worker started before its server', () => {
+  test('waits for the server instead of exiting, then runs', async () => {
+    const cli = await findTemporalCli({ build: false });
+    if (!cli) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');
+    const port = await freePort();
+    const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, CADRE_TASK_QUEUE: uniqueId('early'), CADRE_LOG_LEVEL: 'ERROR' };
+    const worker = spawnCadre(['worker'], tempWorkspace(), env);
+    let stderr = '';
+    worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const workerExit = exited(worker);
+    let server: ChildProcess | undefined;
+    try {
+      const until = async (text: string) => {
+        const deadline = Date.now() + 60_000;
+        while (!stderr.includes(text)) {
+          if (Date.now() > deadline) throw new Error(`never saw "${text}" in: ${stderr}`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      };
+      await until('trying again every 2s');
+      server = spawn(cli, ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error'], { stdio: 'ignore' });
+      await until('worker running');
+      expect(stderr).toContain(`reached Temporal at 127.0.0.1:${port}`);
+    } finally {
+      worker.kill('SIGINT');
+      expect(await workerExit).toBe(0);
+      server?.kill('SIGTERM');
+      if (server) await exited(server);
+    }
+  });
+});

@@ -43,6 +43,25 @@ async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T
   }
 }
 
+/** Workers may start before their server (containers, reboots): wait for it instead of exiting. */
+async function connectWhenUp(): Promise<CadreClient> {
+  let waiting = false;
+  for (;;) {
+    try {
+      const client = await CadreClient.connect();
+      if (waiting) info(`reached Temporal at ${client.server.address}`);
+      return client;
+    } catch (err) {
+      if (!(err instanceof CadreError)) throw err;
+      if (!waiting) info(`${err.message}; trying again every ${RECONNECT_MS / 1000}s (Ctrl-C stops)`);
+      waiting = true;
+      await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+    }
+  }
+}
+
+const RECONNECT_MS = 2000;
+
 /** Ctrl-C while following a run stops the following, not the run. */
 function leaveRunOnCtrlC(workflowId: string): void {
   process.once('SIGINT', () => {
@@ -103,15 +122,16 @@ export function buildProgram(): Command {
     .action(async () => {
       installConciseLogging('WARN');
       const server = resolveAddress();
-      await withClient(async (client) => {
-        try {
-          const report = await ensureSearchAttributes(client.connection, server.namespace);
-          if (report.added.length > 0) info(`registered search attributes ${report.added.join(', ')}`);
-        } catch (err) {
-          if (!(err instanceof SetupPermissionError)) throw err;
-          info(`warning: ${err.message}`);
-        }
-      });
+      const client = await connectWhenUp();
+      try {
+        const report = await ensureSearchAttributes(client.connection, server.namespace);
+        if (report.added.length > 0) info(`registered search attributes ${report.added.join(', ')}`);
+      } catch (err) {
+        if (!(err instanceof SetupPermissionError)) throw err;
+        info(`warning: ${err.message}`);
+      } finally {
+        await client.close();
+      }
       info(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`);
       const { worker, connection } = await createCadreWorker({ address: server.address, namespace: server.namespace });
       const running = worker.run();
