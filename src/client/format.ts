@@ -1,19 +1,11 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
 import type { Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
+import { STEP_MARKS } from '../workflows/details';
 
-const MARK: Record<StepRecord['status'], string> = {
-  pending: '·',
-  running: '▶',
-  waiting: '?',
-  completed: '✓',
-  failed: '✗',
-  skipped: '↷',
-  cancelled: '⊘',
-};
 
 export function stepLine(step: StepRecord): string {
-  const parts = [`${MARK[step.status]} ${step.id.padEnd(16)} ${step.status.padEnd(9)}`];
+  const parts = [`${STEP_MARKS[step.status]} ${step.id.padEnd(16)} ${step.status.padEnd(9)}`];
   if (step.attempts > 0) parts.push(`${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`);
   if (step.items) parts.push(`${step.items.completed}/${step.items.total} items`);
   if (step.durationMs !== undefined) parts.push(formatMs(step.durationMs));

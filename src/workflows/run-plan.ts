@@ -11,9 +11,11 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   sleep,
   upsertSearchAttributes,
+  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -38,6 +40,7 @@ import {
   type WaitKind,
   type Waiting,
 } from './definitions';
+import { currentDetails } from './details';
 import { StepTimeout, describeFailure, type StepError } from './failures';
 
 /** Used when neither the step nor the plan's defaults set a timeout. */
@@ -473,6 +476,8 @@ class PlanRun {
   /** Keeps the `CadreStatus` search attribute in step with the run, so lists can find runs waiting on a human. */
   private publishStatus(): void {
     const status = this.status();
+    // Shown as "Current Details" in the Web UI: metadata read by a query, not history.
+    setCurrentDetails(currentDetails(workflowInfo().workflowId, status, this.stepRecords(), [...this.waiting.values()]));
     if (status === this.publishedStatus) return;
     this.publishedStatus = status;
     upsertSearchAttributes([{ key: CadreStatus, value: status }]);
