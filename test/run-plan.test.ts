@@ -118,6 +118,8 @@ output: "{{ steps.after.output.stdout }}"
       const id = await startPlan(h, plan);
       const waiting = await waitUntil(h, id, (d) => d.status === 'waiting');
       expect(waiting.waiting).toEqual([expect.objectContaining({ id: 'confirm', kind: 'ask', prompt: 'Archive 3 emails?', choices: ['yes', 'no'] })]);
+      const description = await h.client.client.workflow.getHandle(id).describe();
+      expect(await description.staticDetails()).toContain('- `confirm`: ask "Archive {{ inputs.count }} emails?"');
       // The Web UI's "Current Details" say what the run waits for and how to answer.
       const metadata = await h.client.client.workflow.getHandle(id).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toContain(`- \`confirm\`: Archive 3 emails? [yes/no] — \`cadre answer ${id} confirm yes\``);

@@ -144,6 +144,7 @@ export class CadreClient {
           { key: CadreStatus, value: 'running' },
         ],
         staticSummary: `plan ${plan.name}`,
+        staticDetails: planDetails(plan, inputs.values),
       });
       return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
@@ -301,6 +302,22 @@ export class CadreClient {
       throw err;
     }
   }
+}
+
+/** The Markdown the Web UI shows as a run's details: the plan in a form people read. */
+export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>): string {
+  const lines = [`**plan ${plan.name}** in \`${plan.workspace}\``];
+  const given = Object.entries(inputs);
+  if (given.length > 0) lines.push('', 'Inputs:', ...given.map(([k, v]) => `- \`${k}\` = \`${JSON.stringify(v)}\``));
+  lines.push('', 'Steps:');
+  for (const step of plan.steps) {
+    const action = step.action.kind === 'ask' ? `ask "${step.action.ask.question}"` : step.action.tool;
+    const extras = [step.needs.length > 0 && `after ${step.needs.join(', ')}`, step.when && `when ${step.when}`, step.forEach !== undefined && 'for each item']
+      .filter(Boolean)
+      .join('; ');
+    lines.push(`- \`${step.id}\`: ${action}${extras ? ` (${extras})` : ''}`);
+  }
+  return lines.join('\n');
 }
 
 export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unknown>): string {
