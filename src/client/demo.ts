@@ -5,8 +5,8 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { loadPlan } from '../spec/load';
-import { startEmbedded } from '../worker/embedded';
-import { CadreClient, readServerInfo } from './client';
+import { type Embedded, startEmbedded } from '../worker/embedded';
+import { CadreClient, type ServerInfo, readServerInfo } from './client';
 import { ProgressPrinter, renderDiagnostics } from './format';
 
 /** The repository root, from src/ (ts) or dist/src/ (compiled) alike. */
@@ -25,11 +25,8 @@ export interface DemoOptions {
 }
 
 export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<string> {
-  const live = readServerInfo(process.cwd());
-  if (live && !process.env.TEMPORAL_ADDRESS) {
-    info(`using the \`cadre dev\` server at ${live.address}`);
-    process.env.TEMPORAL_ADDRESS = live.address;
-  }
+  // A `cadre dev` running here already has a server and a worker: use both.
+  const live = process.env.TEMPORAL_ADDRESS ? undefined : readServerInfo(process.cwd());
   // A fresh copy of the example, so the demo can write files and be run again.
   const workspacesDir = path.resolve(dataDir, 'demo');
   mkdirSync(workspacesDir, { recursive: true });
@@ -37,21 +34,22 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
   cpSync(DEMO_DIR, workspace, { recursive: true });
   const plan = await loadPlan(path.join(workspace, 'plan.yaml'), workspace);
 
-  info('starting Temporal...');
-  const embedded = await startEmbedded({ dataDir, port: 7233, uiPort: 8233, log: info });
+  let embedded: Embedded | undefined;
+  if (live) info(`using the running \`cadre dev\` at ${live.address} and its worker`);
+  else {
+    info('starting Temporal and a worker...');
+    embedded = await startEmbedded({ dataDir, port: 7233, uiPort: 8233, log: info });
+  }
+  const server: ServerInfo = embedded?.server ?? (live as ServerInfo);
   const interrupted = () => {
-    info('interrupted: stopping the worker and the server...');
-    void embedded.stop().finally(() => process.exit(130));
+    info('interrupted: stopping...');
+    void (embedded?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-  const client = await CadreClient.connect({
-    address: embedded.server.address,
-    namespace: embedded.server.namespace,
-    uiUrl: embedded.server.uiUrl ?? live?.uiUrl,
-  });
+  const client = await CadreClient.connect({ address: server.address, namespace: server.namespace, uiUrl: server.uiUrl });
   try {
-    out(`Temporal: ${embedded.server.address}${embedded.server.uiUrl ? `   Web UI: ${embedded.server.uiUrl}` : ''}`);
+    out(`Temporal: ${server.address}${server.uiUrl ? `   Web UI: ${server.uiUrl}` : ''}`);
     const { workflowId } = await client.start(plan, {}, { workflowId: `demo-${path.basename(workspace)}` });
     out(`started plan "${plan.name}" as ${workflowId} in ${workspace}`);
     const link = client.uiLink(workflowId);
@@ -70,12 +68,12 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
     });
     out('');
     out(renderDiagnostics(workflowId, final));
-    if (link) out(`\nhistory in the Web UI (while \`npx cadre dev\` runs): ${link}`);
+    if (link) out(`\nhistory in the Web UI${live ? '' : ' (while `npx cadre dev` runs)'}: ${link}`);
     return final.status;
   } finally {
     process.off('SIGINT', interrupted);
     process.off('SIGTERM', interrupted);
     await client.close();
-    await embedded.stop();
+    await embedded?.stop();
   }
 }
