@@ -1,7 +1,7 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
 import type { Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
-import { STEP_MARKS } from '../workflows/details';
+import { STEP_MARKS, describeWait } from '../workflows/details';
 
 
 export function stepLine(step: StepRecord): string {
@@ -18,8 +18,8 @@ export function stepLine(step: StepRecord): string {
 }
 
 export function answerHint(workflowId: string, w: Waiting): string {
-  const example = w.choices?.[0] ?? '"your answer"';
-  return `  ? ${w.id}: ${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}\n    answer with: cadre answer ${workflowId} ${w.id} ${example}`;
+  const { question, command } = describeWait(workflowId, w);
+  return `  ? ${w.id}: ${question}\n    answer with: ${command}`;
 }
 
 export function renderDiagnostics(workflowId: string, d: Diagnostics): string {

@@ -11,14 +11,22 @@ export const STEP_MARKS: Record<StepRecord['status'], string> = {
   cancelled: '⊘',
 };
 
+/** A question as one line (`Archive 4 emails? [yes/no]`) and the command that answers it. */
+export function describeWait(workflowId: string, w: Waiting): { question: string; command: string } {
+  return {
+    question: `${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}`,
+    command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}`,
+  };
+}
+
 export function currentDetails(workflowId: string, status: PlanStatus, steps: StepRecord[], waiting: Waiting[]): string {
   const done = steps.filter((s) => s.status === 'completed' || s.status === 'skipped').length;
   const lines = [`**${status}** · ${done}/${steps.length} steps done`];
   if (waiting.length > 0) {
     lines.push('', 'Waiting on a human:');
     for (const w of waiting) {
-      const example = w.choices?.[0] ?? '"…"';
-      lines.push(`- \`${w.id}\`: ${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''} — \`cadre answer ${workflowId} ${w.id} ${example}\``);
+      const { question, command } = describeWait(workflowId, w);
+      lines.push(`- \`${w.id}\`: ${question} — \`${command}\``);
     }
   }
   lines.push('', 'Steps:');
