@@ -138,4 +138,50 @@ steps:
       expect(step(d, 'escape')).toMatchObject({ status: 'skipped', attempts: 1, error: expect.stringContaining('OutsideWorkspace') });
     });
   });
+
+  test('a template that reads a missing value fails its step with the path; default() fills it in', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: missing-values
+steps:
+  - { id: data, tool: shell, with: { command: "echo '{\\"items\\": [1, 2]}'" } }
+  - { id: alert, when: "false", tool: shell, with: { command: "echo alert" } }
+  - { id: safe, tool: shell, with: { command: "echo {{ steps.alert.output.stdout | default('no-alert') }}-{{ steps.data.output.json.count | default(0) }}" } }
+  - { id: typo, onFailure: skip, tool: shell, with: { command: "echo {{ steps.data.output.json.itms }} > never" } }
+output: "{{ steps.safe.output.stdout }}"
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      expect(step(d, 'safe').status).toBe('completed');
+      expect(step(d, 'typo')).toMatchObject({ status: 'skipped', attempts: 0 });
+      expect(step(d, 'typo').error).toContain('{{ steps.data.output.json.itms }} reads nothing: steps.data.output.json has no .itms');
+      expect(existsSync(path.join(ws, 'never'))).toBe(false);
+      expect(d.output).toBe('no-alert-0\n');
+    });
+  });
+
+  test("a plan output that cannot be read fails the run with the reason instead of hanging", async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: bad-output
+steps:
+  - { id: skipped, when: "false", tool: shell, with: { command: "echo hi" } }
+output: "{{ steps.skipped.output.stdout }}"
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('failed');
+      expect(d.reason).toBe(
+        "the plan's output cannot be read: {{ steps.skipped.output.stdout }} reads nothing: steps.skipped.output is empty, so it has no .stdout (step \"skipped\" is skipped); add | default(...) where a missing value is fine",
+      );
+      expect(d.steps.map((s) => s.status)).toEqual(['skipped']);
+    });
+  });
 });

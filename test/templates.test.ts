@@ -17,7 +17,6 @@ describe('templates', () => {
     expect(resolveTemplates('{{ steps.search.output.json.emails }}', scope)).toEqual([{ from: 'a@x' }, { from: 'b@x' }]);
     expect(resolveTemplates('{{steps.search.output.json.count}}', scope)).toBe(2);
     expect(resolveTemplates('{{ steps.enrich.output[*].json.from }}', scope)).toEqual(['a@x', 'b@x']);
-    expect(resolveTemplates('{{ steps.enrich.output[*].json.tags[0] }}', scope)).toEqual(['vip', undefined]);
     expect(resolveTemplates('{{ steps.search.output.json["odd-key"] }}', scope)).toBe('k');
     expect(resolveTemplates('{{ steps.enrich.output[1].json.from }}', scope)).toBe('b@x');
   });
@@ -26,11 +25,35 @@ describe('templates', () => {
     expect(resolveTemplates('count={{ steps.search.output.json.count }} first={{ steps.search.output.json.emails[0] }}', scope)).toBe(
       'count=2 first={"from":"a@x"}',
     );
-    expect(resolveTemplates('missing=[{{ steps.nope.output }}]', scope)).toBe('missing=[]');
     expect(resolveTemplates({ list: ['{{ inputs.vip }}', 1], flag: true }, scope)).toEqual({ list: ['a@x', 1], flag: true });
   });
 
+  test('a value that is not there fails with the path that was missing, unless the template gives a default', () => {
+    const skipped = { ...scope, steps: { ...scope.steps, alert: { output: undefined, status: 'skipped' } } };
+    expect(() => resolveTemplates('{{ steps.enrich.output[*].json.tags[0] }}', scope)).toThrow(
+      '{{ steps.enrich.output[*].json.tags[0] }} reads nothing: steps.enrich.output[1].json.tags has no [0] (it has 0 items)',
+    );
+    expect(() => resolveTemplates('echo {{ steps.search.output.json.nope }}', scope)).toThrow('steps.search.output.json has no .nope;');
+    expect(() => resolveTemplates('{{ steps.alert.output.json }}', skipped)).toThrow(
+      'steps.alert.output is empty, so it has no .json (step "alert" is skipped)',
+    );
+    expect(() => resolveTemplates('{{ steps.search.output.json.count.x }}', scope)).toThrow('steps.search.output.json.count is a number, so it has no .x');
+    expect(resolveTemplates('{{ steps.alert.output.json | default("none") }}', skipped)).toBe('none');
+    expect(resolveTemplates("n={{ steps.alert.output.json.n | default(0) }}, tag={{ steps.search.output.json.tag | default('-') }}", skipped)).toBe('n=0, tag=-');
+    expect(resolveTemplates('{{ steps.search.output.json.count | default(7) }}', scope)).toBe(2);
+    expect(resolveTemplates('{{ steps.enrich.output[*].json.tags[0] | default([]) }}', scope)).toEqual([]);
+    const cut = { steps: { big: { output: { stdout: '{"a": 1', truncated: true }, status: 'completed' } } };
+    expect(() => resolveTemplates('{{ steps.big.output.json.a }}', cut)).toThrow('steps.big.output has no .json (the output was cut short');
+  });
+
+  test('runs recorded before strict templates replay with missing values read as nothing', () => {
+    expect(resolveTemplates('{{ steps.enrich.output[*].json.tags[0] }}', scope, { strict: false })).toEqual(['vip', undefined]);
+    expect(resolveTemplates('missing=[{{ steps.nope.output }}]', scope, { strict: false })).toBe('missing=[]');
+  });
+
   test('bad paths are reported', () => {
+    expect(() => parsePath('steps.a | upper')).toThrow('the only filter is | default(<value>)');
+    expect(() => parsePath('steps.a | default(nope)')).toThrow("default(...) takes a JSON value or a 'quoted string'");
     expect(() => parsePath(' steps.a..b ')).toThrow('cannot read "..b"');
     expect(() => parsePath('1abc')).toThrow('expected a name');
   });

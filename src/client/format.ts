@@ -24,6 +24,7 @@ export function answerHint(workflowId: string, w: Waiting): string {
 
 export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   const lines = [`${d.plan} (${workflowId}): ${d.status}${d.paused && d.status !== 'paused' ? ' (paused)' : ''}, ${formatMs(d.elapsedMs)}`];
+  if (d.reason) lines.push(`  why: ${d.reason}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
   for (const w of d.waiting) lines.push(answerHint(workflowId, w));
   for (const c of d.compensations) lines.push(`  ↺ compensated ${c.step}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);

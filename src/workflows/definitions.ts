@@ -56,6 +56,10 @@ export interface Diagnostics {
   errors: { step: string; message: string }[];
   compensations: CompensationRecord[];
   output?: unknown;
+  /** Why the run failed, when it did. */
+  reason?: string;
+  /** Set when the record was shortened to fit Temporal's limits (a failure of a very long plan). */
+  note?: string;
 }
 
 /** What `runPlan` returns: the final diagnostics of a completed run. */

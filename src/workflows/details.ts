@@ -1,5 +1,5 @@
 /** The Markdown a run shows as "Current Details" in the Temporal Web UI. Pure. */
-import type { PlanStatus, StepRecord, Waiting } from './definitions';
+import type { PlanStatus, StepRecord, StepStatus, Waiting } from './definitions';
 
 export const STEP_MARKS: Record<StepRecord['status'], string> = {
   pending: '·',
@@ -11,6 +11,11 @@ export const STEP_MARKS: Record<StepRecord['status'], string> = {
   cancelled: '⊘',
 };
 
+/** Plans up to this many steps list every step; longer ones list only what is moving or went wrong. */
+export const DETAILS_ALL_STEPS_UP_TO = 40;
+const MAX_LISTED = 20;
+const MAX_LINE_CHARS = 300;
+
 /** A question as one line (`Archive 4 emails? [yes/no]`) and the command that answers it. */
 export function describeWait(workflowId: string, w: Waiting): { question: string; command: string } {
   return {
@@ -19,17 +24,39 @@ export function describeWait(workflowId: string, w: Waiting): { question: string
   };
 }
 
-export function currentDetails(workflowId: string, status: PlanStatus, steps: StepRecord[], waiting: Waiting[]): string {
-  const done = steps.filter((s) => s.status === 'completed' || s.status === 'skipped').length;
-  const lines = [`**${status}** · ${done}/${steps.length} steps done`];
+export interface DetailsInput {
+  workflowId: string;
+  status: PlanStatus;
+  total: number;
+  counts: Record<StepStatus, number>;
+  /** Every step for short plans; otherwise the running, waiting and failed ones. */
+  steps: StepRecord[];
+  waiting: Waiting[];
+}
+
+export function currentDetails({ workflowId, status, total, counts, steps, waiting }: DetailsInput): string {
+  const done = counts.completed + counts.skipped;
+  const lines = [`**${status}** · ${done}/${total} steps done`];
   if (waiting.length > 0) {
     lines.push('', 'Waiting on a human:');
-    for (const w of waiting) {
+    for (const w of waiting.slice(0, MAX_LISTED)) {
       const { question, command } = describeWait(workflowId, w);
-      lines.push(`- \`${w.id}\`: ${question} — \`${command}\``);
+      lines.push(`- \`${w.id}\`: ${clip(question)} — \`${clip(command)}\``);
     }
+    if (waiting.length > MAX_LISTED) lines.push(`- … and ${waiting.length - MAX_LISTED} more (\`cadre status ${workflowId}\`)`);
   }
-  lines.push('', 'Steps:');
-  for (const s of steps) lines.push(`- ${STEP_MARKS[s.status]} \`${s.id}\` ${s.status}${s.error && s.status !== 'completed' ? ` — ${s.error}` : ''}`);
+  if (total > DETAILS_ALL_STEPS_UP_TO) {
+    const tally = (Object.keys(STEP_MARKS) as StepStatus[]).filter((s) => counts[s] > 0).map((s) => `${STEP_MARKS[s]} ${counts[s]} ${s}`);
+    lines.push('', `Steps: ${tally.join(' · ')}`);
+  } else lines.push('', 'Steps:');
+  for (const s of steps.slice(0, total > DETAILS_ALL_STEPS_UP_TO ? MAX_LISTED : steps.length)) {
+    lines.push(clip(`- ${STEP_MARKS[s.status]} \`${s.id}\` ${s.status}${s.error && s.status !== 'completed' ? ` — ${s.error}` : ''}`));
+  }
+  if (total > DETAILS_ALL_STEPS_UP_TO && steps.length > MAX_LISTED) lines.push(`- … and ${steps.length - MAX_LISTED} more`);
   return lines.join('\n');
+}
+
+/** Details are a glance, not a record: long prompts and errors are shortened here, visibly, and kept whole in diagnostics. */
+function clip(line: string): string {
+  return line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… (${line.length - MAX_LINE_CHARS} more characters in \`cadre status\`)` : line;
 }

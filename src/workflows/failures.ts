@@ -1,6 +1,8 @@
 /** Reading activity failures in workflow code: was it a timeout, how many attempts did it take. */
 import { ActivityFailure, ApplicationFailure, TemporalFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { ToolFailureDetails } from '../activities';
+import { ExpressionError } from '../spec/expressions';
+import { TemplateError } from '../spec/templates';
 
 export interface StepError {
   message: string;
@@ -15,6 +17,8 @@ export class StepTimeout extends Error {
 
 export function describeFailure(err: unknown): StepError {
   if (err instanceof StepTimeout) return { message: err.message, timedOut: true, attempts: 0 };
+  // The step's own templates or condition, read by the workflow: no tool ran.
+  if (err instanceof TemplateError || err instanceof ExpressionError) return { message: err.message, timedOut: false, attempts: 0 };
   const timeout = findCause(err, (e) => e instanceof TimeoutFailure) as TimeoutFailure | undefined;
   // A heartbeat timeout is a lost worker, not a slow step: that is a failure.
   const timedOut = timeout !== undefined && timeout.timeoutType !== 'HEARTBEAT';

@@ -16,17 +16,17 @@ import {
   sleep,
   upsertSearchAttributes,
   workflowInfo,
-  type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { durationMs, isDuration } from '../spec/duration';
+import { durationMs } from '../spec/duration';
 import { evaluateCondition } from '../spec/expressions';
-import { resolveTemplates } from '../spec/templates';
+import { type ResolveOptions, resolveTemplates } from '../spec/templates';
 import type { CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
 import { isoAt, nowMs } from './clock';
 import {
   CadreStatus,
   FAILURE_CHOICES,
+  STEP_STATUSES,
   TIMEOUT_CHOICES,
   answerUpdate,
   diagnosticsQuery,
@@ -37,36 +37,57 @@ import {
   type PlanResult,
   type PlanStatus,
   type StepRecord,
+  type StepStatus,
   type WaitKind,
-  type Waiting,
 } from './definitions';
-import { currentDetails } from './details';
+import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
 import { StepTimeout, describeFailure, type StepError } from './failures';
+import { Readiness } from './readiness';
+import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, toolActivityOptions } from './step-options';
+import { HumanWaits } from './waits';
+import { utf8Length } from './sizes';
 
-/** Used when neither the step nor the plan's defaults set a timeout. */
-export const DEFAULT_STEP_TIMEOUT = '10m';
-export const DEFAULT_MAX_ATTEMPTS = 3;
-/** How long a silent worker may hold a tool before the server retries it elsewhere. */
-export const HEARTBEAT_TIMEOUT_MS = 10_000;
-const COMPENSATION_TIMEOUT = '5m';
 const MAX_AUTO_EXTENSIONS = 3;
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
+/**
+ * Runs that start on this code get: strict templates (a missing value fails its step), first
+ * answer wins, failures of the run instead of workflow-task failures for plan data. Runs
+ * recorded before replay without it.
+ */
+const PATCH_HARDENED = 'engine-hardening';
 /** forEach items run at once when the step does not say: keeps a long list far from Temporal's pending-activity limit. */
 export const DEFAULT_FOREACH_CONCURRENCY = 10;
-const TERMINAL = new Set(['completed', 'skipped', 'failed', 'cancelled']);
+/** Temporal refuses a run's result or failure over 2 MB; stay under it with room for the envelope. */
+export const MAX_RESULT_BYTES = 1_900_000;
+const TERMINAL = new Set<StepStatus>(['completed', 'skipped', 'failed', 'cancelled']);
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 
 export async function runPlan(input: RunPlanInput): Promise<PlanResult> {
-  return new PlanRun(input).run();
+  let run: PlanRun;
+  try {
+    run = new PlanRun(input);
+  } catch (err) {
+    // Input no validator checked (a hand-made start): end the run, do not fail its tasks forever.
+    throw ApplicationFailure.create({ type: 'PlanFailed', message: `the plan cannot run: ${messageOf(err)}`, nonRetryable: true });
+  }
+  return run.run();
 }
 
 class PlanRun {
   private readonly plan: CompiledPlan;
+  private readonly stepsById = new Map<string, CompiledStep>();
   private readonly records = new Map<string, StepRecord>();
-  private readonly outputs = new Map<string, unknown>();
-  private readonly waiting = new Map<string, Waiting>();
-  private readonly answers = new Map<string, string>();
+  /** What templates and `when` read as `steps`: kept up to date instead of rebuilt per read. */
+  private readonly stepScope: Record<string, { output: unknown; status: StepStatus }> = {};
+  private readonly counts = Object.fromEntries(STEP_STATUSES.map((s) => [s, 0])) as Record<StepStatus, number>;
+  /** Running, waiting and failed steps: what the Web UI lists for a long plan. */
+  private readonly notable = new Set<string>();
+  private terminal = 0;
+  private readonly readiness: Readiness;
+  private readonly waits: HumanWaits;
+  private readonly hardened: boolean;
+  private readonly templates: ResolveOptions;
   private readonly errors: { step: string; message: string }[] = [];
   private readonly compensations: CompensationRecord[] = [];
   private readonly completionOrder: string[] = [];
@@ -83,16 +104,29 @@ class PlanRun {
 
   constructor(private readonly input: RunPlanInput) {
     this.plan = input.plan;
-    for (const step of this.plan.steps) this.records.set(step.id, { id: step.id, status: 'pending', attempts: 0 });
+    for (const step of this.plan.steps) {
+      if (this.stepsById.has(step.id)) throw new Error(`two steps have the id "${step.id}"`);
+      this.stepsById.set(step.id, step);
+      this.records.set(step.id, { id: step.id, status: 'pending', attempts: 0 });
+      this.stepScope[step.id] = { output: undefined, status: 'pending' };
+    }
+    for (const step of this.plan.steps) {
+      const unknown = step.needs.find((need) => !this.stepsById.has(need));
+      if (unknown !== undefined) throw new Error(`step "${step.id}" needs unknown step "${unknown}"`);
+    }
+    this.counts.pending = this.plan.steps.length;
+    this.readiness = new Readiness(this.plan.steps);
+    this.hardened = patched(PATCH_HARDENED);
+    this.templates = { strict: this.hardened };
+    this.waits = new HumanWaits(this.hardened, () => this.changed());
     setHandler(diagnosticsQuery, () => this.diagnostics());
     setHandler(
       answerUpdate,
       ({ waitId, value }) => {
-        this.answers.set(waitId, value);
-        this.changed();
+        this.waits.accept(waitId, value);
         return { accepted: true as const };
       },
-      { validator: (answer) => this.validateAnswer(answer.waitId, answer.value) },
+      { validator: (answer) => this.waits.validate(answer?.waitId, answer?.value) },
     );
     setHandler(pauseUpdate, () => {
       this.paused = true;
@@ -107,33 +141,29 @@ class PlanRun {
   }
 
   async run(): Promise<PlanResult> {
+    try {
+      return await this.runSteps();
+    } catch (err) {
+      if (!this.hardened || isCancellation(err) || err instanceof ApplicationFailure) throw err;
+      // A fault in cadre's own workflow code: end the run with it rather than retry the task forever.
+      this.abortReason ??= `cadre internal error: ${messageOf(err)}`;
+      this.finish('failed');
+      throw this.planFailed();
+    }
+  }
+
+  private async runSteps(): Promise<PlanResult> {
     const stepsScope = new CancellationScope();
     const running = new Map<string, Promise<void>>();
     try {
       this.publishStatus();
       for (;;) {
         if (!this.paused && !this.abortReason) {
-          for (const step of this.plan.steps) {
-            if (this.record(step.id).status === 'pending' && this.ready(step)) {
-              const done = stepsScope.run(() => this.executeStep(step));
-              running.set(
-                step.id,
-                done.then(
-                  () => this.settle(running, step.id),
-                  (err) => {
-                    this.settle(running, step.id);
-                    // A bug in the scheduler, not a step failure: failing the workflow task (retried
-                    // by Temporal) lets a fixed worker carry the run on instead of losing it.
-                    if (!isCancellation(err)) throw err;
-                  },
-                ),
-              );
-            }
-          }
+          for (const id of this.readiness.take()) this.start(this.stepsById.get(id) as CompiledStep, stepsScope, running);
         }
         this.publishStatus();
         if (this.abortReason && running.size > 0) stepsScope.cancel();
-        if (running.size === 0 && (this.abortReason || this.allTerminal())) break;
+        if (running.size === 0 && (this.abortReason || this.terminal === this.plan.steps.length)) break;
         const seen = this.version;
         await condition(() => this.version !== seen);
       }
@@ -153,16 +183,59 @@ class PlanRun {
       this.markUnfinished('plan aborted');
       await CancellationScope.nonCancellable(() => this.compensate());
       this.finish('failed');
-      throw ApplicationFailure.create({
-        type: 'PlanFailed',
-        message: this.abortReason,
-        nonRetryable: true,
-        details: [this.diagnostics()],
-      });
+      throw this.planFailed();
     }
-    this.output = this.plan.output === undefined ? undefined : resolveTemplates(this.plan.output, this.scope());
+    return this.complete();
+  }
+
+  private start(step: CompiledStep, scope: CancellationScope, running: Map<string, Promise<void>>): void {
+    const done = scope.run(() => this.executeStep(step));
+    running.set(
+      step.id,
+      done.then(
+        () => this.settle(running, step.id),
+        (err) => {
+          this.settle(running, step.id);
+          if (isCancellation(err)) return;
+          // executeStep handles every step failure; what reaches here is a fault in cadre itself.
+          if (!this.hardened) throw err;
+          this.abortReason ??= `cadre internal error in step "${step.id}": ${messageOf(err)}`;
+        },
+      ),
+    );
+  }
+
+  /** The plan's output, then the result; either one too big or unreadable fails the run with the reason. */
+  private complete(): PlanResult {
+    try {
+      this.output = this.plan.output === undefined ? undefined : resolveTemplates(this.plan.output, this.scope(), this.templates);
+    } catch (err) {
+      if (!this.hardened) throw err;
+      this.abortReason = `the plan's output cannot be read: ${messageOf(err)}`;
+      this.finish('failed');
+      throw this.planFailed();
+    }
     this.finish('completed');
-    return this.diagnostics() as PlanResult;
+    const result = this.diagnostics() as PlanResult;
+    if (this.hardened) {
+      const size = utf8Length(JSON.stringify(result));
+      if (size > MAX_RESULT_BYTES) {
+        delete this.output;
+        this.abortReason = `the plan's output is ${size} bytes; a run's result holds at most ${MAX_RESULT_BYTES}: write big results to a file (fs.write) and output its path`;
+        this.finish('failed');
+        throw this.planFailed();
+      }
+    }
+    return result;
+  }
+
+  private planFailed(): ApplicationFailure {
+    return ApplicationFailure.create({
+      type: 'PlanFailed',
+      message: this.abortReason ?? 'the plan failed',
+      nonRetryable: true,
+      details: [this.failureDiagnostics()],
+    });
   }
 
   private settle(running: Map<string, Promise<void>>, id: string): void {
@@ -178,15 +251,19 @@ class PlanRun {
     return this.records.get(id) as StepRecord;
   }
 
-  private ready(step: CompiledStep): boolean {
-    return step.needs.every((dep) => {
-      const status = this.record(dep).status;
-      return status === 'completed' || status === 'skipped';
-    });
-  }
-
-  private allTerminal(): boolean {
-    return [...this.records.values()].every((r) => TERMINAL.has(r.status));
+  /** Every status change goes through here, so counts, readiness and what templates read stay in step. */
+  private setStatus(id: string, status: StepStatus): void {
+    const record = this.record(id);
+    const before = record.status;
+    if (before === status) return;
+    record.status = status;
+    this.stepScope[id].status = status;
+    this.counts[before]--;
+    this.counts[status]++;
+    if (TERMINAL.has(status) && !TERMINAL.has(before)) this.terminal++;
+    if (status === 'running' || status === 'waiting' || status === 'failed') this.notable.add(id);
+    else this.notable.delete(id);
+    if (status === 'completed' || status === 'skipped') this.readiness.satisfied(id);
   }
 
   // ---- one step -------------------------------------------------------------
@@ -194,14 +271,14 @@ class PlanRun {
   private async executeStep(step: CompiledStep): Promise<void> {
     const record = this.record(step.id);
     const started = nowMs();
-    record.status = 'running';
+    this.setStatus(step.id, 'running');
     record.startedAt = isoAt(started);
     this.changed();
-    const end = (status: StepRecord['status'], note?: string) => {
-      record.status = status;
+    const end = (status: StepStatus, note?: string) => {
       record.endedAt = isoAt(nowMs());
       record.durationMs = nowMs() - started;
       if (note) record.note = note;
+      this.setStatus(step.id, status);
       this.changed();
     };
     // A human may take a day: asks wait without limit unless the step sets a timeout.
@@ -216,14 +293,13 @@ class PlanRun {
         }
         const output =
           step.forEach !== undefined ? await this.runForEach(step, timeout, itemResults) : await this.runAction(step, this.scope(), timeout, step.id);
-        this.outputs.set(step.id, output);
+        this.stepScope[step.id].output = output;
         this.completionOrder.push(step.id);
         delete record.error;
         end('completed');
         return;
       } catch (err) {
         if (isCancellation(err)) {
-          this.waiting.delete(step.id);
           end('cancelled', this.abortReason ? 'plan aborted' : 'run cancelled');
           throw err;
         }
@@ -231,11 +307,11 @@ class PlanRun {
         record.attempts += failure.attempts;
         record.error = failure.message;
         this.changed();
-        const decision = await this.decide(step, failure, extensions);
+        const { decision, extendBy } = await this.decide(step, failure, extensions);
         if (decision === 'retry') continue;
         if (decision === 'extend') {
           extensions++;
-          timeout = this.answeredDuration(step.id) ?? `${durationMs(timeout ?? DEFAULT_STEP_TIMEOUT) * 2}ms`;
+          timeout = extendBy ?? `${durationMs(timeout ?? DEFAULT_STEP_TIMEOUT) * 2}ms`;
           continue;
         }
         this.errors.push({ step: step.id, message: failure.message });
@@ -246,35 +322,28 @@ class PlanRun {
         end('failed');
         this.abortReason ??= `step "${step.id}" failed: ${failure.message}`;
         return;
-      } finally {
-        this.answers.delete(step.id);
       }
     }
   }
 
   /** What to do about a failed or timed-out step, by the plan's strategy or a human's answer. */
-  private async decide(step: CompiledStep, failure: StepError, extensions: number): Promise<Decision> {
-    if (this.abortReason) return 'abort';
+  private async decide(step: CompiledStep, failure: StepError, extensions: number): Promise<{ decision: Decision; extendBy?: string }> {
+    if (this.abortReason) return { decision: 'abort' };
     const strategy = failure.timedOut ? step.onTimeout : step.onFailure;
-    if (strategy === 'extend') return extensions < MAX_AUTO_EXTENSIONS ? 'extend' : 'abort';
+    if (strategy === 'extend') return { decision: extensions < MAX_AUTO_EXTENSIONS ? 'extend' : 'abort' };
     // With `onFailure: retry` the activity already retried without limit; what reaches here is permanent.
-    if (strategy === 'retry') return 'abort';
-    if (strategy !== 'ask') return strategy;
+    if (strategy === 'retry') return { decision: 'abort' };
+    if (strategy !== 'ask') return { decision: strategy };
     const kind: WaitKind = failure.timedOut ? 'timeout' : 'failure';
     const choices = failure.timedOut ? TIMEOUT_CHOICES : FAILURE_CHOICES;
     const prompt = `Step "${step.id}" ${failure.timedOut ? 'timed out' : 'failed'}: ${failure.message}. ${choices.join(', ')}?`;
     const answer = await this.waitForHuman(step.id, kind, prompt, choices);
-    return (answer?.split(':')[0] as Decision | undefined) ?? 'abort';
-  }
-
-  private answeredDuration(id: string): string | undefined {
-    const answer = this.answers.get(id);
-    const [, extra] = answer?.split(':') ?? [];
-    return extra ? extra.trim() : undefined;
+    const [decision, extra] = answer?.split(':') ?? [];
+    return { decision: (decision as Decision | undefined) ?? 'abort', ...(extra && { extendBy: extra.trim() }) };
   }
 
   private async runForEach(step: CompiledStep, timeout: string | undefined, results: Map<number, unknown>): Promise<unknown[]> {
-    const items = resolveTemplates(step.forEach, this.scope());
+    const items = resolveTemplates(step.forEach, this.scope(), this.templates);
     if (!Array.isArray(items)) {
       throw new StepFailedError({ message: `forEach did not give a list (got ${typeof items})`, timedOut: false, attempts: 0 });
     }
@@ -307,21 +376,17 @@ class PlanRun {
   private async runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<unknown> {
     const action = step.action;
     if (action.kind === 'ask') {
-      const question = String(resolveTemplates(action.ask.question, scope));
+      const question = String(resolveTemplates(action.ask.question, scope, this.templates));
       this.record(step.id).attempts += 1;
       const answer = await this.waitForHuman(step.id, 'ask', question, action.ask.choices, timeout);
       if (answer === undefined) throw new StepTimeout(`no answer within ${timeout}`);
       return answer;
     }
     timeout ??= DEFAULT_STEP_TIMEOUT;
-    const params = resolveTemplates(action.with, scope) as Record<string, unknown>;
+    const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
     if (action.tool === 'sleep') return this.durableSleep(step, params, timeout);
-    const result = await this.tool(step, timeout, label).runTool({
-      tool: action.tool,
-      params,
-      workspace: this.plan.workspace,
-      stepId: step.id,
-    });
+    const activities = proxyActivities<Activities>({ ...this.activityId(label), ...toolActivityOptions(step, timeout, label) });
+    const result = await activities.runTool({ tool: action.tool, params, workspace: this.plan.workspace, stepId: step.id });
     this.record(step.id).attempts += result.attempt;
     return result.output;
   }
@@ -339,62 +404,25 @@ class PlanRun {
     return { slept: params.duration };
   }
 
-  private tool(step: CompiledStep, timeout: string, summary: string) {
-    const retry = step.retry;
-    const timeoutMs = durationMs(timeout);
-    const options: ActivityOptions = {
-      ...this.activityId(summary),
-      scheduleToCloseTimeout: timeoutMs,
-      heartbeatTimeout: Math.min(HEARTBEAT_TIMEOUT_MS, timeoutMs),
-      summary,
-      retry: {
-        maximumAttempts: step.onFailure === 'retry' ? 0 : (retry.maximumAttempts ?? DEFAULT_MAX_ATTEMPTS),
-        initialInterval: durationMs(retry.initialInterval ?? '1s'),
-        backoffCoefficient: retry.backoffCoefficient ?? 2,
-        ...(retry.maximumInterval && { maximumInterval: durationMs(retry.maximumInterval) }),
-        ...(retry.nonRetryableErrorTypes && { nonRetryableErrorTypes: retry.nonRetryableErrorTypes }),
-      },
-    };
-    return proxyActivities<Activities>(options);
-  }
-
   // ---- humans ---------------------------------------------------------------
 
   private async waitForHuman(id: string, kind: WaitKind, prompt: string, choices?: string[], timeout?: string): Promise<string | undefined> {
-    this.answers.delete(id);
-    this.waiting.set(id, { id, kind, prompt, ...(choices && { choices }), since: isoAt(nowMs()) });
     const record = this.record(id);
-    record.status = 'waiting';
-    this.changed();
-    this.publishStatus();
-    try {
-      const answered = timeout
-        ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
-        : (await condition(() => this.answers.has(id)), true);
-      return answered ? this.answers.get(id) : undefined;
-    } finally {
-      this.waiting.delete(id);
-      if (record.status === 'waiting') record.status = 'running';
-      this.changed();
-      this.publishStatus();
-    }
-  }
-
-  private validateAnswer(waitId: string, value: string): void {
-    const waiting = this.waiting.get(waitId);
-    if (!waiting) {
-      const open = [...this.waiting.keys()];
-      throw new Error(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
-    }
-    if (typeof value !== 'string' || value.length === 0) throw new Error('the answer must be a non-empty string');
-    if (!waiting.choices) return;
-    const [choice, extra] = value.split(':');
-    if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
-      throw new Error(`"${value}" is not one of: ${waiting.choices.join(', ')}`);
-    }
-    if (waiting.kind !== 'ask' && extra !== undefined && (choice !== 'extend' || !isDuration(extra))) {
-      throw new Error(`"${value}": only extend takes a duration, as in extend:10m`);
-    }
+    return this.waits.wait(
+      { id, kind, prompt, ...(choices && { choices }), ...(timeout && { timeout }) },
+      {
+        opened: () => {
+          this.setStatus(id, 'waiting');
+          this.changed();
+          this.publishStatus();
+        },
+        closed: () => {
+          if (record.status === 'waiting') this.setStatus(id, 'running');
+          this.changed();
+          this.publishStatus();
+        },
+      },
+    );
   }
 
   // ---- the end of a run -----------------------------------------------------
@@ -402,18 +430,18 @@ class PlanRun {
   private markUnfinished(note: string): void {
     for (const record of this.records.values()) {
       if (!TERMINAL.has(record.status)) {
-        record.status = 'cancelled';
         record.note = record.startedAt ? note : `not started: ${note}`;
+        this.setStatus(record.id, 'cancelled');
       }
     }
-    this.waiting.clear();
+    this.waits.clear();
   }
 
   /** Runs the `compensate` actions of completed steps, most recent first; a failure is recorded, not fatal. */
   private async compensate(): Promise<void> {
     const completed = [...this.completionOrder].reverse();
     for (const id of completed) {
-      const step = this.plan.steps.find((s) => s.id === id) as CompiledStep;
+      const step = this.stepsById.get(id) as CompiledStep;
       if (!step.compensate) continue;
       try {
         await this.runCompensation(step, step.compensate);
@@ -426,17 +454,14 @@ class PlanRun {
   }
 
   private async runCompensation(step: CompiledStep, call: ToolCall): Promise<void> {
-    const params = resolveTemplates(call.with, this.scope()) as Record<string, unknown>;
+    const params = resolveTemplates(call.with, this.scope(), this.templates) as Record<string, unknown>;
     if (call.tool === 'sleep') {
       await sleep(durationMs(String(params.duration)), { summary: `compensate ${step.id}` });
       return;
     }
     const activities = proxyActivities<Activities>({
       ...this.activityId(`compensate:${step.id}`),
-      scheduleToCloseTimeout: COMPENSATION_TIMEOUT,
-      heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
-      summary: `compensate ${step.id}`,
-      retry: { maximumAttempts: DEFAULT_MAX_ATTEMPTS },
+      ...compensationActivityOptions(`compensate ${step.id}`),
     });
     await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id });
   }
@@ -462,22 +487,30 @@ class PlanRun {
   // ---- what clients see -----------------------------------------------------
 
   private scope(): Record<string, unknown> {
-    const steps: Record<string, { output: unknown; status: string }> = {};
-    for (const [id, record] of this.records) steps[id] = { output: this.outputs.get(id), status: record.status };
-    return { steps, inputs: this.input.inputs };
+    return { steps: this.stepScope, inputs: this.input.inputs };
   }
 
   private status(): PlanStatus {
     if (this.finalStatus) return this.finalStatus;
-    if (this.waiting.size > 0) return 'waiting';
+    if (this.waits.size > 0) return 'waiting';
     return this.paused ? 'paused' : 'running';
   }
 
   /** Keeps the `CadreStatus` search attribute in step with the run, so lists can find runs waiting on a human. */
   private publishStatus(): void {
     const status = this.status();
+    const all = this.plan.steps.length <= DETAILS_ALL_STEPS_UP_TO;
     // Shown as "Current Details" in the Web UI: metadata read by a query, not history.
-    setCurrentDetails(currentDetails(workflowInfo().workflowId, status, this.stepRecords(), [...this.waiting.values()]));
+    setCurrentDetails(
+      currentDetails({
+        workflowId: workflowInfo().workflowId,
+        status,
+        total: this.plan.steps.length,
+        counts: this.counts,
+        steps: all ? this.plan.steps.map((s) => this.record(s.id)) : [...this.notable].map((id) => this.record(id)),
+        waiting: this.waits.list(),
+      }),
+    );
     if (status === this.publishedStatus) return;
     this.publishedStatus = status;
     upsertSearchAttributes([{ key: CadreStatus, value: status }]);
@@ -497,11 +530,20 @@ class PlanRun {
       ...(this.endedAtMs !== undefined && { endedAt: isoAt(this.endedAtMs) }),
       elapsedMs: end - this.startedAtMs,
       steps: this.stepRecords(),
-      waiting: [...this.waiting.values()],
+      waiting: this.waits.list(),
       errors: [...this.errors],
       compensations: [...this.compensations],
       ...(this.output !== undefined && { output: this.output }),
+      ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
     };
+  }
+
+  /** Diagnostics small enough to travel in a failure: a huge plan keeps only its unfinished and failed steps. */
+  private failureDiagnostics(): Diagnostics {
+    const full = this.diagnostics();
+    if (!this.hardened || utf8Length(JSON.stringify(full)) <= MAX_RESULT_BYTES) return full;
+    const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
+    return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
   }
 }
 
@@ -510,4 +552,8 @@ class StepFailedError extends Error {
   constructor(readonly failure: StepError) {
     super(failure.message);
   }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,0 +1,38 @@
+/** Activity options of a step, from its plan settings. Pure. */
+import type { ActivityOptions } from '@temporalio/workflow';
+import { durationMs } from '../spec/duration';
+import type { CompiledStep } from '../spec/types';
+
+/** Used when neither the step nor the plan's defaults set a timeout. */
+export const DEFAULT_STEP_TIMEOUT = '10m';
+export const DEFAULT_MAX_ATTEMPTS = 3;
+/** How long a silent worker may hold a tool before the server retries it elsewhere. */
+export const HEARTBEAT_TIMEOUT_MS = 10_000;
+export const COMPENSATION_TIMEOUT = '5m';
+
+/** A step's tool call: its timeout bounds all attempts (schedule-to-close), its retry policy is the plan's. */
+export function toolActivityOptions(step: CompiledStep, timeout: string, summary: string): ActivityOptions {
+  const retry = step.retry;
+  const timeoutMs = durationMs(timeout);
+  return {
+    scheduleToCloseTimeout: timeoutMs,
+    heartbeatTimeout: Math.min(HEARTBEAT_TIMEOUT_MS, timeoutMs),
+    summary,
+    retry: {
+      maximumAttempts: step.onFailure === 'retry' ? 0 : (retry.maximumAttempts ?? DEFAULT_MAX_ATTEMPTS),
+      initialInterval: durationMs(retry.initialInterval ?? '1s'),
+      backoffCoefficient: retry.backoffCoefficient ?? 2,
+      ...(retry.maximumInterval && { maximumInterval: durationMs(retry.maximumInterval) }),
+      ...(retry.nonRetryableErrorTypes && { nonRetryableErrorTypes: retry.nonRetryableErrorTypes }),
+    },
+  };
+}
+
+export function compensationActivityOptions(summary: string): ActivityOptions {
+  return {
+    scheduleToCloseTimeout: COMPENSATION_TIMEOUT,
+    heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
+    summary,
+    retry: { maximumAttempts: DEFAULT_MAX_ATTEMPTS },
+  };
+}

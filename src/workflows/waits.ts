@@ -1,0 +1,112 @@
+/**
+ * What a run waits on a human for, and the answers. An answer closes its wait at once, in
+ * the update handler, so the first valid answer wins and every later one is rejected by the
+ * validator before it reaches history ("already answered with ...").
+ */
+import { condition } from '@temporalio/workflow';
+import { durationMs, isDuration } from '../spec/duration';
+import { isoAt, nowMs } from './clock';
+import type { WaitKind, Waiting } from './definitions';
+
+/** Longer answers belong in a file in the workspace; this keeps one answer far under Temporal's payload limit. */
+export const MAX_ANSWER_CHARS = 256 * 1024;
+
+export interface WaitRequest {
+  id: string;
+  kind: WaitKind;
+  prompt: string;
+  choices?: string[];
+  timeout?: string;
+}
+
+export class HumanWaits {
+  private readonly open = new Map<string, Waiting>();
+  private readonly answers = new Map<string, string>();
+  private readonly lastAnswer = new Map<string, string>();
+
+  /**
+   * @param firstAnswerWins false only while replaying runs recorded before answers closed their
+   *   wait in the handler: those applied every accepted answer, the last one winning.
+   */
+  constructor(
+    private readonly firstAnswerWins: boolean,
+    private readonly onAnswer: () => void,
+  ) {}
+
+  list(): Waiting[] {
+    return [...this.open.values()];
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  clear(): void {
+    this.open.clear();
+  }
+
+  /**
+   * Waits for an answer to `id`; undefined when `timeout` passes first. `hooks` run right after
+   * the wait opens and right after it closes (the run shows its status there).
+   */
+  async wait(request: WaitRequest, hooks: { opened(): void; closed(): void }): Promise<string | undefined> {
+    const { id, timeout } = request;
+    this.openWait(request);
+    hooks.opened();
+    try {
+      const answered = timeout
+        ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
+        : (await condition(() => this.answers.has(id)), true);
+      return answered ? this.answers.get(id) : undefined;
+    } finally {
+      this.open.delete(id);
+      this.answers.delete(id);
+      hooks.closed();
+    }
+  }
+
+  /** Opens a wait without waiting on it (the workflow waits in `wait`; tests drive it directly). */
+  openWait({ id, kind, prompt, choices }: WaitRequest): void {
+    this.answers.delete(id);
+    this.open.set(id, { id, kind, prompt, ...(choices && { choices }), since: isoAt(nowMs()) });
+  }
+
+  /** The `answer` update's handler: runs only for answers its validator accepted. */
+  accept(waitId: string, value: string): void {
+    if (this.firstAnswerWins) {
+      if (!this.open.has(waitId)) return;
+      this.open.delete(waitId);
+    }
+    this.answers.set(waitId, value);
+    this.lastAnswer.set(waitId, value);
+    this.onAnswer();
+  }
+
+  /** The `answer` update's validator: throws to reject an answer before it reaches history. */
+  validate(waitId: unknown, value: unknown): void {
+    if (typeof waitId !== 'string' || waitId.length === 0) throw new Error('the answer needs the id of what waits (waitId)');
+    if (typeof value !== 'string' || value.length === 0) throw new Error('the answer must be a non-empty string');
+    if (value.length > MAX_ANSWER_CHARS) {
+      throw new Error(`the answer has ${value.length} characters; at most ${MAX_ANSWER_CHARS} (put long text in a file in the workspace)`);
+    }
+    const waiting = this.open.get(waitId);
+    if (!waiting) {
+      const previous = this.lastAnswer.get(waitId);
+      if (previous !== undefined) throw new Error(`"${waitId}" was already answered with ${JSON.stringify(shorten(previous))}`);
+      const open = [...this.open.keys()];
+      throw new Error(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
+    }
+    if (!waiting.choices) return;
+    const [choice, extra] = value.split(':');
+    if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
+      throw new Error(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
+    }
+    if (waiting.kind !== 'ask' && extra !== undefined && (choice !== 'extend' || !isDuration(extra) || durationMs(extra) <= 0)) {
+      throw new Error(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);
+    }
+  }
+}
+
+function shorten(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}
