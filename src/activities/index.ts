@@ -37,8 +37,9 @@ export function createActivities(_deps: ActivityDeps = {}) {
       const ctx = Context.current();
       const attempt = ctx.info.attempt;
       // Heartbeats let the server notice a dead worker within the heartbeat timeout
-      // and deliver cancellation; the SDK throttles them.
-      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+      // and deliver cancellation; the SDK throttles them. Local activities cannot heartbeat
+      // (they are cancelled through their workflow task instead).
+      const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
         const output = await runTool(request.tool, request.params, {
           workspace: request.workspace,

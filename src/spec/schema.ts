@@ -47,6 +47,7 @@ export const stepSchema = z
     as: z.string().regex(STEP_ID, 'loop variable must be a plain name').optional(),
     // Temporal allows 2,000 pending activities per workflow; stay well under it.
     concurrency: z.int().min(1).max(MAX_CONCURRENCY).optional(),
+    local: z.boolean().optional(),
     tool: toolCall.tool.optional(),
     with: toolCall.with,
     ask: ask.optional(),
@@ -62,6 +63,9 @@ export const stepSchema = z
     }
     if (step.with !== undefined && step.tool === undefined) {
       ctx.addIssue({ code: 'custom', message: '"with" needs a "tool"', path: ['with'] });
+    }
+    if (step.local !== undefined && step.tool === undefined) {
+      ctx.addIssue({ code: 'custom', message: '"local" needs a "tool"', path: ['local'] });
     }
     if (step.forEach !== undefined && step.ask !== undefined) {
       ctx.addIssue({ code: 'custom', message: 'an "ask" step cannot loop with forEach', path: ['forEach'] });

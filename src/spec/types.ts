@@ -35,6 +35,8 @@ export interface CompiledStep {
   forEach?: unknown;
   as: string;
   concurrency?: number;
+  /** Run the tool as a local activity (default: only for `fs.*`); see step-options.ts. */
+  local?: boolean;
   timeout?: string;
   retry: RetrySpec;
   onFailure: OnFailure;

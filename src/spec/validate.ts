@@ -299,6 +299,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     ...(step.forEach !== undefined && { forEach: step.forEach }),
     as: step.as ?? 'item',
     ...(step.concurrency !== undefined && { concurrency: step.concurrency }),
+    ...(step.local !== undefined && { local: step.local }),
     ...(stepTimeout(step, defaults.timeout) !== undefined && { timeout: stepTimeout(step, defaults.timeout) }),
     retry: { ...defaults.retry, ...step.retry },
     onFailure: step.onFailure ?? defaults.onFailure ?? 'abort',

@@ -11,6 +11,7 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -43,7 +44,7 @@ import {
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
 import { StepTimeout, describeFailure, type StepError } from './failures';
 import { Readiness } from './readiness';
-import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, toolActivityOptions } from './step-options';
+import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, localToolOptions, runsLocally, toolActivityOptions } from './step-options';
 import { HumanWaits } from './waits';
 import { utf8Length } from './sizes';
 
@@ -51,8 +52,8 @@ const MAX_AUTO_EXTENSIONS = 3;
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
 /**
  * Runs that start on this code get: strict templates (a missing value fails its step), first
- * answer wins, failures of the run instead of workflow-task failures for plan data. Runs
- * recorded before replay without it.
+ * answer wins, failures of the run instead of workflow-task failures for plan data, local
+ * activities for cheap tools. Runs recorded before replay without it.
  */
 const PATCH_HARDENED = 'engine-hardening';
 /** forEach items run at once when the step does not say: keeps a long list far from Temporal's pending-activity limit. */
@@ -385,7 +386,10 @@ class PlanRun {
     timeout ??= DEFAULT_STEP_TIMEOUT;
     const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
     if (action.tool === 'sleep') return this.durableSleep(step, params, timeout);
-    const activities = proxyActivities<Activities>({ ...this.activityId(label), ...toolActivityOptions(step, timeout, label) });
+    const activities =
+      this.hardened && runsLocally(step, action.tool)
+        ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
+        : proxyActivities<Activities>({ ...this.activityId(label), ...toolActivityOptions(step, timeout, label) });
     const result = await activities.runTool({ tool: action.tool, params, workspace: this.plan.workspace, stepId: step.id });
     this.record(step.id).attempts += result.attempt;
     return result.output;

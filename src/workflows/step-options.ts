@@ -1,5 +1,5 @@
 /** Activity options of a step, from its plan settings. Pure. */
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import { durationMs } from '../spec/duration';
 import type { CompiledStep } from '../spec/types';
 
@@ -26,6 +26,23 @@ export function toolActivityOptions(step: CompiledStep, timeout: string, summary
       ...(retry.nonRetryableErrorTypes && { nonRetryableErrorTypes: retry.nonRetryableErrorTypes }),
     },
   };
+}
+
+/**
+ * Tools cheap enough to run as local activities: in the worker that runs the workflow task, with
+ * no task queue round trip (a few ms a step instead of ~10). Their durability is coarser: a result
+ * is recorded when the workflow task completes, so a worker that dies mid-task runs the tool again,
+ * and they cannot heartbeat. A step opts in with `local: true`.
+ */
+export const LOCAL_TOOLS: ReadonlySet<string> = new Set(['fs.read', 'fs.write']);
+
+export function runsLocally(step: CompiledStep, tool: string): boolean {
+  return step.local ?? LOCAL_TOOLS.has(tool);
+}
+
+export function localToolOptions(step: CompiledStep, timeout: string, summary: string): LocalActivityOptions {
+  const { scheduleToCloseTimeout, retry } = toolActivityOptions(step, timeout, summary);
+  return { scheduleToCloseTimeout, retry, summary };
 }
 
 export function compensationActivityOptions(summary: string): ActivityOptions {
