@@ -33,6 +33,7 @@ import { taskQueue as defaultTaskQueue } from '../worker/worker';
 import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from './errors';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
+import { workflowIdInterceptor } from './workflow-ids';
 
 export { CadreError, UsageError } from './errors';
 export { isFinal } from './run-status';
@@ -113,7 +114,8 @@ export class CadreClient {
           'start one with `cadre dev`, or set TEMPORAL_ADDRESS',
       );
     }
-    return new CadreClient(new Client({ connection, namespace: server.namespace }), connection, server);
+    const interceptors = { workflow: [workflowIdInterceptor] };
+    return new CadreClient(new Client({ connection, namespace: server.namespace, interceptors }), connection, server);
   }
 
   async close(): Promise<void> {
