@@ -12,6 +12,7 @@ import { createCadreWorker, taskQueue } from '../worker/worker';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveAddress } from './client';
 import { runDemo } from './demo';
 import { ProgressPrinter, renderDiagnostics } from './format';
+import { RUN_STATUSES, isFinal } from './run-status';
 import { checkWorkflowId } from './workflow-ids';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -48,6 +49,11 @@ async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T
 async function withRun<T>(id: string, fn: (client: CadreClient) => Promise<T>): Promise<T> {
   checkWorkflowId(id);
   return withClient(fn);
+}
+
+/** 1 for a run that ended without completing (failed, cancelled, terminated, timed out), else 0. */
+function exitCodeOf(status: string): number {
+  return isFinal(status) && status !== 'completed' ? 1 : 0;
 }
 
 /** Workers may start before their server (containers, reboots): wait for it instead of exiting. */
@@ -199,25 +205,26 @@ export function buildProgram(): Command {
         const printer = new ProgressPrinter(started.workflowId, info);
         const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
         out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
-        process.exitCode = final.status === 'completed' ? 0 : 1;
+        process.exitCode = exitCodeOf(final.status);
       });
     });
 
   program
     .command('status <id>')
-    .description("a run's steps, what it waits for, its errors")
+    .description("a run's steps, what it waits for, its errors; exits 1 when it ended without completing")
     .option('--json', 'print the diagnostics as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         const d = await client.diagnostics(id);
         out(opts.json ? JSON.stringify(d, null, 2) : renderDiagnostics(id, d));
+        process.exitCode = exitCodeOf(d.status);
       });
     });
 
   program
     .command('list')
     .description('recent runs')
-    .option('--status <status>', 'running | paused | waiting | completed | failed | cancelled')
+    .addOption(new Option('--status <status>', 'only runs in this state').choices(RUN_STATUSES))
     .option('--plan <name>', 'only runs of this plan')
     .option('--limit <n>', 'how many', positive, 20)
     .option('--json', 'print JSON')
@@ -238,7 +245,7 @@ export function buildProgram(): Command {
         leaveRunOnCtrlC(id);
         const printer = new ProgressPrinter(id, out);
         const final = await client.watch(id, (d) => printer.update(d));
-        process.exitCode = final.status === 'completed' ? 0 : 1;
+        process.exitCode = exitCodeOf(final.status);
       });
     });
 
@@ -293,7 +300,7 @@ export function buildProgram(): Command {
         if (opts.json) out(JSON.stringify(d, null, 2));
         else if (d.status === 'completed') out(JSON.stringify(d.output ?? null, null, 2));
         else out(renderDiagnostics(id, d));
-        process.exitCode = d.status === 'completed' ? 0 : 1;
+        process.exitCode = exitCodeOf(d.status);
       });
     });
 
