@@ -36,6 +36,17 @@ async function listedIds(args: string[], cwd: string): Promise<string[]> {
   return (JSON.parse(listed.stdout) as { workflowId: string }[]).map((r) => r.workflowId);
 }
 
+/** `promise`'s value, or `late` after `ms`: a follower that never ends fails the test instead of hanging it. */
+async function within<T>(promise: Promise<T>, ms: number, late: string): Promise<T | string> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(late), ms)));
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 describe('runs ended outside cadre', () => {
   test('terminated: watch exits 1 within 2 s; status, list and result say terminated', async () => {
     const temporal = await temporalCli();
@@ -61,8 +72,9 @@ describe('runs ended outside cadre', () => {
 
       await run(temporal, ['workflow', 'terminate', '--address', address(), '--workflow-id', id, '--reason', 'stopped by the test']);
       const terminatedAt = Date.now();
-      const code = await watchExit;
+      const code = await within(watchExit, 10_000, 'still watching after 10 s');
       const exitMs = Date.now() - terminatedAt;
+      watcher.kill();
       console.log(`cadre watch exited ${exitMs} ms after \`temporal workflow terminate\` returned`);
       expect(code).toBe(1);
       expect(exitMs).toBeLessThan(2000);

@@ -1,6 +1,5 @@
 /** Run ids given by users, checked before they reach Temporal (whose own errors would leak SDK text). */
-import type { WorkflowClientInterceptor } from '@temporalio/client';
-import type { WorkflowExecution } from '@temporalio/client';
+import type { WorkflowClientInterceptor, WorkflowExecution } from '@temporalio/client';
 import { UsageError } from './errors';
 
 /** Temporal's default limit on ids (the server's `limit.maxIDLength`). */
