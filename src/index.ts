@@ -1,8 +1,8 @@
 /** cadre's public API: the typed client, plan loading and validation, and the shapes they use. */
-export { CadreClient, CadreError, defaultWorkflowId, isFinal, type ConnectOptions, type RunSummary, type StartOptions } from './client/client';
+export { CadreClient, CadreError, UsageError, defaultWorkflowId, isFinal, type ConnectOptions, type RunSummary, type StartOptions } from './client/client';
 export { PlanError, loadPlan, parsePlanText } from './spec/load';
 export { formatIssues, validatePlan, type PlanIssue, type ValidationResult } from './spec/validate';
 export type { CompiledPlan, CompiledStep, RunPlanInput } from './spec/types';
-export type { Answer, Diagnostics, PlanStatus, StepRecord, StepStatus, Waiting } from './workflows/definitions';
+export type { Answer, Diagnostics, PlanStatus, RunStatus, StepRecord, StepStatus, Waiting } from './workflows/definitions';
 export { createCadreWorker, taskQueue, type CadreWorkerOptions } from './worker/worker';
 export { startEmbedded, type Embedded } from './worker/embedded';

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type CliResult, runCadre } from './support/cli';
+import { type CliResult, runCadre, testServerEnv } from './support/cli';
 import { tempWorkspace, uniqueId, withWorker } from './support/harness';
 
 async function cadre(args: string[], cwd: string): Promise<CliResult> {
-  return runCadre(args, cwd, { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_LOG_LEVEL: 'ERROR' });
+  return runCadre(args, cwd, testServerEnv());
 }
 
 const ASKING_PLAN = `

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { freePort } from '../src/worker/ports';
-import { runCadre, spawnCadre } from './support/cli';
+import { exited, runCadre, spawnCadre } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 
 async function waitForServer(address: string): Promise<void> {
@@ -20,10 +20,6 @@ async function waitForServer(address: string): Promise<void> {
       await new Promise((r) => setTimeout(r, 250));
     }
   }
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
 describe('cadre worker against a plain Temporal dev server', () => {

@@ -9,9 +9,11 @@ import { startEmbedded } from '../worker/embedded';
 import { installConciseLogging } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
-import { CadreClient, CadreError, SERVER_INFO_FILE, errorChain, readServerInfo, resolveAddress } from './client';
+import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveAddress } from './client';
 import { runDemo } from './demo';
 import { ProgressPrinter, renderDiagnostics } from './format';
+import { RUN_STATUSES, isFinal } from './run-status';
+import { checkWorkflowId } from './workflow-ids';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const info = (line: string) => process.stderr.write(`${line}\n`);
@@ -41,6 +43,17 @@ async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T
   } finally {
     await client.close();
   }
+}
+
+/** Commands about one run check its id first: a bad id is the user's to fix, whatever the server. */
+async function withRun<T>(id: string, fn: (client: CadreClient) => Promise<T>): Promise<T> {
+  checkWorkflowId(id);
+  return withClient(fn);
+}
+
+/** 1 for a run that ended without completing (failed, cancelled, terminated, timed out), else 0. */
+function exitCodeOf(status: string): number {
+  return isFinal(status) && status !== 'completed' ? 1 : 0;
 }
 
 /** Workers may start before their server (containers, reboots): wait for it instead of exiting. */
@@ -170,6 +183,7 @@ export function buildProgram(): Command {
     .option('-w, --wait', 'follow progress and exit 0 only when the plan completed')
     .option('--json', 'print JSON')
     .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
+      if (opts.id !== undefined) checkWorkflowId(opts.id);
       const plan = await loadPlan(file, process.cwd());
       // Bad inputs are the user's to fix before any server is involved.
       const inputs = resolveInputs(plan, opts.input);
@@ -191,25 +205,26 @@ export function buildProgram(): Command {
         const printer = new ProgressPrinter(started.workflowId, info);
         const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
         out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
-        process.exitCode = final.status === 'completed' ? 0 : 1;
+        process.exitCode = exitCodeOf(final.status);
       });
     });
 
   program
     .command('status <id>')
-    .description("a run's steps, what it waits for, its errors")
+    .description("a run's steps, what it waits for, its errors; exits 1 when it ended without completing")
     .option('--json', 'print the diagnostics as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         const d = await client.diagnostics(id);
         out(opts.json ? JSON.stringify(d, null, 2) : renderDiagnostics(id, d));
+        process.exitCode = exitCodeOf(d.status);
       });
     });
 
   program
     .command('list')
     .description('recent runs')
-    .option('--status <status>', 'running | paused | waiting | completed | failed | cancelled')
+    .addOption(new Option('--status <status>', 'only runs in this state').choices(RUN_STATUSES))
     .option('--plan <name>', 'only runs of this plan')
     .option('--limit <n>', 'how many', positive, 20)
     .option('--json', 'print JSON')
@@ -226,11 +241,11 @@ export function buildProgram(): Command {
     .command('watch <id>')
     .description('follow a run live until it ends')
     .action(async (id: string) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         leaveRunOnCtrlC(id);
         const printer = new ProgressPrinter(id, out);
         const final = await client.watch(id, (d) => printer.update(d));
-        process.exitCode = final.status === 'completed' ? 0 : 1;
+        process.exitCode = exitCodeOf(final.status);
       });
     });
 
@@ -238,7 +253,7 @@ export function buildProgram(): Command {
     .command('answer <id> <waitId> <value>')
     .description('answer a question or decide about a failed step (retry | skip | abort | extend[:10m])')
     .action(async (id: string, waitId: string, value: string) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         await client.answer(id, waitId, value);
         out(`answered ${waitId}: ${value}`);
       });
@@ -248,7 +263,7 @@ export function buildProgram(): Command {
     .command('pause <id>')
     .description('let running steps finish and start no new ones')
     .action(async (id: string) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         await client.pause(id);
         out(`paused ${id}`);
       });
@@ -258,7 +273,7 @@ export function buildProgram(): Command {
     .command('resume <id>')
     .description('start steps again after a pause')
     .action(async (id: string) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         await client.resume(id);
         out(`resumed ${id}`);
       });
@@ -269,7 +284,7 @@ export function buildProgram(): Command {
     .description('cancel a run (compensations run); the same as `temporal workflow cancel`')
     .option('--reason <text>', 'why')
     .action(async (id: string, opts: { reason?: string }) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         await client.cancel(id, opts.reason);
         out(`cancellation requested for ${id}`);
       });
@@ -280,12 +295,12 @@ export function buildProgram(): Command {
     .description("wait for a run to end and print its output")
     .option('--json', 'print the final diagnostics as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      await withClient(async (client) => {
+      await withRun(id, async (client) => {
         const d = await client.result(id);
         if (opts.json) out(JSON.stringify(d, null, 2));
         else if (d.status === 'completed') out(JSON.stringify(d.output ?? null, null, 2));
         else out(renderDiagnostics(id, d));
-        process.exitCode = d.status === 'completed' ? 0 : 1;
+        process.exitCode = exitCodeOf(d.status);
       });
     });
 
@@ -314,7 +329,8 @@ export async function main(argv: string[]): Promise<void> {
 
 /** One clear line (or one line per plan problem), no stack trace unless CADRE_DEBUG is set. */
 function reportError(err: unknown): number {
-  if (err instanceof CommanderError) return err.exitCode;
+  // Commander has printed its message. It would exit 1; cadre keeps 1 for failed runs and requests.
+  if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
   if (process.env.CADRE_DEBUG) console.error(err);
   if (err instanceof PlanError) {
     process.stderr.write(`${err.message}\n${formatIssues(err.issues).replace(/^/gm, '  ')}\n`);
@@ -322,7 +338,7 @@ function reportError(err: unknown): number {
   }
   if (err instanceof CadreError) {
     process.stderr.write(`cadre: ${err.message}\n`);
-    return 1;
+    return err instanceof UsageError ? 2 : 1;
   }
   process.stderr.write(`cadre: ${errorChain(err).split('\n')[0]}\n`);
   return 1;

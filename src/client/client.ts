@@ -13,7 +13,7 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type WorkflowExecutionDescription,
-  type WorkflowExecutionStatusName,
+  type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CompiledPlan } from '../spec/types';
@@ -27,12 +27,16 @@ import {
   pauseUpdate,
   resumeUpdate,
   type Diagnostics,
-  type PlanStatus,
+  type RunStatus,
 } from '../workflows/definitions';
 import { taskQueue as defaultTaskQueue } from '../worker/worker';
+import { howItEnded, markEnded, minimalRecord } from './ended-runs';
+import { CadreError } from './errors';
+import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
+import { workflowIdInterceptor } from './workflow-ids';
 
-/** A problem the user can fix, shown as one line without a stack trace. */
-export class CadreError extends Error {}
+export { CadreError, UsageError } from './errors';
+export { isFinal } from './run-status';
 
 export interface ConnectOptions {
   address?: string;
@@ -81,7 +85,8 @@ export interface RunSummary {
   workflowId: string;
   runId: string;
   plan?: string;
-  status: PlanStatus | string;
+  /** A RunStatus; `continued_as_new` (or a newer Temporal status) for an execution that ended another way. */
+  status: RunStatus | string;
   startTime: Date;
   closeTime?: Date;
 }
@@ -90,12 +95,6 @@ export interface RunSummary {
 const QUERY_TIMEOUT_MS = 10_000;
 /** Likewise for answers, pause and resume (updates are only recorded once a worker accepts them). */
 const UPDATE_TIMEOUT_MS = 20_000;
-
-const FINAL: PlanStatus[] = ['completed', 'failed', 'cancelled'];
-
-export function isFinal(status: string): boolean {
-  return (FINAL as string[]).includes(status);
-}
 
 export class CadreClient {
   private constructor(
@@ -115,7 +114,8 @@ export class CadreClient {
           'start one with `cadre dev`, or set TEMPORAL_ADDRESS',
       );
     }
-    return new CadreClient(new Client({ connection, namespace: server.namespace }), connection, server);
+    const interceptors = { workflow: [workflowIdInterceptor] };
+    return new CadreClient(new Client({ connection, namespace: server.namespace, interceptors }), connection, server);
   }
 
   async close(): Promise<void> {
@@ -160,36 +160,15 @@ export class CadreClient {
     }
   }
 
-  /** Diagnostics of a run, running or finished. */
+  /** Diagnostics of a run, running or ended (by cadre, an operator, the server or a timeout). */
   async diagnostics(workflowId: string): Promise<Diagnostics> {
-    const handle = this.client.workflow.getHandle(workflowId);
     const description = await this.describe(workflowId);
-    if (description.status.name === 'RUNNING') {
-      try {
-        const diagnostics = await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
-        return withRetries(diagnostics, description.raw.pendingActivities ?? []);
-      } catch (err) {
-        if (!(err instanceof TimedOut)) throw err;
-        throw new CadreError(
-          `run ${workflowId} is running, but no worker answered within ${QUERY_TIMEOUT_MS / 1000}s: ` +
-            `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}")`,
-        );
-      }
-    }
-    // A finished run carries its diagnostics in its result or failure; no worker needed.
-    try {
-      return await handle.result();
-    } catch (err) {
-      const details = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause.details?.[0] : undefined;
-      if (details && typeof details === 'object' && 'steps' in details) return details as Diagnostics;
-      try {
-        return await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
-      } catch {
-        throw new CadreError(
-          `run ${workflowId} ended ${description.status.name.toLowerCase()}; its step records need a running cadre worker to replay the history`,
-        );
-      }
-    }
+    const ended = endedAs(description);
+    if (ended === undefined) return this.liveDiagnostics(description);
+    if (!isRunStatus(ended)) throw new CadreError(`run ${workflowId} ended as ${ended}, which cadre cannot show`);
+    // A run cadre ended carries its diagnostics in its result or failure; no worker needed.
+    const recorded = ended === 'completed' || ended === 'failed' ? await recordedEnd(this.client.workflow.getHandle(workflowId)) : undefined;
+    return recorded ?? this.endedDiagnostics(description, ended);
   }
 
   async answer(workflowId: string, waitId: string, value: string): Promise<void> {
@@ -206,38 +185,44 @@ export class CadreClient {
 
   /** Temporal's own cancellation, the same as `temporal workflow cancel`: compensations run, the run ends cancelled. */
   async cancel(workflowId: string, reason?: string): Promise<void> {
-    await this.describe(workflowId);
-    await this.connection.workflowService.requestCancelWorkflowExecution({
-      namespace: this.server.namespace,
-      workflowExecution: { workflowId },
-      identity: 'cadre-cli',
-      reason: reason ?? 'cancelled with cadre',
-    });
+    await this.openRun(workflowId);
+    try {
+      await this.connection.workflowService.requestCancelWorkflowExecution({
+        namespace: this.server.namespace,
+        workflowExecution: { workflowId },
+        identity: 'cadre-cli',
+        reason: reason ?? 'cancelled with cadre',
+      });
+    } catch (err) {
+      await this.openRun(workflowId); // it may have ended since we looked
+      throw err;
+    }
   }
 
   /** Waits for the run to end and returns its final diagnostics. */
   async result(workflowId: string): Promise<Diagnostics> {
+    await this.describe(workflowId); // unknown ids fail here, not after a wait
     const handle = this.client.workflow.getHandle(workflowId);
     try {
       await handle.result();
     } catch {
-      // failed and cancelled runs still have diagnostics
+      // runs that did not complete still have diagnostics
     }
     return this.diagnostics(workflowId);
   }
 
-  async list(filter: { status?: string; plan?: string; limit?: number } = {}): Promise<RunSummary[]> {
+  async list(filter: { status?: RunStatus | string; plan?: string; limit?: number } = {}): Promise<RunSummary[]> {
     const clauses = ['WorkflowType = "runPlan"'];
-    if (filter.status) clauses.push(`CadreStatus = "${filter.status.replace(/"/g, '')}"`);
+    if (filter.status) clauses.push(listFilter(filter.status));
     if (filter.plan) clauses.push(`CadrePlan = "${filter.plan.replace(/"/g, '')}"`);
     const runs: RunSummary[] = [];
     for await (const run of this.client.workflow.list({ query: clauses.join(' AND ') })) {
-      const cadreStatus = run.typedSearchAttributes.get(CadreStatus);
       runs.push({
         workflowId: run.workflowId,
         runId: run.runId,
         plan: run.typedSearchAttributes.get(CadrePlan),
-        status: cadreStatus ?? workflowStatusName(run.status.name),
+        // An ended run's CadreStatus may be stale (terminated runs cannot update it).
+        status: endedAs(run) ?? run.typedSearchAttributes.get(CadreStatus) ?? 'running',
         startTime: run.startTime,
         ...(run.closeTime && { closeTime: run.closeTime }),
       });
@@ -259,6 +244,44 @@ export class CadreClient {
       if (isFinal(diagnostics.status)) return diagnostics;
       await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
+  }
+
+  private async liveDiagnostics(description: WorkflowExecutionDescription): Promise<Diagnostics> {
+    const handle = this.client.workflow.getHandle(description.workflowId);
+    try {
+      const diagnostics = await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
+      return withRetries(withClientClock(diagnostics), description.raw.pendingActivities ?? []);
+    } catch (err) {
+      if (!(err instanceof TimedOut)) throw err;
+      throw new CadreError(
+        `run ${description.workflowId} is running, but no worker answered within ${QUERY_TIMEOUT_MS / 1000}s: ` +
+          `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}")`,
+      );
+    }
+  }
+
+  /**
+   * A closed run the workflow could not record the end of (terminated, timed out) or that left no
+   * record in its result (cancelled): its last record, replayed by a worker, else what Temporal knows.
+   */
+  private async endedDiagnostics(description: WorkflowExecutionDescription, status: RunStatus): Promise<Diagnostics> {
+    const ending = await howItEnded(this.connection.workflowService, this.server.namespace, description, status);
+    try {
+      const handle = this.client.workflow.getHandle(description.workflowId);
+      const record = await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
+      return markEnded(record, description, status, ending);
+    } catch {
+      const missing = `step records need a running cadre worker (task queue "${description.taskQueue}") to replay the history`;
+      return minimalRecord(description, status, ending ? `${ending}; ${missing}` : missing);
+    }
+  }
+
+  /** Describes a run that must still be open to take a request. */
+  private async openRun(workflowId: string): Promise<WorkflowExecutionDescription> {
+    const description = await this.describe(workflowId);
+    const ended = endedAs(description);
+    if (ended !== undefined) throw new CadreError(`run ${workflowId} already ended: ${ended}`);
+    return description;
   }
 
   private async describe(workflowId: string) {
@@ -285,10 +308,7 @@ export class CadreClient {
   }
 
   private async update<T>(workflowId: string, send: () => Promise<T>): Promise<T> {
-    const description = await this.describe(workflowId);
-    if (description.status.name !== 'RUNNING') {
-      throw new CadreError(`run ${workflowId} has ended (${description.status.name.toLowerCase()})`);
-    }
+    const description = await this.openRun(workflowId);
     try {
       return await this.bounded(UPDATE_TIMEOUT_MS, send);
     } catch (err) {
@@ -299,6 +319,8 @@ export class CadreClient {
             `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}"), then try again`,
         );
       }
+      // The run ended between our look and the request (an answer racing the last step): say how.
+      if (err instanceof WorkflowNotFoundError) await this.openRun(workflowId);
       throw err;
     }
   }
@@ -325,17 +347,20 @@ export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unk
   return `plan-${plan.name}-${hash}`;
 }
 
-function workflowStatusName(name: WorkflowExecutionStatusName): string {
-  switch (name) {
-    case 'COMPLETED':
-      return 'completed';
-    case 'CANCELLED':
-      return 'cancelled';
-    case 'RUNNING':
-      return 'running';
-    default:
-      return 'failed';
+/** The final diagnostics a run cadre ended keeps in its result (completed) or failure details (failed). */
+async function recordedEnd(handle: WorkflowHandle): Promise<Diagnostics | undefined> {
+  try {
+    return (await handle.result()) as Diagnostics;
+  } catch (err) {
+    const details = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause.details?.[0] : undefined;
+    return details && typeof details === 'object' && 'steps' in details ? (details as Diagnostics) : undefined;
   }
+}
+
+/** An open run's elapsed time, from the client's clock: the workflow's moves only when it wakes. */
+function withClientClock(diagnostics: Diagnostics): Diagnostics {
+  if (diagnostics.endedAt) return diagnostics;
+  return { ...diagnostics, elapsedMs: Math.max(diagnostics.elapsedMs, Date.now() - Date.parse(diagnostics.startedAt)) };
 }
 
 class TimedOut extends Error {}

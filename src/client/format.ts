@@ -2,7 +2,7 @@
 import { formatMs } from '../spec/duration';
 import type { Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
 import { STEP_MARKS, describeWait } from '../workflows/details';
-
+import { isFinal } from './run-status';
 
 export function stepLine(step: StepRecord): string {
   const parts = [`${STEP_MARKS[step.status]} ${step.id.padEnd(16)} ${step.status.padEnd(9)}`];
@@ -25,6 +25,7 @@ export function answerHint(workflowId: string, w: Waiting): string {
 export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   const lines = [`${d.plan} (${workflowId}): ${d.status}${d.paused && d.status !== 'paused' ? ' (paused)' : ''}, ${formatMs(d.elapsedMs)}`];
   if (d.reason) lines.push(`  why: ${d.reason}`);
+  if (d.note) lines.push(`  ${d.note}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
   for (const w of d.waiting) lines.push(answerHint(workflowId, w));
   for (const c of d.compensations) lines.push(`  ↺ compensated ${c.step}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);
@@ -59,7 +60,7 @@ export class ProgressPrinter {
       }
     }
     if (d.status !== this.status) {
-      if (['paused', 'completed', 'failed', 'cancelled'].includes(d.status)) this.write(`${d.plan}: ${d.status}`);
+      if (d.status === 'paused' || isFinal(d.status)) this.write(`${d.plan}: ${d.status}${d.note ? ` (${d.note})` : ''}`);
       this.status = d.status;
     }
   }

@@ -6,6 +6,11 @@ export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'fai
 export type StepStatus = (typeof STEP_STATUSES)[number];
 export const PLAN_STATUSES = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'] as const;
 export type PlanStatus = (typeof PLAN_STATUSES)[number];
+/**
+ * A run's status as clients report it: the workflow's own, or how Temporal ended a run the
+ * workflow could not record (terminated by an operator or the server, or past its timeout).
+ */
+export type RunStatus = PlanStatus | 'terminated' | 'timed_out';
 
 export interface StepRecord {
   id: string;
@@ -46,7 +51,8 @@ export interface CompensationRecord {
 
 export interface Diagnostics {
   plan: string;
-  status: PlanStatus;
+  /** The workflow reports a PlanStatus; clients report `terminated` and `timed_out` from Temporal. */
+  status: RunStatus;
   paused: boolean;
   startedAt: string;
   endedAt?: string;
@@ -58,7 +64,10 @@ export interface Diagnostics {
   output?: unknown;
   /** Why the run failed, when it did. */
   reason?: string;
-  /** Set when the record was shortened to fit Temporal's limits (a failure of a very long plan). */
+  /**
+   * Something the record itself leaves out: set by the workflow when it shortened the record to fit
+   * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
+   */
   note?: string;
 }
 

@@ -103,4 +103,34 @@ describe('the answer race', () => {
       await client.close();
     }
   });
+
+  test('answers that race the end of the run are told it ended, never an SDK error', async () => {
+    const closing = compile(
+      `
+name: answer-race-end
+steps:
+  - { id: question, ask: { question: "Which one?" } }
+`,
+      tempWorkspace(),
+    );
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    const h: Harness = { client, taskQueue: uniqueId('tq') };
+    const stop = await startPolling(h.taskQueue);
+    try {
+      const id = await startPlan(h, closing);
+      await waitUntil(h, id, (d) => d.waiting.some((w) => w.id === 'question'));
+      const outcomes = await Promise.allSettled(Array.from({ length: ANSWERS }, (_, i) => h.client.answer(id, 'question', `a${i}`)));
+      const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [`a${i}`] : []));
+      expect(winners).toHaveLength(1);
+      for (const outcome of outcomes) {
+        if (outcome.status === 'fulfilled') continue;
+        expect(outcome.reason).toBeInstanceOf(CadreError);
+        expect([`"question" was already answered with "${winners[0]}"`, `run ${id} already ended: completed`]).toContain((outcome.reason as Error).message);
+      }
+      expect((await h.client.result(id)).output).toBeUndefined();
+    } finally {
+      await stop();
+      await client.close();
+    }
+  });
 });

@@ -23,7 +23,17 @@ export async function runCadre(args: string[], cwd: string, env: NodeJS.ProcessE
   }
 }
 
-/** A long-running command (`dev`, `worker`). */
+/** A long-running command (`dev`, `worker`, `watch`). */
 export function spawnCadre(args: string[], cwd: string, env: NodeJS.ProcessEnv): ChildProcess {
   return spawn(process.execPath, ['--import', TSX, CADRE, ...args], { cwd, env });
+}
+
+/** Resolves with a child's exit code. */
+export function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/** The environment of CLI runs against the test run's dev server. */
+export function testServerEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_LOG_LEVEL: 'ERROR' };
 }
