@@ -21,6 +21,10 @@ export const ErrorTypes = {
   TooLarge: 'TooLarge',
   /** The plan's workspace does not exist on this worker's machine. */
   WorkspaceMissing: 'WorkspaceMissing',
+  /** A template read a value that is not there (and gave no default). */
+  MissingValue: 'MissingValue',
+  /** A value stored outside history cannot be read (gone, changed, another machine's store). */
+  StoredValue: 'StoredValue',
 } as const;
 
 export function permanent(type: string, message: string, details?: unknown): ApplicationFailure {

@@ -4,13 +4,23 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import type { BlobStore } from '../store/blobs';
+import { externalize } from '../store/values';
 import { runTool } from './tools/run-tool';
+import { type StoreOptions, openStore, readParams, valueActivities } from './values';
+
+export type { ConditionRequest, ValueRequest } from './values';
 
 export interface ToolRequest {
   tool: string;
   params: unknown;
   workspace: string;
   stepId: string;
+  /**
+   * Output bytes to keep in history; bigger parts go to the blob store and come back as references,
+   * and references in `params` are read first. Runs from before the blob store send none.
+   */
+  inlineLimit?: number;
 }
 
 export interface ToolResult {
@@ -27,12 +37,13 @@ export interface ToolFailureDetails {
 
 const HEARTBEAT_EVERY_MS = 1000;
 
-// Dependencies are injected here as cadre grows (model clients, git, audit sinks).
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export type ActivityDeps = {};
+/** Dependencies of the activities; more join as cadre grows (model clients, git, audit sinks). */
+export type ActivityDeps = StoreOptions;
 
-export function createActivities(_deps: ActivityDeps = {}) {
+export function createActivities(deps: ActivityDeps = {}) {
   return {
+    ...valueActivities(deps),
+
     async runTool(request: ToolRequest): Promise<ToolResult> {
       const ctx = Context.current();
       const attempt = ctx.info.attempt;
@@ -40,16 +51,19 @@ export function createActivities(_deps: ActivityDeps = {}) {
       // and deliver cancellation; the SDK throttles them. Local activities cannot heartbeat
       // (they are cancelled through their workflow task instead).
       const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+      let store: BlobStore | undefined;
       try {
-        const output = await runTool(request.tool, request.params, {
+        store = request.inlineLimit === undefined ? undefined : await openStore(request.workspace, deps);
+        const params = store ? await readParams(request.params, store) : request.params;
+        const output = await runTool(request.tool, params, {
           workspace: request.workspace,
           stepId: request.stepId,
           attempt,
           signal: ctx.cancellationSignal,
         });
-        return { output, attempt };
+        return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt };
       } catch (err) {
-        throw withAttempt(err, attempt);
+        throw await withAttempt(err, attempt, store, request.inlineLimit);
       } finally {
         clearInterval(beat);
       }
@@ -59,9 +73,11 @@ export function createActivities(_deps: ActivityDeps = {}) {
 
 export type Activities = ReturnType<typeof createActivities>;
 
-function withAttempt(err: unknown, attempt: number): unknown {
+/** The failure with the attempt in its details; a big output in them is stored, like a result's. */
+async function withAttempt(err: unknown, attempt: number, store: BlobStore | undefined, inlineLimit: number | undefined): Promise<unknown> {
   if (err instanceof ApplicationFailure) {
-    const details: ToolFailureDetails = { attempt, output: err.details?.[0] };
+    const output: unknown = err.details?.[0];
+    const details: ToolFailureDetails = { attempt, output: store && output !== undefined ? await externalize(output, store, inlineLimit as number) : output };
     return ApplicationFailure.create({ type: err.type ?? 'Error', message: err.message, nonRetryable: err.nonRetryable ?? false, details: [details] });
   }
   if (err instanceof Error && err.name !== 'AbortError' && !(err as { name?: string }).name?.includes('Cancel')) {

@@ -29,6 +29,8 @@ import {
   type Diagnostics,
   type RunStatus,
 } from '../workflows/definitions';
+import { hasDeferred } from '../spec/refs';
+import { materialize, storesIn } from '../store/values';
 import { taskQueue as defaultTaskQueue } from '../worker/worker';
 import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from './errors';
@@ -199,8 +201,12 @@ export class CadreClient {
     }
   }
 
-  /** Waits for the run to end and returns its final diagnostics. */
-  async result(workflowId: string): Promise<Diagnostics> {
+  /**
+   * Waits for the run to end and returns its final diagnostics, with outputs that were stored
+   * outside history read back from the workers' blob store when this machine can reach it
+   * (`readStored: false` keeps the references).
+   */
+  async result(workflowId: string, options: { readStored?: boolean } = {}): Promise<Diagnostics> {
     await this.describe(workflowId); // unknown ids fail here, not after a wait
     const handle = this.client.workflow.getHandle(workflowId);
     try {
@@ -208,7 +214,8 @@ export class CadreClient {
     } catch {
       // runs that did not complete still have diagnostics
     }
-    return this.diagnostics(workflowId);
+    const diagnostics = await this.diagnostics(workflowId);
+    return options.readStored === false ? diagnostics : readStoredOutput(diagnostics);
   }
 
   async list(filter: { status?: RunStatus | string; plan?: string; limit?: number } = {}): Promise<RunSummary[]> {
@@ -345,6 +352,17 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
 export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unknown>): string {
   const hash = createHash('sha256').update(JSON.stringify({ plan, inputs })).digest('hex').slice(0, 10);
   return `plan-${plan.name}-${hash}`;
+}
+
+/** The run's output with stored values read; if they cannot be read here, the references stay and a note says why. */
+async function readStoredOutput(diagnostics: Diagnostics): Promise<Diagnostics> {
+  if (!hasDeferred(diagnostics.output)) return diagnostics;
+  try {
+    return { ...diagnostics, output: await materialize(diagnostics.output, { stores: storesIn(diagnostics.output) }) };
+  } catch (err) {
+    const note = `the output keeps references to values stored on the workers: ${(err as Error).message}`;
+    return { ...diagnostics, note: diagnostics.note ? `${diagnostics.note}; ${note}` : note };
+  }
 }
 
 /** The final diagnostics a run cadre ended keeps in its result (completed) or failure details (failed). */

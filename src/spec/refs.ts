@@ -37,11 +37,10 @@ export interface DeferredRead {
   $cadre: 'read';
   from: Stored;
   path: Segment[];
-  /** The template, for messages (`steps.x.output.json.items[3]`). */
+  /** Where the stored value sits (`steps.x.output.json`), and the whole template, for messages. */
+  at: string;
   source: string;
   fallback?: { value: unknown };
-  /** Legacy runs read a missing value as nothing instead of failing. */
-  lenient?: boolean;
 }
 
 /** Text with deferred values inside: each `{ value }` is read, rendered as templates render, and joined. */

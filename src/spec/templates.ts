@@ -5,7 +5,7 @@
  * longer strings are rendered as text (objects as JSON). Pure and deterministic:
  * used by the validator and by workflows.
  */
-import { type DeferredRead, type DeferredText, hasDeferred, isStored } from './refs';
+import { type DeferredRead, type DeferredText, type Stored, type StoredList, hasDeferred, isDeferredRead, isStored } from './refs';
 
 export type Segment = { key: string } | { index: number } | { all: true };
 
@@ -97,15 +97,40 @@ export interface ResolveOptions {
    * value as nothing, and replay that way with `strict: false`.
    */
   strict?: boolean;
+  /** Reads stored values (activities, clients). Without it (workflows) reads into them are deferred. */
+  load?: StoredLoader;
+}
+
+/** Reads stored values, synchronously: callers load what a walk needs first (see store/). */
+export interface StoredLoader {
+  whole(value: Stored): unknown;
+  /** One item of a stored list, without reading every part. */
+  item(list: StoredList, index: number): unknown;
 }
 
 /** A template read something that is not there, and said no `| default(...)`. */
 export class MissingValueError extends TemplateError {}
 
+interface ReadContext {
+  path: TemplatePath;
+  scope: Record<string, unknown>;
+  load?: StoredLoader;
+}
+
 export function lookup(path: TemplatePath, scope: Record<string, unknown>, options: ResolveOptions = {}): unknown {
   if (options.strict === false) return legacyWalk(scope[path.root], path.segments);
+  return withFallback(path, () => read(path.segments, scope[path.root], path.root, { path, scope, load: options.load }));
+}
+
+/** Finishes a read a workflow deferred, with the stored values it reached now readable. */
+export function readDeferred(deferred: DeferredRead, load: StoredLoader): unknown {
+  const path: TemplatePath = { ...parsePath(deferred.source), ...(deferred.fallback && { fallback: deferred.fallback }) };
+  return withFallback(path, () => read(deferred.path, deferred.from, deferred.at, { path, scope: {}, load }));
+}
+
+function withFallback(path: TemplatePath, reading: () => unknown): unknown {
   try {
-    const value = read(path.segments, scope[path.root], path.root, path, scope);
+    const value = reading();
     return value === null && path.fallback ? path.fallback.value : value;
   } catch (err) {
     if (err instanceof MissingValueError && path.fallback) return path.fallback.value;
@@ -113,34 +138,49 @@ export function lookup(path: TemplatePath, scope: Record<string, unknown>, optio
   }
 }
 
-function read(segments: Segment[], start: unknown, root: string, path: TemplatePath, scope: Record<string, unknown>): unknown {
+function read(segments: Segment[], start: unknown, root: string, ctx: ReadContext): unknown {
   let value = start;
   let at = root;
   for (let i = 0; i < segments.length; i++) {
-    if (isStored(value)) {
-      return { $cadre: 'read', from: value, path: segments.slice(i), source: path.source, ...(path.fallback && { fallback: path.fallback }) } satisfies DeferredRead;
-    }
     const segment = segments[i];
+    if (isDeferredRead(value)) {
+      // A forEach item of a stored list, say: read further into it, now or later.
+      if (!ctx.load) return { ...value, path: [...value.path, ...segments.slice(i)], source: ctx.path.source, ...(ctx.path.fallback && { fallback: ctx.path.fallback }) };
+      value = readDeferred(value, ctx.load);
+    }
+    if (isStored(value)) {
+      if (!ctx.load) {
+        const { path } = ctx;
+        return { $cadre: 'read', from: value, path: segments.slice(i), at, source: path.source, ...(path.fallback && { fallback: path.fallback }) } satisfies DeferredRead;
+      }
+      if (value.$cadre === 'list' && 'index' in segment) {
+        if (segment.index >= value.length) throw missing(ctx, at, `has no [${segment.index}] (it has ${value.length} items)`);
+        value = ctx.load.item(value, segment.index);
+        at += `[${segment.index}]`;
+        continue;
+      }
+      value = ctx.load.whole(value);
+    }
     if ('all' in segment) {
-      if (!Array.isArray(value)) throw missing(path, scope, at, `is ${kindOf(value)}, not a list`);
+      if (!Array.isArray(value)) throw missing(ctx, at, `is ${kindOf(value)}, not a list`);
       const rest = segments.slice(i + 1);
-      return value.map((item, j) => read(rest, item, `${at}[${j}]`, path, scope));
+      return value.map((item, j) => read(rest, item, `${at}[${j}]`, ctx));
     }
     const name = 'index' in segment ? `[${segment.index}]` : `.${segment.key}`;
-    if (value === null || typeof value !== 'object') throw missing(path, scope, at, `is ${kindOf(value)}, so it has no ${name}`);
+    if (value === null || typeof value !== 'object') throw missing(ctx, at, `is ${kindOf(value)}, so it has no ${name}`);
     const key = 'index' in segment ? segment.index : segment.key;
     if (!Object.prototype.hasOwnProperty.call(value, key)) {
       const size = Array.isArray(value) ? ` (it has ${value.length} item${value.length === 1 ? '' : 's'})` : '';
-      throw missing(path, scope, at, `has no ${name}${size}${truncatedHint(value)}`);
+      throw missing(ctx, at, `has no ${name}${size}${truncatedHint(value)}`);
     }
     value = (value as Record<string | number, unknown>)[key];
     at += name;
   }
-  if (value === undefined) throw missing(path, scope, at, 'has no value');
+  if (value === undefined) throw missing(ctx, at, 'has no value');
   return value;
 }
 
-function missing(path: TemplatePath, scope: Record<string, unknown>, at: string, what: string): MissingValueError {
+function missing({ path, scope }: ReadContext, at: string, what: string): MissingValueError {
   return new MissingValueError(`{{ ${path.source} }} reads nothing: ${at} ${what}${stepHint(path, scope)}; add | default(...) where a missing value is fine`);
 }
 

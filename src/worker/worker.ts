@@ -26,7 +26,8 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       namespace: options.namespace,
       taskQueue: options.taskQueue ?? taskQueue(),
       ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-      activities: createActivities(),
+      // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
+      activities: createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined }),
       // Let running tools finish on Ctrl-C before the worker goes.
       shutdownGraceTime: '10s',
       ...options.overrides,

@@ -21,6 +21,7 @@ import {
 import type { Activities } from '../activities';
 import { durationMs } from '../spec/duration';
 import { evaluateCondition } from '../spec/expressions';
+import { describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
 import type { CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
 import { isoAt, nowMs } from './clock';
@@ -45,6 +46,7 @@ import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
 import { StepTimeout, describeFailure, type StepError } from './failures';
 import { Readiness } from './readiness';
 import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, localToolOptions, runsLocally, toolActivityOptions } from './step-options';
+import { ExpressionNames, INLINE_OUTPUT_BYTES, MAX_QUESTION_BYTES, listItems } from './stored';
 import { HumanWaits } from './waits';
 import { utf8Length } from './sizes';
 
@@ -89,6 +91,7 @@ class PlanRun {
   private readonly waits: HumanWaits;
   private readonly hardened: boolean;
   private readonly templates: ResolveOptions;
+  private readonly names = new ExpressionNames();
   private readonly errors: { step: string; message: string }[] = [];
   private readonly compensations: CompensationRecord[] = [];
   private readonly completionOrder: string[] = [];
@@ -288,9 +291,13 @@ class PlanRun {
     const itemResults = new Map<number, unknown>();
     for (;;) {
       try {
-        if (step.when !== undefined && !evaluateCondition(step.when, this.scope())) {
-          end('skipped', `when "${step.when}" was false`);
-          return;
+        if (step.when !== undefined) {
+          const holds = this.conditionHolds(step.when);
+          // No await unless an activity decides: an await, even of a boolean, would reorder commands.
+          if (!(typeof holds === 'boolean' ? holds : await holds)) {
+            end('skipped', `when "${step.when}" was false`);
+            return;
+          }
         }
         const output =
           step.forEach !== undefined ? await this.runForEach(step, timeout, itemResults) : await this.runAction(step, this.scope(), timeout, step.id);
@@ -327,6 +334,16 @@ class PlanRun {
     }
   }
 
+  /**
+   * A `when`, evaluated here, or by an activity when it reads a stored output. (Only that case
+   * awaits: runs recorded before stored outputs must issue their commands in the same order.)
+   */
+  private conditionHolds(expression: string): boolean | Promise<boolean> {
+    const scope = this.scope();
+    if (!this.hardened || !this.names.readsStored(expression, scope)) return evaluateCondition(expression, scope);
+    return this.values().evaluateCondition({ expression, scope: this.names.subset(expression, scope), workspace: this.plan.workspace });
+  }
+
   /** What to do about a failed or timed-out step, by the plan's strategy or a human's answer. */
   private async decide(step: CompiledStep, failure: StepError, extensions: number): Promise<{ decision: Decision; extendBy?: string }> {
     if (this.abortReason) return { decision: 'abort' };
@@ -344,9 +361,11 @@ class PlanRun {
   }
 
   private async runForEach(step: CompiledStep, timeout: string | undefined, results: Map<number, unknown>): Promise<unknown[]> {
-    const items = resolveTemplates(step.forEach, this.scope(), this.templates);
-    if (!Array.isArray(items)) {
-      throw new StepFailedError({ message: `forEach did not give a list (got ${typeof items})`, timedOut: false, attempts: 0 });
+    let list = resolveTemplates(step.forEach, this.scope(), this.templates);
+    if (this.hardened && isDeferredRead(list)) list = await this.resolveValue(list, INLINE_OUTPUT_BYTES);
+    const items = listItems(list, typeof step.forEach === 'string' ? step.forEach : '');
+    if (!items) {
+      throw new StepFailedError({ message: `forEach did not give a list (got ${describeValue(list)})`, timedOut: false, attempts: 0 });
     }
     const record = this.record(step.id);
     record.items = { total: items.length, completed: results.size };
@@ -358,7 +377,7 @@ class PlanRun {
         if (results.has(index)) continue;
         await condition(() => !this.paused);
         try {
-          const scope = { ...this.scope(), [step.as]: items[index], index };
+          const scope = { ...this.scope(), [step.as]: items.at(index), index };
           results.set(index, await this.runAction(step, scope, timeout, `${step.id}[${index}]`));
           record.items = { total: items.length, completed: results.size };
           this.changed();
@@ -370,14 +389,15 @@ class PlanRun {
     const width = Math.min(step.concurrency ?? DEFAULT_FOREACH_CONCURRENCY, items.length);
     await Promise.all(Array.from({ length: width }, lane));
     if (firstError !== undefined) throw firstError;
-    return items.map((_, i) => results.get(i));
+    return Array.from({ length: items.length }, (_, i) => results.get(i));
   }
 
   /** Runs the step's action once (with Temporal's retries for tools) and returns its output. */
   private async runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<unknown> {
     const action = step.action;
     if (action.kind === 'ask') {
-      const question = String(resolveTemplates(action.ask.question, scope, this.templates));
+      const text = this.questionText(resolveTemplates(action.ask.question, scope, this.templates));
+      const question = typeof text === 'string' ? text : await text;
       this.record(step.id).attempts += 1;
       const answer = await this.waitForHuman(step.id, 'ask', question, action.ask.choices, timeout);
       if (answer === undefined) throw new StepTimeout(`no answer within ${timeout}`);
@@ -385,14 +405,42 @@ class PlanRun {
     }
     timeout ??= DEFAULT_STEP_TIMEOUT;
     const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
-    if (action.tool === 'sleep') return this.durableSleep(step, params, timeout);
+    if (action.tool === 'sleep') {
+      if (this.hardened && hasDeferred(params.duration)) params.duration = await this.resolveValue(params.duration, MAX_QUESTION_BYTES);
+      return this.durableSleep(step, params, timeout);
+    }
     const activities =
       this.hardened && runsLocally(step, action.tool)
         ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
         : proxyActivities<Activities>({ ...this.activityId(label), ...toolActivityOptions(step, timeout, label) });
-    const result = await activities.runTool({ tool: action.tool, params, workspace: this.plan.workspace, stepId: step.id });
+    const result = await activities.runTool({ tool: action.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline() });
     this.record(step.id).attempts += result.attempt;
     return result.output;
+  }
+
+  /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
+  private inline(): { inlineLimit?: number } {
+    return this.hardened ? { inlineLimit: INLINE_OUTPUT_BYTES } : {};
+  }
+
+  /** A question as text; read through an activity (awaited) only when it quotes a stored output. */
+  private questionText(resolved: unknown): string | Promise<string> {
+    if (!this.hardened || !hasDeferred(resolved)) return String(resolved);
+    return this.resolveValue(resolved, MAX_QUESTION_BYTES).then((text) => {
+      if (isStored(text)) {
+        throw new StepFailedError({ message: `the question is ${describeStored(text)}; a question holds at most ${MAX_QUESTION_BYTES} bytes`, timedOut: false, attempts: 0 });
+      }
+      return String(text);
+    });
+  }
+
+  /** A value with stored parts, read by a local activity: inline up to `inlineLimit` bytes, stored again beyond. */
+  private resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
+    return this.values().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
+  }
+
+  private values() {
+    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'read stored values' });
   }
 
   /** `sleep` is a durable timer, not an activity: it survives worker restarts for free. */
@@ -467,7 +515,7 @@ class PlanRun {
       ...this.activityId(`compensate:${step.id}`),
       ...compensationActivityOptions(`compensate ${step.id}`),
     });
-    await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id });
+    await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline() });
   }
 
   /**
@@ -556,6 +604,11 @@ class StepFailedError extends Error {
   constructor(readonly failure: StepError) {
     super(failure.message);
   }
+}
+
+function describeValue(value: unknown): string {
+  if (isStored(value)) return describeStored(value);
+  return value === null ? 'null' : typeof value;
 }
 
 function messageOf(err: unknown): string {

@@ -1,0 +1,68 @@
+/**
+ * What workflow code does with values stored outside history (see spec/refs.ts): it never reads
+ * them, it knows when it would need to, and it hands that reading to small local activities. Pure.
+ */
+import { namesIn } from '../spec/expressions';
+import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
+
+/** Step outputs bigger than this (JSON bytes) are stored outside history by the activity that made them. */
+export const INLINE_OUTPUT_BYTES = 64 * 1024;
+/** A question is read by a person: one this long is a mistake, and would crowd the Web UI and history. */
+export const MAX_QUESTION_BYTES = 64 * 1024;
+
+export interface Items {
+  length: number;
+  at(index: number): unknown;
+}
+
+/** The items of a forEach list: a plain list, or a stored one read item by item by the activities. */
+export function listItems(value: unknown, source: string): Items | undefined {
+  if (Array.isArray(value)) return { length: value.length, at: (i) => value[i] };
+  if (!isStored(value)) return undefined;
+  const length = value.$cadre === 'list' ? value.length : value.kind === 'array' ? value.length : undefined;
+  if (length === undefined) return undefined;
+  const at = source.trim().replace(/^\{\{\s*|\s*\}\}$/g, '');
+  return {
+    length,
+    at: (index): DeferredRead => ({ $cadre: 'read', from: value, path: [{ index }], at, source: `${at}[${index}]` }),
+  };
+}
+
+/** Names an expression reads, parsed once per expression. */
+export class ExpressionNames {
+  private readonly cache = new Map<string, string[][]>();
+
+  of(expression: string): string[][] {
+    let names = this.cache.get(expression);
+    if (!names) {
+      names = namesIn(expression);
+      this.cache.set(expression, names);
+    }
+    return names;
+  }
+
+  /** True when a name the expression reads runs into a stored value, which only an activity can read. */
+  readsStored(expression: string, scope: Record<string, unknown>): boolean {
+    return this.of(expression).some((chain) => {
+      let cursor: unknown = scope;
+      for (const key of chain) {
+        if (isStored(cursor) || isDeferredRead(cursor)) return true;
+        if (cursor === null || typeof cursor !== 'object') return false;
+        cursor = (cursor as Record<string, unknown>)[key];
+      }
+      return hasDeferred(cursor);
+    });
+  }
+
+  /** The part of `scope` an expression reads (its steps, inputs and loop names): what an activity needs. */
+  subset(expression: string, scope: Record<string, unknown>): Record<string, unknown> {
+    const subset: Record<string, unknown> = {};
+    const steps = scope.steps as Record<string, unknown> | undefined;
+    for (const [root, next] of this.of(expression)) {
+      if (root === 'steps' && next !== undefined && steps && next in steps) {
+        subset.steps = { ...(subset.steps as object), [next]: steps[next] };
+      } else if (root !== 'steps' && root in scope) subset[root] = scope[root];
+    }
+    return subset;
+  }
+}
