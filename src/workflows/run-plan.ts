@@ -11,7 +11,6 @@ import {
   isCancellation,
   patched,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -45,7 +44,8 @@ import {
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
 import { StepTimeout, describeFailure, type StepError } from './failures';
 import { Readiness } from './readiness';
-import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, localToolOptions, runsLocally, toolActivityOptions } from './step-options';
+import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, runsLocally } from './step-options';
+import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { ExpressionNames, INLINE_OUTPUT_BYTES, MAX_QUESTION_BYTES, listItems } from './stored';
 import { HumanWaits } from './waits';
 import { utf8Length } from './sizes';
@@ -102,7 +102,8 @@ class PlanRun {
   private abortReason?: string;
   private publishedStatus?: PlanStatus;
   private output?: unknown;
-  private readonly activityRuns = new Map<string, number>();
+  /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
+  private readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
   /** Bumped on every change the scheduler must look at. */
   private version = 0;
 
@@ -341,7 +342,7 @@ class PlanRun {
   private conditionHolds(expression: string): boolean | Promise<boolean> {
     const scope = this.scope();
     if (!this.hardened || !this.names.readsStored(expression, scope)) return evaluateCondition(expression, scope);
-    return this.values().evaluateCondition({ expression, scope: this.names.subset(expression, scope), workspace: this.plan.workspace });
+    return storedValues().evaluateCondition({ expression, scope: this.names.subset(expression, scope), workspace: this.plan.workspace });
   }
 
   /** What to do about a failed or timed-out step, by the plan's strategy or a human's answer. */
@@ -407,13 +408,20 @@ class PlanRun {
     const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
     if (action.tool === 'sleep') {
       if (this.hardened && hasDeferred(params.duration)) params.duration = await this.resolveValue(params.duration, MAX_QUESTION_BYTES);
-      return this.durableSleep(step, params, timeout);
+      this.record(step.id).attempts += 1;
+      return durableSleep(step.id, params.duration, timeout);
     }
-    const activities =
-      this.hardened && runsLocally(step, action.tool)
-        ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
-        : proxyActivities<Activities>({ ...this.activityId(label), ...toolActivityOptions(step, timeout, label) });
-    const result = await activities.runTool({ tool: action.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline() });
+    const result = await callTool({
+      step,
+      tool: action.tool,
+      params,
+      timeout,
+      label,
+      workspace: this.plan.workspace,
+      local: this.hardened && runsLocally(step, action.tool),
+      ids: this.activityIds,
+      ...this.inline(),
+    });
     this.record(step.id).attempts += result.attempt;
     return result.output;
   }
@@ -436,24 +444,7 @@ class PlanRun {
 
   /** A value with stored parts, read by a local activity: inline up to `inlineLimit` bytes, stored again beyond. */
   private resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
-    return this.values().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
-  }
-
-  private values() {
-    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'read stored values' });
-  }
-
-  /** `sleep` is a durable timer, not an activity: it survives worker restarts for free. */
-  private async durableSleep(step: CompiledStep, params: Record<string, unknown>, timeout: string): Promise<unknown> {
-    const wanted = durationMs(String(params.duration));
-    const limit = durationMs(timeout);
-    this.record(step.id).attempts += 1;
-    if (wanted > limit) {
-      await sleep(limit, { summary: step.id });
-      throw new StepTimeout(`sleep of ${String(params.duration)} ran past the ${timeout} timeout`);
-    }
-    await sleep(wanted, { summary: step.id });
-    return { slept: params.duration };
+    return storedValues().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
   }
 
   // ---- humans ---------------------------------------------------------------
@@ -512,22 +503,10 @@ class PlanRun {
       return;
     }
     const activities = proxyActivities<Activities>({
-      ...this.activityId(`compensate:${step.id}`),
+      ...this.activityIds.next(`compensate:${step.id}`),
       ...compensationActivityOptions(`compensate ${step.id}`),
     });
     await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline() });
-  }
-
-  /**
-   * Activity ids named after steps (`enrich[2]`, `archive#2` for a second run of a step), so the
-   * Web UI and `describe` tell which step an activity belongs to. Runs recorded before this change
-   * used Temporal's sequence numbers and must replay with them.
-   */
-  private activityId(label: string): { activityId?: string } {
-    if (!patched(PATCH_STEP_ACTIVITY_IDS)) return {};
-    const runs = (this.activityRuns.get(label) ?? 0) + 1;
-    this.activityRuns.set(label, runs);
-    return { activityId: runs === 1 ? label : `${label}#${runs}` };
   }
 
   private finish(status: 'completed' | 'failed' | 'cancelled'): void {

@@ -1,0 +1,74 @@
+/**
+ * One tool call of a step, as plan runs and item runs (`runItems`) make it: the `runTool`
+ * activity (local for cheap tools), or a durable timer for `sleep`. Workflow code.
+ */
+import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import type { Activities, ToolResult } from '../activities';
+import { durationMs } from '../spec/duration';
+import type { CompiledStep } from '../spec/types';
+import { StepTimeout } from './failures';
+import { localToolOptions, toolActivityOptions } from './step-options';
+
+/**
+ * Activity ids named after steps (`enrich[2]`, `archive#2` for a second run of a step), so the
+ * Web UI and `describe` tell which step an activity belongs to. `named` is false for runs recorded
+ * before this naming, which used Temporal's sequence numbers and must replay with them.
+ */
+export class ActivityIds {
+  private readonly runs = new Map<string, number>();
+
+  constructor(private readonly named: () => boolean) {}
+
+  next(label: string): { activityId?: string } {
+    if (!this.named()) return {};
+    const runs = (this.runs.get(label) ?? 0) + 1;
+    this.runs.set(label, runs);
+    return { activityId: runs === 1 ? label : `${label}#${runs}` };
+  }
+}
+
+export interface StepToolCall {
+  step: CompiledStep;
+  tool: string;
+  params: unknown;
+  timeout: string;
+  /** The activity's id and summary: the step id, or `step[index]` for a forEach item. */
+  label: string;
+  workspace: string;
+  local: boolean;
+  ids: ActivityIds;
+  /** Output bytes to keep in history (see ToolRequest); absent for runs from before the blob store. */
+  inlineLimit?: number;
+}
+
+/** Schedules the tool at once (no await before it: commands keep the order runs were recorded in). */
+export function callTool(call: StepToolCall): Promise<ToolResult> {
+  const { step, timeout, label } = call;
+  const activities = call.local
+    ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
+    : proxyActivities<Activities>({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) });
+  return activities.runTool({
+    tool: call.tool,
+    params: call.params,
+    workspace: call.workspace,
+    stepId: step.id,
+    ...(call.inlineLimit !== undefined && { inlineLimit: call.inlineLimit }),
+  });
+}
+
+/** `sleep` is a durable timer, not an activity: it survives worker restarts for free. */
+export async function durableSleep(summary: string, duration: unknown, timeout: string): Promise<unknown> {
+  const wanted = durationMs(String(duration));
+  const limit = durationMs(timeout);
+  if (wanted > limit) {
+    await sleep(limit, { summary });
+    throw new StepTimeout(`sleep of ${String(duration)} ran past the ${timeout} timeout`);
+  }
+  await sleep(wanted, { summary });
+  return { slept: duration };
+}
+
+/** The small local activities that read values stored outside history for workflow code. */
+export function storedValues() {
+  return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'read stored values' });
+}
