@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ShellParams } from '../../spec/tools';
+import { directoryInside } from '../confinement';
 import { ErrorTypes, transient } from '../errors';
-import { insideWorkspace } from './workspace';
 import type { ToolContext } from './context';
 
 export interface ShellOutput {
@@ -16,17 +16,26 @@ export interface ShellOutput {
 export const MAX_STREAM_BYTES = 256 * 1024;
 
 export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
-  const cwd = params.cwd ? insideWorkspace(ctx.workspace, params.cwd) : ctx.workspace;
-  const child = spawn('/bin/sh', ['-c', params.command], {
-    cwd,
-    env: { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // own process group, so cancellation stops the whole command tree
-  });
+  // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
+  const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
+  let child;
+  try {
+    child = spawn('/bin/sh', ['-c', params.command], {
+      cwd: cwd.path,
+      env: { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // own process group, so cancellation stops the whole command tree
+    });
+  } catch (err) {
+    await cwd.close();
+    throw err;
+  }
   const stdout = new Capped(MAX_STREAM_BYTES);
   const stderr = new Capped(MAX_STREAM_BYTES);
+  // Listen before any await: Node discards the output of an exited child nobody listens to.
   child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  await cwd.close(); // the child has its own working directory now
   const kill = () => {
     try {
       if (child.pid) process.kill(-child.pid, 'SIGKILL');
