@@ -4,6 +4,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, type ToolFailureDetails, type ToolResult } from '../src/activities';
+import { spawnTied } from '../src/activities/tools/tied-process';
 import { tempWorkspace } from './support/harness';
 
 const { runTool } = createActivities();
@@ -94,5 +95,15 @@ describe('the runTool activity', () => {
     const stdout = (big.output as { stdout: string }).stdout;
     expect(stdout.startsWith('x'.repeat(1000))).toBe(true);
     expect(stdout).toContain('[cadre: 37856 more bytes not kept]');
+  });
+
+  test('output of a command that exits before anyone waits for it is kept', async () => {
+    const out: Buffer[] = [];
+    const tool = spawnTied('echo early', { cwd: tempWorkspace(), env: process.env, stdout: (chunk) => out.push(chunk), stderr: () => undefined });
+    // Node drops the output of an exited child that nobody listens to: receivers are attached at spawn.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await tool.finished).toBe(0);
+    tool.release();
+    expect(Buffer.concat(out).toString()).toBe('early\n');
   });
 });

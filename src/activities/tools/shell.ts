@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import type { ShellParams } from '../../spec/tools';
 import { directoryInside } from '../confinement';
 import { ErrorTypes, transient } from '../errors';
 import type { ToolContext } from './context';
+import { spawnTied, type TiedProcess } from './tied-process';
 
 export interface ShellOutput {
   exitCode: number;
@@ -16,39 +16,21 @@ export interface ShellOutput {
 export const MAX_STREAM_BYTES = 256 * 1024;
 
 export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
+  const env = { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) };
   // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
   const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
-  let child;
-  try {
-    child = spawn('/bin/sh', ['-c', params.command], {
-      cwd: cwd.path,
-      env: { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true, // own process group, so cancellation stops the whole command tree
-    });
-  } catch (err) {
-    await cwd.close();
-    throw err;
-  }
   const stdout = new Capped(MAX_STREAM_BYTES);
   const stderr = new Capped(MAX_STREAM_BYTES);
-  // Listen before any await: Node discards the output of an exited child nobody listens to.
-  child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-  await cwd.close(); // the child has its own working directory now
-  const kill = () => {
-    try {
-      if (child.pid) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  };
+  let tool: TiedProcess;
+  try {
+    tool = spawnTied(params.command, { cwd: cwd.path, env, stdout: (chunk) => stdout.push(chunk), stderr: (chunk) => stderr.push(chunk) });
+  } finally {
+    await cwd.close();
+  }
+  const kill = () => tool.killTree();
   ctx.signal.addEventListener('abort', kill, { once: true });
   try {
-    const exitCode = await new Promise<number>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
-    });
+    const exitCode = await tool.finished;
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('cancelled');
     const out: ShellOutput = { exitCode, stdout: stdout.text(), stderr: stderr.text() };
     const json = parseJson(out.stdout);
@@ -60,6 +42,8 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
     return out;
   } finally {
     ctx.signal.removeEventListener('abort', kill);
+    if (ctx.signal.aborted) tool.killTree();
+    else tool.release();
   }
 }
 
