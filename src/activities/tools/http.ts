@@ -14,9 +14,16 @@ export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
       headers['content-type'] = 'application/json';
     }
   }
+  let request: Request;
+  try {
+    // Checks headers and method without touching the network: what fails here is the step's input.
+    request = new Request(params.url, { method: params.method ?? (hasBody ? 'POST' : 'GET'), headers, body, signal: ctx.signal });
+  } catch (err) {
+    throw permanent(ErrorTypes.BadToolInput, `bad parameters for http.request: ${(err as Error).message}`);
+  }
   let response: Response;
   try {
-    response = await fetch(params.url, { method: params.method ?? (hasBody ? 'POST' : 'GET'), headers, body, signal: ctx.signal });
+    response = await fetch(request);
   } catch (err) {
     if (ctx.signal.aborted) throw err;
     throw transient(ErrorTypes.HttpServerError, `request to ${params.url} failed: ${(err as Error).message}`);

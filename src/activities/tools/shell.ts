@@ -1,8 +1,8 @@
-import type { ShellParams } from '../../spec/tools';
+import { ARG_MAX, envStrings, execBytes, type ShellParams } from '../../spec/tools';
 import { directoryInside } from '../confinement';
-import { ErrorTypes, transient } from '../errors';
+import { ErrorTypes, permanent, transient } from '../errors';
 import type { ToolContext } from './context';
-import { spawnTied, type TiedProcess } from './tied-process';
+import { spawnTied, WATCHDOG_ARGS, type TiedProcess } from './tied-process';
 
 export interface ShellOutput {
   exitCode: number;
@@ -17,6 +17,9 @@ export const MAX_STREAM_BYTES = 256 * 1024;
 
 export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
   const env = { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) };
+  // The schema checked the plan's own command and env; the worker's environment counts too.
+  const size = execBytes([...WATCHDOG_ARGS, params.command, ...envStrings(env)]);
+  if (size > ARG_MAX) throw tooBig(`command and environment, with the worker's own, need ${size} bytes; a process can be started with at most ${ARG_MAX}`);
   // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
   const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
   const stdout = new Capped(MAX_STREAM_BYTES);
@@ -24,13 +27,17 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
   let tool: TiedProcess;
   try {
     tool = spawnTied(params.command, { cwd: cwd.path, env, stdout: (chunk) => stdout.push(chunk), stderr: (chunk) => stderr.push(chunk) });
+  } catch (err) {
+    throw spawnFailure(err);
   } finally {
     await cwd.close();
   }
   const kill = () => tool.killTree();
   ctx.signal.addEventListener('abort', kill, { once: true });
   try {
-    const exitCode = await tool.finished;
+    const exitCode = await tool.finished.catch((err) => {
+      throw spawnFailure(err);
+    });
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('cancelled');
     const out: ShellOutput = { exitCode, stdout: stdout.text(), stderr: stderr.text() };
     const json = parseJson(out.stdout);
@@ -45,6 +52,18 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
     if (ctx.signal.aborted) tool.killTree();
     else tool.release();
   }
+}
+
+function tooBig(reason: string) {
+  return permanent(ErrorTypes.BadToolInput, `bad parameters for shell: command, env: ${reason} (pass big data in a file)`);
+}
+
+/** Spawn errors that are the input's fault (E2BIG, a NUL byte) are permanent; others (EAGAIN, EMFILE) may pass. */
+function spawnFailure(err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'E2BIG') return tooBig('too big to start a process (E2BIG)');
+  if (code === 'ERR_INVALID_ARG_VALUE') return permanent(ErrorTypes.BadToolInput, `bad parameters for shell: command, env, cwd: ${(err as Error).message}`);
+  return err;
 }
 
 function parseJson(text: string): unknown {
