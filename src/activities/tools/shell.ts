@@ -1,6 +1,7 @@
 import { ARG_MAX, envStrings, execBytes, type ShellParams } from '../../spec/tools';
 import { directoryInside } from '../confinement';
 import { ErrorTypes, permanent, transient } from '../errors';
+import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
 import { spawnTied, WATCHDOG_ARGS, type TiedProcess } from './tied-process';
 
@@ -8,8 +9,11 @@ export interface ShellOutput {
   exitCode: number;
   stdout: string;
   stderr: string;
-  /** stdout parsed as JSON, when it is JSON. */
+  /** stdout parsed as JSON, when it is JSON and was kept whole. */
   json?: unknown;
+  /** Set when a stream was cut at MAX_STREAM_BYTES, with the bytes dropped from each cut stream. */
+  truncated?: true;
+  droppedBytes?: { stdout?: number; stderr?: number };
 }
 
 /** Most a step keeps of each stream, so one chatty command cannot blow the 2 MB payload limit. */
@@ -22,8 +26,8 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
   if (size > ARG_MAX) throw tooBig(`command and environment, with the worker's own, need ${size} bytes; a process can be started with at most ${ARG_MAX}`);
   // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
   const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
-  const stdout = new Capped(MAX_STREAM_BYTES);
-  const stderr = new Capped(MAX_STREAM_BYTES);
+  const stdout = new CappedBytes(MAX_STREAM_BYTES);
+  const stderr = new CappedBytes(MAX_STREAM_BYTES);
   let tool: TiedProcess;
   try {
     tool = spawnTied(params.command, { cwd: cwd.path, env, stdout: (chunk) => stdout.push(chunk), stderr: (chunk) => stderr.push(chunk) });
@@ -39,14 +43,15 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
       throw spawnFailure(err);
     });
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('cancelled');
-    const out: ShellOutput = { exitCode, stdout: stdout.text(), stderr: stderr.text() };
-    const json = parseJson(out.stdout);
-    if (json !== undefined) out.json = json;
+    const [out, err] = [stdout.finish(), stderr.finish()];
+    const result: ShellOutput = { exitCode, stdout: out.text, stderr: err.text, ...truncation({ stdout: out, stderr: err }) };
+    const json = out.dropped > 0 ? undefined : parseJson(out.text);
+    if (json !== undefined) result.json = json;
     if (exitCode !== 0) {
-      const tail = out.stderr.trim().split('\n').slice(-3).join(' | ');
-      throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, out);
+      const tail = result.stderr.trim().split('\n').slice(-3).join(' | ');
+      throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, result);
     }
-    return out;
+    return result;
   } finally {
     ctx.signal.removeEventListener('abort', kill);
     if (ctx.signal.aborted) tool.killTree();
@@ -73,27 +78,5 @@ function parseJson(text: string): unknown {
     return JSON.parse(trimmed);
   } catch {
     return undefined;
-  }
-}
-
-class Capped {
-  private chunks: Buffer[] = [];
-  private size = 0;
-  private dropped = 0;
-  constructor(private readonly limit: number) {}
-  push(chunk: Buffer): void {
-    const room = this.limit - this.size;
-    if (room <= 0) {
-      this.dropped += chunk.length;
-      return;
-    }
-    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    this.chunks.push(kept);
-    this.size += kept.length;
-    this.dropped += chunk.length - kept.length;
-  }
-  text(): string {
-    const body = Buffer.concat(this.chunks).toString('utf8');
-    return this.dropped > 0 ? `${body}\n[cadre: ${this.dropped} more bytes not kept]` : body;
   }
 }
