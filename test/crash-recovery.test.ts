@@ -1,30 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { TSX } from './support/tsx';
 import { CadreClient } from '../src/client/client';
-import { compile, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
-
-function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'worker-process.ts'), taskQueue], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: process.env,
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('ready')) resolve(child);
-    });
-  });
-}
-
-function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  return new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.once('exit', () => resolve());
-    child.kill(signal);
-  });
-}
+import { compile, kill, startWorkerProcess, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 
 describe('durability', () => {
   test('a worker killed with SIGKILL mid-plan is replaced and the plan finishes without re-running completed steps', async () => {

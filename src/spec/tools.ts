@@ -8,15 +8,60 @@ import { isDuration } from './duration';
 
 const duration = z.string().refine(isDuration, { message: 'bad duration: use a number with ms, s, m, h or d (e.g. 30s)' });
 
+/** Linux refuses an argument or environment string ("NAME=value") of this many bytes, its NUL included (MAX_ARG_STRLEN). */
+export const MAX_ARG_STRLEN = 128 * 1024;
+/** What exec takes in arguments and environment together with Linux's default 8 MiB stack (`getconf ARG_MAX`). */
+export const ARG_MAX = 2 * 1024 * 1024;
+
+/** Bytes exec needs for these argument or environment strings: each one's text, its NUL and its pointer. */
+export function execBytes(strings: Iterable<string>): number {
+  let total = 0;
+  for (const s of strings) total += Buffer.byteLength(s) + 1 + 8;
+  return total;
+}
+
+/** An environment as exec sees it: "NAME=value" strings. */
+export function envStrings(env: Record<string, string | undefined> = {}): string[] {
+  return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [`${name}=${value}`]));
+}
+
+// C strings end at a NUL byte: a command, environment or path with one would be silently cut.
+const withoutNul = [(s: string) => !s.includes('\0'), { message: 'contains a NUL byte, which commands, environment variables and paths cannot hold' }] as const;
+const workspacePath = z.string().min(1).refine(...withoutNul);
+
+/** Environment names and sizes exec would refuse (E2BIG), reported on the field to blame. */
+function checkExec(params: { command: string; env?: Record<string, string> }, ctx: z.RefinementCtx): void {
+  for (const name of Object.keys(params.env ?? {})) {
+    if (!/^[^=\0]+$/.test(name)) ctx.addIssue({ code: 'custom', path: ['env', name], message: 'an environment variable name must be non-empty, without "=" or NUL bytes' });
+  }
+  const bytes = Buffer.byteLength(params.command);
+  if (bytes >= MAX_ARG_STRLEN) {
+    ctx.addIssue({ code: 'custom', path: ['command'], message: `is ${bytes} bytes; a command may have at most ${MAX_ARG_STRLEN - 1} (put a long script in a file)` });
+  }
+  for (const entry of envStrings(params.env)) {
+    const size = Buffer.byteLength(entry);
+    if (size >= MAX_ARG_STRLEN) {
+      const name = entry.slice(0, entry.indexOf('='));
+      ctx.addIssue({ code: 'custom', path: ['env', name], message: `is ${size} bytes with its name; one environment variable may have at most ${MAX_ARG_STRLEN - 1} (pass big data in a file)` });
+    }
+  }
+  const total = execBytes([params.command, ...envStrings(params.env)]);
+  if (total > ARG_MAX) {
+    ctx.addIssue({ code: 'custom', path: ['env'], message: `command and environment need ${total} bytes; a process can be started with at most ${ARG_MAX} (pass big data in a file)` });
+  }
+}
+
 export const toolParams = {
-  shell: z.strictObject({
-    command: z.string().min(1),
-    cwd: z.string().optional(),
-    env: z.record(z.string(), z.string()).optional(),
-  }),
-  'fs.read': z.strictObject({ path: z.string().min(1) }),
+  shell: z
+    .strictObject({
+      command: z.string().min(1).refine(...withoutNul),
+      cwd: z.string().refine(...withoutNul).optional(),
+      env: z.record(z.string(), z.string().refine(...withoutNul)).optional(),
+    })
+    .superRefine(checkExec),
+  'fs.read': z.strictObject({ path: workspacePath }),
   'fs.write': z.strictObject({
-    path: z.string().min(1),
+    path: workspacePath,
     content: z.unknown().refine((v) => v !== undefined, { message: 'content is required' }),
     append: z.boolean().optional(),
   }),

@@ -1,4 +1,5 @@
 /** Shared pieces of the workflow tests: a worker on a fresh task queue, a client, plan compilation. */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import type { CompiledPlan } from '../../src/spec/types';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import type { Diagnostics } from '../../src/workflows/definitions';
 import { createCadreWorker } from '../../src/worker/worker';
+import { TSX } from './tsx';
 
 let counter = 0;
 
@@ -77,4 +79,26 @@ export function step(d: Diagnostics, id: string) {
   const record = d.steps.find((s) => s.id === id);
   if (!record) throw new Error(`no step ${id}`);
   return record;
+}
+
+/** A worker in a process of its own (`worker-process.ts`), so a test can SIGKILL it; resolves once it polls. */
+export function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', TSX, path.join(__dirname, 'worker-process.ts'), taskQueue], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: process.env,
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('ready')) resolve(child);
+    });
+  });
+}
+
+export function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
 }

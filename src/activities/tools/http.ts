@@ -1,8 +1,10 @@
 import type { HttpRequestParams } from '../../spec/tools';
 import { ErrorTypes, permanent, transient } from '../errors';
+import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
 
-export const MAX_BODY_CHARS = 512 * 1024;
+/** Most a step keeps of a response body, well under Temporal's 2 MB payload limit. */
+export const MAX_BODY_BYTES = 512 * 1024;
 
 export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
   const hasBody = params.body !== undefined && params.method !== 'GET' && params.method !== 'HEAD';
@@ -14,23 +16,31 @@ export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
       headers['content-type'] = 'application/json';
     }
   }
+  let request: Request;
+  try {
+    // Checks headers and method without touching the network: what fails here is the step's input.
+    request = new Request(params.url, { method: params.method ?? (hasBody ? 'POST' : 'GET'), headers, body, signal: ctx.signal });
+  } catch (err) {
+    throw permanent(ErrorTypes.BadToolInput, `bad parameters for http.request: ${(err as Error).message}`);
+  }
+  const kept = new CappedBytes(MAX_BODY_BYTES);
   let response: Response;
   try {
-    response = await fetch(params.url, { method: params.method ?? (hasBody ? 'POST' : 'GET'), headers, body, signal: ctx.signal });
+    response = await fetch(request);
+    // Read to the end, keeping only the cap in memory, so the output can say how much was dropped.
+    if (response.body) for await (const chunk of response.body) kept.push(Buffer.from(chunk));
   } catch (err) {
     if (ctx.signal.aborted) throw err;
     throw transient(ErrorTypes.HttpServerError, `request to ${params.url} failed: ${(err as Error).message}`);
   }
-  const full = await response.text();
-  // Keep step outputs well under Temporal's 2 MB payload limit.
-  const text = full.length > MAX_BODY_CHARS ? `${full.slice(0, MAX_BODY_CHARS)}\n[cadre: ${full.length - MAX_BODY_CHARS} more characters not kept]` : full;
+  const text = kept.finish();
   let json: unknown;
   try {
-    json = text === full ? JSON.parse(text) : undefined;
+    json = text.dropped > 0 ? undefined : JSON.parse(text.text);
   } catch {
     json = undefined;
   }
-  const out = { status: response.status, headers: Object.fromEntries(response.headers), body: text, ...(json !== undefined && { json }) };
+  const out = { status: response.status, headers: Object.fromEntries(response.headers), body: text.text, ...(json !== undefined && { json }), ...truncation({ body: text }) };
   if (response.status >= 400) {
     const message = `${params.method ?? 'GET'} ${params.url} answered ${response.status}`;
     const retryable = response.status >= 500 || response.status === 408 || response.status === 429;

@@ -1,57 +1,74 @@
-import { spawn } from 'node:child_process';
-import type { ShellParams } from '../../spec/tools';
-import { ErrorTypes, transient } from '../errors';
-import { insideWorkspace } from './workspace';
+import { ARG_MAX, envStrings, execBytes, type ShellParams } from '../../spec/tools';
+import { directoryInside } from '../confinement';
+import { ErrorTypes, permanent, transient } from '../errors';
+import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
+import { spawnTied, WATCHDOG_ARGS, type TiedProcess } from './tied-process';
 
 export interface ShellOutput {
   exitCode: number;
   stdout: string;
   stderr: string;
-  /** stdout parsed as JSON, when it is JSON. */
+  /** stdout parsed as JSON, when it is JSON and was kept whole. */
   json?: unknown;
+  /** Set when a stream was cut at MAX_STREAM_BYTES, with the bytes dropped from each cut stream. */
+  truncated?: true;
+  droppedBytes?: { stdout?: number; stderr?: number };
 }
 
 /** Most a step keeps of each stream, so one chatty command cannot blow the 2 MB payload limit. */
 export const MAX_STREAM_BYTES = 256 * 1024;
 
 export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
-  const cwd = params.cwd ? insideWorkspace(ctx.workspace, params.cwd) : ctx.workspace;
-  const child = spawn('/bin/sh', ['-c', params.command], {
-    cwd,
-    env: { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // own process group, so cancellation stops the whole command tree
-  });
-  const stdout = new Capped(MAX_STREAM_BYTES);
-  const stderr = new Capped(MAX_STREAM_BYTES);
-  child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-  const kill = () => {
-    try {
-      if (child.pid) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  };
+  const env = { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) };
+  // The schema checked the plan's own command and env; the worker's environment counts too.
+  const size = execBytes([...WATCHDOG_ARGS, params.command, ...envStrings(env)]);
+  if (size > ARG_MAX) throw tooBig(`command and environment, with the worker's own, need ${size} bytes; a process can be started with at most ${ARG_MAX}`);
+  // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
+  const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
+  const stdout = new CappedBytes(MAX_STREAM_BYTES);
+  const stderr = new CappedBytes(MAX_STREAM_BYTES);
+  let tool: TiedProcess;
+  try {
+    tool = spawnTied(params.command, { cwd: cwd.path, env, stdout: (chunk) => stdout.push(chunk), stderr: (chunk) => stderr.push(chunk) });
+  } catch (err) {
+    throw spawnFailure(err);
+  } finally {
+    await cwd.close();
+  }
+  const kill = () => tool.killTree();
   ctx.signal.addEventListener('abort', kill, { once: true });
   try {
-    const exitCode = await new Promise<number>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+    const exitCode = await tool.finished.catch((err) => {
+      throw spawnFailure(err);
     });
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('cancelled');
-    const out: ShellOutput = { exitCode, stdout: stdout.text(), stderr: stderr.text() };
-    const json = parseJson(out.stdout);
-    if (json !== undefined) out.json = json;
+    const [out, err] = [stdout.finish(), stderr.finish()];
+    const result: ShellOutput = { exitCode, stdout: out.text, stderr: err.text, ...truncation({ stdout: out, stderr: err }) };
+    const json = out.dropped > 0 ? undefined : parseJson(out.text);
+    if (json !== undefined) result.json = json;
     if (exitCode !== 0) {
-      const tail = out.stderr.trim().split('\n').slice(-3).join(' | ');
-      throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, out);
+      const tail = result.stderr.trim().split('\n').slice(-3).join(' | ');
+      throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, result);
     }
-    return out;
+    return result;
   } finally {
     ctx.signal.removeEventListener('abort', kill);
+    if (ctx.signal.aborted) tool.killTree();
+    else tool.release();
   }
+}
+
+function tooBig(reason: string) {
+  return permanent(ErrorTypes.BadToolInput, `bad parameters for shell: command, env: ${reason} (pass big data in a file)`);
+}
+
+/** Spawn errors that are the input's fault (E2BIG, a NUL byte) are permanent; others (EAGAIN, EMFILE) may pass. */
+function spawnFailure(err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'E2BIG') return tooBig('too big to start a process (E2BIG)');
+  if (code === 'ERR_INVALID_ARG_VALUE') return permanent(ErrorTypes.BadToolInput, `bad parameters for shell: command, env, cwd: ${(err as Error).message}`);
+  return err;
 }
 
 function parseJson(text: string): unknown {
@@ -61,27 +78,5 @@ function parseJson(text: string): unknown {
     return JSON.parse(trimmed);
   } catch {
     return undefined;
-  }
-}
-
-class Capped {
-  private chunks: Buffer[] = [];
-  private size = 0;
-  private dropped = 0;
-  constructor(private readonly limit: number) {}
-  push(chunk: Buffer): void {
-    const room = this.limit - this.size;
-    if (room <= 0) {
-      this.dropped += chunk.length;
-      return;
-    }
-    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    this.chunks.push(kept);
-    this.size += kept.length;
-    this.dropped += chunk.length - kept.length;
-  }
-  text(): string {
-    const body = Buffer.concat(this.chunks).toString('utf8');
-    return this.dropped > 0 ? `${body}\n[cadre: ${this.dropped} more bytes not kept]` : body;
   }
 }
