@@ -85,4 +85,28 @@ output:
       );
     });
   });
+
+  test('a JSON stdout cut at the limit says so, and a step that reads its json fails with the path', async () => {
+    const ws = tempWorkspace();
+    // 9 MiB of JSON: past the 8 MiB a stream keeps.
+    writeFileSync(path.join(ws, 'huge.js'), `process.stdout.write(JSON.stringify({ items: Array.from({ length: 300000 }, (_, i) => 'item-' + i + '-' + 'y'.repeat(20)) }));`);
+    const plan = compile(
+      `
+name: cut-json
+steps:
+  - { id: huge, tool: shell, with: { command: "node huge.js" } }
+  - { id: reader, tool: fs.write, with: { path: first.txt, content: "{{ steps.huge.output.json.items[0] }}" } }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('failed');
+      expect(step(d, 'huge').status).toBe('completed');
+      expect(step(d, 'reader')).toMatchObject({ status: 'failed', attempts: 0 });
+      expect(step(d, 'reader').error).toBe(
+        '{{ steps.huge.output.json.items[0] }} reads nothing: steps.huge.output has no .json (the output was cut short: see its "truncated" field); add | default(...) where a missing value is fine',
+      );
+    });
+  });
 });

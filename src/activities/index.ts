@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { externalize } from '../store/values';
+import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, openStore, readParams, valueActivities } from './values';
 
@@ -60,6 +61,7 @@ export function createActivities(deps: ActivityDeps = {}) {
           stepId: request.stepId,
           attempt,
           signal: ctx.cancellationSignal,
+          limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
         });
         return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt };
       } catch (err) {

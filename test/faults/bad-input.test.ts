@@ -13,6 +13,7 @@ import { WATCHDOG_ARGS } from '../../src/activities/tools/tied-process';
 import { ARG_MAX, MAX_ARG_STRLEN, envStrings, execBytes } from '../../src/spec/tools';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import { compile, startPlan, step, tempWorkspace, withWorker } from '../support/harness';
+import { INLINE_OUTPUT_LIMITS } from '../../src/activities/tools/context';
 
 const { runTool } = createActivities();
 const env = new MockActivityEnvironment({ attempt: 1 }, { logger: new DefaultLogger('ERROR') });
@@ -65,7 +66,7 @@ describe('bad tool input is permanent and names the field', () => {
   test('a spawn that fails with E2BIG is bad input, not a temporary error', async () => {
     // Past the schema (as a future tool or a smaller system limit would be): the kernel refuses the exec.
     const boundary = await openBoundary(ws, { name: 'workspace' });
-    const ctx = { boundary, stepId: 'bad', attempt: 1, signal: new AbortController().signal };
+    const ctx = { boundary, stepId: 'bad', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS };
     expect(execBytes([...WATCHDOG_ARGS, 'true', ...envStrings({ ...process.env, BIG: big })])).toBeLessThan(ARG_MAX);
     const e2big = await failure(runShell({ command: 'true', env: { BIG: big } }, ctx));
     expect(e2big).toMatchObject({ type: 'BadToolInput', nonRetryable: true, message: expect.stringContaining('E2BIG') });

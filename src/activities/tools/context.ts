@@ -1,9 +1,25 @@
 import type { Boundary } from '../confinement';
 
+/** How much output a tool keeps before it cuts (and says so): more when big outputs leave history. */
+export interface OutputLimits {
+  /** Each of a shell command's stdout and stderr. */
+  streamBytes: number;
+  /** An http response body. */
+  bodyBytes: number;
+  /** A file `fs.read` returns; bigger ones are refused (TooLarge). */
+  readBytes: number;
+}
+
+/** Outputs kept in history whole (runs from before the blob store): well under its 2 MB payloads. */
+export const INLINE_OUTPUT_LIMITS: OutputLimits = { streamBytes: 256 * 1024, bodyBytes: 512 * 1024, readBytes: 1024 * 1024 };
+/** Outputs whose big parts go to the blob store: bounded by the worker's memory, not by history. */
+export const STORED_OUTPUT_LIMITS: OutputLimits = { streamBytes: 8 * 1024 * 1024, bodyBytes: 8 * 1024 * 1024, readBytes: 8 * 1024 * 1024 };
+
 /** What every tool gets besides its parameters. */
 export interface ToolContext {
   /** The plan's workspace: every path a tool takes stays inside it. */
   boundary: Boundary;
+  limits: OutputLimits;
   stepId: string;
   attempt: number;
   signal: AbortSignal;

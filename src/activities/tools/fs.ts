@@ -3,16 +3,13 @@ import { openInside } from '../confinement';
 import { ErrorTypes, permanent } from '../errors';
 import type { ToolContext } from './context';
 
-/** Step outputs live in Temporal's history, whose payloads stop at 2 MB. */
-export const MAX_READ_BYTES = 1024 * 1024;
-
 export async function readWorkspaceFile(params: FsReadParams, ctx: ToolContext) {
   const file = await openInside(ctx.boundary, params.path, 'read');
   let content: string;
   try {
     const size = (await file.stat()).size;
-    if (size > MAX_READ_BYTES) {
-      throw permanent(ErrorTypes.TooLarge, `"${params.path}" has ${size} bytes; fs.read returns at most ${MAX_READ_BYTES} (read big files in a shell step)`);
+    if (size > ctx.limits.readBytes) {
+      throw permanent(ErrorTypes.TooLarge, `"${params.path}" has ${size} bytes; fs.read returns at most ${ctx.limits.readBytes} (read big files in a shell step)`);
     }
     content = await file.readFile('utf8');
   } finally {

@@ -3,9 +3,6 @@ import { ErrorTypes, permanent, transient } from '../errors';
 import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
 
-/** Most a step keeps of a response body, well under Temporal's 2 MB payload limit. */
-export const MAX_BODY_BYTES = 512 * 1024;
-
 export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
   const hasBody = params.body !== undefined && params.method !== 'GET' && params.method !== 'HEAD';
   const headers: Record<string, string> = { ...params.headers };
@@ -23,7 +20,7 @@ export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
   } catch (err) {
     throw permanent(ErrorTypes.BadToolInput, `bad parameters for http.request: ${(err as Error).message}`);
   }
-  const kept = new CappedBytes(MAX_BODY_BYTES);
+  const kept = new CappedBytes(ctx.limits.bodyBytes);
   let response: Response;
   try {
     response = await fetch(request);

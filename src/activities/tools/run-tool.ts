@@ -33,6 +33,6 @@ export async function runTool(tool: string, params: unknown, ctx: Omit<ToolConte
   }
   // Workers on other machines (containers) may not have the plan's workspace: said once, as WorkspaceMissing.
   const boundary = await openBoundary(ctx.workspace, { name: 'workspace' });
-  const { stepId, attempt, signal } = ctx;
-  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, signal });
+  const { stepId, attempt, signal, limits } = ctx;
+  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, signal, limits });
 }

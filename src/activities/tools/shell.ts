@@ -11,13 +11,10 @@ export interface ShellOutput {
   stderr: string;
   /** stdout parsed as JSON, when it is JSON and was kept whole. */
   json?: unknown;
-  /** Set when a stream was cut at MAX_STREAM_BYTES, with the bytes dropped from each cut stream. */
+  /** Set when a stream was cut at the limit (ctx.limits), with the bytes dropped from each cut stream. */
   truncated?: true;
   droppedBytes?: { stdout?: number; stderr?: number };
 }
-
-/** Most a step keeps of each stream, so one chatty command cannot blow the 2 MB payload limit. */
-export const MAX_STREAM_BYTES = 256 * 1024;
 
 export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
   const env = { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) };
@@ -26,8 +23,8 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
   if (size > ARG_MAX) throw tooBig(`command and environment, with the worker's own, need ${size} bytes; a process can be started with at most ${ARG_MAX}`);
   // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
   const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
-  const stdout = new CappedBytes(MAX_STREAM_BYTES);
-  const stderr = new CappedBytes(MAX_STREAM_BYTES);
+  const stdout = new CappedBytes(ctx.limits.streamBytes);
+  const stderr = new CappedBytes(ctx.limits.streamBytes);
   let tool: TiedProcess;
   try {
     tool = spawnTied(params.command, { cwd: cwd.path, env, stdout: (chunk) => stdout.push(chunk), stderr: (chunk) => stderr.push(chunk) });
