@@ -1,2 +1,3 @@
 /** The workflow bundle's entry point: every workflow a cadre worker runs. */
 export { runPlan } from './run-plan';
+export { runItems } from './run-items';

@@ -20,7 +20,7 @@ import {
 import type { Activities } from '../activities';
 import { durationMs } from '../spec/duration';
 import { evaluateCondition } from '../spec/expressions';
-import { describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
+import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
 import type { CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
 import { isoAt, nowMs } from './clock';
@@ -46,6 +46,7 @@ import { StepTimeout, describeFailure, type StepError } from './failures';
 import { Readiness } from './readiness';
 import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, runsLocally } from './step-options';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
+import { ChunkFailure, ChunkedLoop, FOREACH_CHUNK_ITEMS, type LoopList } from './foreach-chunks';
 import { ExpressionNames, INLINE_OUTPUT_BYTES, MAX_QUESTION_BYTES, listItems } from './stored';
 import { HumanWaits } from './waits';
 import { utf8Length } from './sizes';
@@ -92,6 +93,8 @@ class PlanRun {
   private readonly hardened: boolean;
   private readonly templates: ResolveOptions;
   private readonly names = new ExpressionNames();
+  /** Long forEach loops by step, kept across re-runs of the step. */
+  private readonly loops = new Map<string, ChunkedLoop>();
   private readonly errors: { step: string; message: string }[] = [];
   private readonly compensations: CompensationRecord[] = [];
   private readonly completionOrder: string[] = [];
@@ -133,16 +136,15 @@ class PlanRun {
       },
       { validator: (answer) => this.waits.validate(answer?.waitId, answer?.value) },
     );
-    setHandler(pauseUpdate, () => {
-      this.paused = true;
-      this.changed();
-      return { paused: true };
-    });
-    setHandler(resumeUpdate, () => {
-      this.paused = false;
-      this.changed();
-      return { paused: false };
-    });
+    setHandler(pauseUpdate, () => this.setPaused(true));
+    setHandler(resumeUpdate, () => this.setPaused(false));
+  }
+
+  private setPaused(paused: boolean): { paused: boolean } {
+    this.paused = paused;
+    for (const loop of this.loops.values()) loop.setPaused(paused);
+    this.changed();
+    return { paused };
   }
 
   async run(): Promise<PlanResult> {
@@ -361,13 +363,14 @@ class PlanRun {
     return { decision: (decision as Decision | undefined) ?? 'abort', ...(extra && { extendBy: extra.trim() }) };
   }
 
-  private async runForEach(step: CompiledStep, timeout: string | undefined, results: Map<number, unknown>): Promise<unknown[]> {
+  private async runForEach(step: CompiledStep, timeout: string | undefined, results: Map<number, unknown>): Promise<unknown> {
     let list = resolveTemplates(step.forEach, this.scope(), this.templates);
     if (this.hardened && isDeferredRead(list)) list = await this.resolveValue(list, INLINE_OUTPUT_BYTES);
     const items = listItems(list, typeof step.forEach === 'string' ? step.forEach : '');
     if (!items) {
       throw new StepFailedError({ message: `forEach did not give a list (got ${describeValue(list)})`, timedOut: false, attempts: 0 });
     }
+    if (this.hardened && items.length > FOREACH_CHUNK_ITEMS) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
     const record = this.record(step.id);
     record.items = { total: items.length, completed: results.size };
     let next = 0;
@@ -391,6 +394,35 @@ class PlanRun {
     await Promise.all(Array.from({ length: width }, lane));
     if (firstError !== undefined) throw firstError;
     return Array.from({ length: items.length }, (_, i) => results.get(i));
+  }
+
+  /** A long forEach in child workflows (foreach-chunks.ts); the loop lives on across the step's re-runs. */
+  private async runChunked(step: CompiledStep, list: unknown, length: number, timeout: string): Promise<unknown> {
+    const record = this.record(step.id);
+    let loop = this.loops.get(step.id);
+    if (!loop) {
+      loop = new ChunkedLoop(step, {
+        plan: this.plan.name,
+        workspace: this.plan.workspace,
+        isPaused: () => this.paused,
+        progress: (completed, attempts) => {
+          record.items = { total: length, completed };
+          record.attempts += attempts;
+          this.changed();
+        },
+      });
+      this.loops.set(step.id, loop);
+    }
+    record.items = { total: length, completed: record.items?.completed ?? 0 };
+    const scope = { steps: Object.fromEntries(step.needs.map((id) => [id, this.stepScope[id]])), inputs: this.input.inputs };
+    const items: LoopList = Array.isArray(list) ? { values: list } : { list: list as Stored, source: typeof step.forEach === 'string' ? step.forEach : '' };
+    try {
+      return await loop.run(items, length, scope, timeout, step.concurrency ?? DEFAULT_FOREACH_CONCURRENCY);
+    } catch (err) {
+      // Attempts were counted as the chunks ended.
+      if (err instanceof ChunkFailure) throw new StepFailedError({ ...err.failure, attempts: 0 });
+      throw err;
+    }
   }
 
   /** Runs the step's action once (with Temporal's retries for tools) and returns its output. */

@@ -1,5 +1,11 @@
 /** Sizes of what a workflow sends to the server, measured as the server does: UTF-8 bytes. Pure. */
 
+/** Bytes of a value as JSON, as it travels to the server (undefined: nothing). */
+export function sizeOf(value: unknown): number {
+  const json = JSON.stringify(value);
+  return json === undefined ? 0 : utf8Length(json);
+}
+
 /** UTF-8 length of a string, without Buffer or TextEncoder (neither is part of the workflow sandbox's contract). */
 export function utf8Length(text: string): number {
   let bytes = 0;

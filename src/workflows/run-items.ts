@@ -1,0 +1,126 @@
+/**
+ * `runItems`: a chunk of a long forEach, run as a child workflow of its plan run so that no
+ * single history holds every item (see foreach-chunks.ts). It runs the step's tool for each item,
+ * `lanes` at a time, stops starting items at the first failure, and returns its items' outputs
+ * stored as one list: the parent's history holds a reference per chunk, not an output per item.
+ */
+import { ApplicationFailure, TemporalFailure, condition, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
+import type { Stored, StoredRef } from '../spec/refs';
+import { hasDeferred } from '../spec/refs';
+import { resolveTemplates } from '../spec/templates';
+import type { CompiledStep } from '../spec/types';
+import { describeFailure, type StepError } from './failures';
+import { runsLocally } from './step-options';
+import { listItems } from './stored';
+import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
+
+/** Item outputs bigger than this go to the blob store at once, so a chunk's own history stays small. */
+export const ITEM_INLINE_BYTES = 1024;
+
+export interface RunItemsInput {
+  step: CompiledStep;
+  workspace: string;
+  /** What the step's templates read besides the item: the outputs of the steps it needs, and the inputs. */
+  scope: Record<string, unknown>;
+  /** This chunk's items as values, or the stored list they are read from (by global index). */
+  items: { values: unknown[] } | { list: Stored; source: string };
+  /** Global index of the chunk's first item, and how many items it has. */
+  start: number;
+  count: number;
+  lanes: number;
+  timeout: string;
+  paused: boolean;
+  /** What an earlier run of this chunk completed: those items are not run again. */
+  previous?: ChunkResult;
+}
+
+export interface ChunkResult {
+  /** The chunk's outputs as a stored list of `count` entries (null for items not completed). */
+  outputs: StoredRef;
+  /** '1' for each item completed, '0' for the others. */
+  done: string;
+  completed: number;
+  /** Tool attempts made by this run of the chunk. */
+  attempts: number;
+  failure?: StepError;
+}
+
+/** The parent pauses and resumes its running chunks with this. */
+export const itemsPausedSignal = defineSignal<[boolean]>('itemsPaused');
+
+export async function runItems(input: RunItemsInput): Promise<ChunkResult> {
+  try {
+    return await runChunk(input);
+  } catch (err) {
+    // Failures end the chunk; anything else is a fault in cadre that must not fail workflow tasks forever.
+    if (err instanceof TemporalFailure || isCancellation(err)) throw err;
+    throw ApplicationFailure.create({ type: 'PlanFailed', message: `cadre internal error in a forEach chunk: ${(err as Error)?.message ?? String(err)}`, nonRetryable: true });
+  }
+}
+
+async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
+  const { step, start, count } = input;
+  let paused = input.paused;
+  setHandler(itemsPausedSignal, (value) => {
+    paused = value;
+  });
+  const items = 'values' in input.items ? listItems(input.items.values, '') : listItems(input.items.list, input.items.source);
+  if (!items) throw ApplicationFailure.nonRetryable('runItems got no list of items', 'PlanFailed');
+  const itemAt = (index: number) => ('values' in input.items ? items.at(index - start) : items.at(index));
+  const done = input.previous ? [...input.previous.done].map((c) => c === '1') : new Array<boolean>(count).fill(false);
+  const outputs = new Map<number, unknown>();
+  const ids = new ActivityIds(() => true);
+  let attempts = 0;
+  let failure: StepError | undefined;
+  let next = 0;
+  const lane = async () => {
+    while (next < count && failure === undefined) {
+      const offset = next++;
+      if (done[offset]) continue;
+      await condition(() => !paused);
+      const index = start + offset;
+      try {
+        const scope = { ...input.scope, [step.as]: itemAt(index), index };
+        const result = await runItem(input, scope, `${step.id}[${index}]`, ids);
+        attempts += result.attempt;
+        outputs.set(offset, result.output);
+        done[offset] = true;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        const described = describeFailure(err);
+        attempts += described.attempts;
+        failure ??= described;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(input.lanes, count)) }, lane));
+  const list = Array.from({ length: count }, (_, offset) => {
+    if (outputs.has(offset)) return outputs.get(offset);
+    // Completed by an earlier run of this chunk: its output is read from that run's list.
+    if (done[offset] && input.previous) return { $cadre: 'read', from: input.previous.outputs, path: [{ index: offset }], at: 'chunk', source: `chunk[${offset}]` };
+    return null;
+  });
+  const stored = (await storedValues().resolveValue({ value: list, workspace: input.workspace, inlineLimit: 0 })) as StoredRef;
+  return { outputs: stored, done: done.map((d) => (d ? '1' : '0')).join(''), completed: done.filter(Boolean).length, attempts, ...(failure && { failure }) };
+}
+
+async function runItem(input: RunItemsInput, scope: Record<string, unknown>, label: string, ids: ActivityIds): Promise<{ output: unknown; attempt: number }> {
+  const { step, timeout, workspace } = input;
+  if (step.action.kind !== 'tool') throw new Error(`step "${step.id}" has no tool to run for each item`);
+  const params = resolveTemplates(step.action.with, scope, { strict: true }) as Record<string, unknown>;
+  if (step.action.tool === 'sleep') {
+    const duration = hasDeferred(params.duration) ? await storedValues().resolveValue({ value: params.duration, workspace, inlineLimit: 1024 }) : params.duration;
+    return { output: await durableSleep(label, duration, timeout), attempt: 1 };
+  }
+  return callTool({
+    step,
+    tool: step.action.tool,
+    params,
+    timeout,
+    label,
+    workspace,
+    local: runsLocally(step, step.action.tool),
+    ids,
+    inlineLimit: ITEM_INLINE_BYTES,
+  });
+}

@@ -1,0 +1,81 @@
+/**
+ * A forEach of more than 1,000 items runs in child workflows of 1,000 items each: every history
+ * stays small, a retry runs only what did not complete, and the output reads like any list.
+ */
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { FOREACH_CHUNK_ITEMS } from '../src/workflows/foreach-chunks';
+import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker, type Harness } from './support/harness';
+
+const ITEMS = 2500;
+const FAILING = 1500;
+const EventType = temporal.api.enums.v1.EventType;
+
+async function historyOf(h: Harness, workflowId: string) {
+  const events = (await h.client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const children = events.flatMap((e) => (e.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED ? [e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId ?? ''] : []));
+  return { events: events.length, children };
+}
+
+describe('long forEach loops', () => {
+  test(`${ITEMS} items run in chunks of ${FOREACH_CHUNK_ITEMS}; a failed item is retried alone; histories stay small`, async () => {
+    const ws = tempWorkspace();
+    // Item FAILING writes under "blocked", which is a file until the test removes it: its write fails.
+    // (The list is ~60 KiB of JSON: a plain list, not a stored one; stored lists are covered in stored-outputs.)
+    writeFileSync(path.join(ws, 'blocked'), 'not a directory');
+    writeFileSync(
+      path.join(ws, 'list.js'),
+      `console.log(JSON.stringify(Array.from({ length: ${ITEMS} }, (_, n) => ({ n, dir: n === ${FAILING} ? 'blocked' : 'runs' }))));`,
+    );
+    const plan = compile(
+      `
+name: long-loop
+steps:
+  - { id: list, tool: shell, with: { command: "node list.js" } }
+  - id: loop
+    forEach: "{{ steps.list.output.json }}"
+    as: it
+    concurrency: 30
+    onFailure: ask
+    retry: { maximumAttempts: 1 }
+    tool: fs.write
+    with: { path: "{{ it.dir }}/{{ it.n }}.log", content: "x", append: true }
+output:
+  paths: "{{ steps.loop.output[*].path }}"
+  last: "{{ steps.loop.output[${ITEMS - 1}].path }}"
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const waiting = await waitUntil(h, id, (d) => d.waiting.length > 0, 180_000);
+      expect(waiting.waiting[0]).toMatchObject({ id: 'loop', kind: 'failure' });
+      expect(step(waiting, 'loop').items?.total).toBe(ITEMS);
+      rmSync(path.join(ws, 'blocked'));
+      await h.client.answer(id, 'loop', 'retry');
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(step(d, 'loop').items).toEqual({ total: ITEMS, completed: ITEMS });
+      // Every item ran exactly once, the failed one included (its failed attempt wrote nothing).
+      const runs = readdirSync(path.join(ws, 'runs'));
+      expect(runs).toHaveLength(ITEMS - 1);
+      expect(runs.every((f) => readFileSync(path.join(ws, 'runs', f), 'utf8') === 'x')).toBe(true);
+      expect(readFileSync(path.join(ws, 'blocked', `${FAILING}.log`), 'utf8')).toBe('x');
+      const output = d.output as { paths: string[]; last: string };
+      expect(output.paths).toHaveLength(ITEMS);
+      expect(output.paths[FAILING]).toBe(`blocked/${FAILING}.log`);
+      expect(output.last).toBe(`runs/${ITEMS - 1}.log`);
+
+      const parent = await historyOf(h, id);
+      const chunks = Math.ceil(ITEMS / FOREACH_CHUNK_ITEMS);
+      // Each chunk once, and the failed one a second time.
+      expect(parent.children).toHaveLength(chunks + 1);
+      expect(parent.children.filter((c) => c.endsWith('#2'))).toEqual([`${id}/loop/${Math.floor(FAILING / FOREACH_CHUNK_ITEMS)}#2`]);
+      const children = await Promise.all(parent.children.map((child) => historyOf(h, child)));
+      const largest = Math.max(parent.events, ...children.map((c) => c.events));
+      expect(largest).toBeLessThan(20_000);
+      process.stdout.write(`long forEach: ${ITEMS} items in ${parent.children.length} child runs; events: parent ${parent.events}, children ${children.map((c) => c.events).join(', ')}\n`);
+    });
+  });
+});
