@@ -16,12 +16,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import type { CompiledPlan } from '../src/spec/types';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import type { runPlan } from '../src/workflows';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
+import { installConciseLogging } from '../src/worker/logging';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
@@ -140,7 +141,7 @@ function summarize(runs: Run[]): Summary {
 async function main(): Promise<void> {
   const started = performance.now();
   // Before anything touches the native runtime: INFO worker logs would drown the progress lines.
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  installConciseLogging('WARN');
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-'));
   const workspace = path.join(tmp, 'workspace');

@@ -2,7 +2,7 @@
  * Worker logs for people at a terminal: one line each, WARN and up unless CADRE_LOG_LEVEL says otherwise.
  * Call it before the first worker or native connection is created.
  */
-import { DefaultLogger, type LogEntry, type LogLevel, Runtime } from '@temporalio/worker';
+import { DefaultLogger, type LogEntry, type LogLevel, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 
 const LEVELS: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
@@ -15,6 +15,8 @@ export function installConciseLogging(defaultLevel: LogLevel = 'WARN'): void {
   const level = LEVELS.includes(wanted) ? wanted : defaultLevel;
   Runtime.install({
     logger: new DefaultLogger(level, (entry) => process.stderr.write(`${formatEntry(entry)}\n`)),
+    // The SDK's native core logs to the console on its own unless forwarded: one format, one level.
+    telemetryOptions: { logging: { forward: {}, filter: makeTelemetryFilterString({ core: level, other: level }) } },
     // cadre's commands handle Ctrl-C themselves: stop the worker, then the dev server.
     shutdownSignals: [],
   });
