@@ -47,13 +47,21 @@ export function pathsInString(text: string): TemplatePath[] {
   return paths;
 }
 
-/** Walks a JSON-like value and yields each string with its location (`with.command`). */
+/**
+ * Walks a JSON-like value and yields each string with its location (`with.command`), in order.
+ * Iterative: a value nested thousands deep costs heap, not stack.
+ */
 export function* stringsIn(value: unknown, location: string): Generator<{ text: string; location: string }> {
-  if (typeof value === 'string') yield { text: value, location };
-  else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) yield* stringsIn(value[i], `${location}[${i}]`);
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) yield* stringsIn(item, `${location}.${key}`);
+  const stack: { value: unknown; location: string }[] = [{ value, location }];
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    if (typeof next.value === 'string') yield { text: next.value, location: next.location };
+    else if (Array.isArray(next.value)) {
+      for (let i = next.value.length - 1; i >= 0; i--) stack.push({ value: next.value[i], location: `${next.location}[${i}]` });
+    } else if (next.value !== null && typeof next.value === 'object') {
+      const entries = Object.entries(next.value);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i][1], location: `${next.location}.${entries[i][0]}` });
+    }
   }
 }
 
