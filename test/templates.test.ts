@@ -71,6 +71,12 @@ describe('when expressions', () => {
     expect(() => evaluateCondition('inputs.vip | lower == "a@x"', scope)).toThrow('unknown transform "| lower"');
   });
 
+  test('expressions Jexl parses with a hole (which would throw when evaluated) are refused', () => {
+    for (const expression of ['{a: } == 1', 'inputs.vip[] == 1', 'inputs.vip ? : 1']) {
+      expect(() => namesIn(expression)).toThrow(`bad expression "${expression}": a value is missing`);
+    }
+  });
+
   test('expressions are bounded in length and depth before Jexl parses or evaluates them', () => {
     const terms = (n: number) => Array(n).fill('steps.search.status == "completed"').join(' && ');
     expect(() => namesIn(terms(5000))).toThrow(/expression is 189,996 characters long; cadre allows 1,000/);

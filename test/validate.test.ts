@@ -187,6 +187,21 @@ ${step('b', ', forEach: [1], as: steps')}
     ]);
   });
 
+  test('unknown fields are reported at their own path, with the field meant', () => {
+    expect(
+      issues(`
+name: p
+descripton: x
+steps:
+${step('a', ', timout: 5s, With: { x: 1 }')}
+`),
+    ).toEqual([
+      'descripton: unknown field "descripton" (did you mean "description"?)',
+      'steps[0].timout: unknown field "timout" (did you mean "timeout"?)',
+      'steps[0].With: unknown field "With" (did you mean "with"?)',
+    ]);
+  });
+
   test('input defaults have their declared type', () => {
     expect(
       issues(`

@@ -238,7 +238,7 @@ function describeCycle(cycle: string[]): string {
   return `${[...cycle.slice(0, half), '…', ...cycle.slice(-half)].join(' -> ')} (${(cycle.length - 1).toLocaleString('en-US')} steps)`;
 }
 
-function editDistance(a: string, b: string): number {
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     let prev = row[0];

@@ -39,11 +39,11 @@ function checkedCompile(expression: string) {
   }
   const ast = compiled._getAst() as AstNode | undefined;
   if (!ast) throw new ExpressionError('empty expression');
-  return { compiled, names: namesOf(ast) };
+  return { compiled, names: namesOf(ast, expression) };
 }
 
 /** Walks the AST without recursion: its depth, the functions it calls, the dotted names it reads. */
-function namesOf(ast: AstNode): string[][] {
+function namesOf(ast: AstNode, expression: string): string[][] {
   const names: string[][] = [];
   const stack: { node: AstNode; depth: number }[] = [{ node: ast, depth: 1 }];
   while (stack.length > 0) {
@@ -70,17 +70,24 @@ function namesOf(ast: AstNode): string[][] {
       else names.push(chain);
       continue;
     }
-    const children: AstNode[] = [];
+    const children: unknown[] = [];
     for (const [key, value] of Object.entries(node)) {
-      if (key === 'type' || value === null || typeof value !== 'object') continue;
-      if (Array.isArray(value)) children.push(...(value as AstNode[]));
-      else if ('type' in value) children.push(value as AstNode);
-      else children.push(...(Object.values(value) as AstNode[])); // object literal: { key: node }
+      if (ATTRIBUTES.has(key) || value === undefined || (key === 'value' && (node.type === 'Literal' || node.type === 'Identifier'))) continue;
+      if (Array.isArray(value)) children.push(...value);
+      else if (value !== null && typeof value === 'object' && !('type' in value)) children.push(...Object.values(value)); // object literal
+      else children.push(value);
     }
-    for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i], depth: depth + 1 });
+    // Jexl parses `{a: }` and `a[]` with a hole where a node belongs; evaluating them throws.
+    if (children.some((child) => child === null || typeof child !== 'object' || typeof (child as AstNode).type !== 'string')) {
+      throw new ExpressionError(`bad expression "${expression}": a value is missing (as in {a: } or a[])`);
+    }
+    for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i] as AstNode, depth: depth + 1 });
   }
   return names;
 }
+
+/** AST fields that are not nodes. */
+const ATTRIBUTES = new Set(['type', 'operator', 'name', 'pool', 'relative']);
 
 function tooDeep(): ExpressionError {
   return new ExpressionError(`expression nests more than ${MAX_EXPRESSION_DEPTH} levels deep: simplify it, or split it over steps`);

@@ -124,5 +124,10 @@ export const planSchema = z.strictObject({
   output: z.unknown().optional(),
 });
 
+/** Every field name the plan format knows, for suggestions when a field is unknown. */
+export const FIELD_NAMES = [
+  ...new Set([planSchema, stepSchema, ask, retry, input].flatMap((schema) => Object.keys(schema.shape))),
+];
+
 export type PlanFile = z.infer<typeof planSchema>;
 export type StepFile = z.infer<typeof stepSchema>;

@@ -4,7 +4,8 @@
  * that validates fits Temporal's limits (limits.ts), and validation itself never throws.
  */
 import path from 'node:path';
-import { PlanChecker, type Progress } from './checker';
+import type { z } from 'zod';
+import { PlanChecker, type Progress, editDistance } from './checker';
 import { typedInput } from './inputs';
 import { type PlanIssue, formatIssues, formatPath, sortIssues } from './issues';
 import { jsonValueIssues } from './json-values';
@@ -12,8 +13,8 @@ import { MAX_STEPS } from './limits';
 import { checkStartPayload, rawPlanSizeProblem } from './payload';
 import { policyLimitIssues } from './policy-limits';
 import { historyWarnings, parallelismIssue } from './run-estimate';
-import { planSchema, type PlanFile, type StepFile } from './schema';
-import { formatCount } from './text';
+import { FIELD_NAMES, planSchema, type PlanFile, type StepFile } from './schema';
+import { formatCount, shorten } from './text';
 import type { CompiledPlan, CompiledStep, InputSpec } from './types';
 
 export { formatIssues, formatPath, type PlanIssue };
@@ -58,7 +59,7 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
   const valueProblems = valueIssues(plan);
   stage('checking the shape of the plan');
   const parsed = planSchema.safeParse(raw);
-  const shapeIssues = parsed.success ? [] : parsed.error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }));
+  const shapeIssues = parsed.success ? [] : parsed.error.issues.flatMap(shapeIssue);
   issues.push(...valueProblems, ...shapeIssues);
 
   const checker = new PlanChecker(rawSteps(plan), rawInputs(plan), progress);
@@ -86,6 +87,15 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
   stage('estimating the history of a run');
   const warnings = [...(payload.warning ? [payload.warning] : []), ...historyWarnings(compiled, payload.bytes)];
   return { ok: true, plan: compiled, warnings: sortIssues(warnings) };
+}
+
+/** A zod issue as plan issues; an unknown field is reported at its own path, with the field it may have meant. */
+function shapeIssue(issue: z.core.$ZodIssue): PlanIssue[] {
+  if (issue.code !== 'unrecognized_keys') return [{ path: formatPath(issue.path), message: issue.message }];
+  return issue.keys.map((key) => {
+    const meant = FIELD_NAMES.find((name) => name.toLowerCase() === key.toLowerCase() || (key.length > 3 && editDistance(name, key) <= 2));
+    return { path: formatPath([...issue.path, shorten(key, 40)]), message: `unknown field "${shorten(key)}"${meant ? ` (did you mean "${meant}"?)` : ''}` };
+  });
 }
 
 function topLevelProblem(raw: unknown): PlanIssue | undefined {
