@@ -1,4 +1,5 @@
 import { jsonValueIssues, measureJson } from '../src/spec/json-values';
+import { stringsIn } from '../src/spec/templates';
 
 describe('walks over user data', () => {
   test('measureJson gives the UTF-8 size of JSON.stringify, for any plain value', () => {
@@ -32,6 +33,19 @@ describe('walks over user data', () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < 100_000; i++) deep = [deep];
     expect(measureJson(deep, '', 1 << 30).bytes).toBe(200_006);
+  });
+
+  test('stringsIn yields strings in order, and walks values nested 100,000 deep without recursion', () => {
+    expect([...stringsIn({ a: ['x', { b: 'y' }], c: 1, d: 'z' }, 'with')]).toEqual([
+      { text: 'x', location: 'with.a[0]' },
+      { text: 'y', location: 'with.a[1].b' },
+      { text: 'z', location: 'with.d' },
+    ]);
+    let deep: unknown = '{{ inputs.vip }}';
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const found = [...stringsIn(deep, 'output')];
+    expect(found).toHaveLength(1);
+    expect(found[0].location).toBe(`output${'[0]'.repeat(100_000)}`);
   });
 
   test('jsonValueIssues: depth, numbers JSON cannot carry, values that are not plain data', () => {
