@@ -283,10 +283,11 @@ ${step('a')}
       },
       { baseDir: '/tmp' },
     );
-    expect(result.ok ? [] : formatIssues(result.issues)).toBe(
+    expect(result.ok ? [] : formatIssues(result.issues).split('\n')).toEqual([
       'steps[0].with.command: the plan comes to 13.0 MiB as JSON; Temporal takes at most 2.0 MiB to start a run ' +
         '(biggest: steps[0].with.command: 10.0 MiB; steps[1].ask.question: 3.0 MiB): keep large data in files and read them with fs.read',
-    );
+      'steps[1].ask.question: the question is 3.0 MiB; a question holds at most 64.0 KiB: people read it',
+    ]);
     // Defaults are sent twice (in the plan and as the inputs): the compiled request is what counts.
     const twice = plan(`
 name: p
@@ -338,11 +339,11 @@ name: p
 steps:
 ${step('a')}
   - { id: b, tool: shell, with: { command: "${'{{'.repeat(100_000)}" } }
-  - { id: c, tool: shell, with: { command: "{{ steps.a${'.x'.repeat(600)} }}" } }
+  - { id: c, tool: shell, with: { command: "{{ steps.a${'.x'.repeat(1100)} }}" } }
 `),
     ).toEqual([
       `steps[1].with.command: bad template in "${'{{'.repeat(30)}… (200,000 characters)": "{{" without "}}"`,
-      expect.stringMatching(/^steps\[2\]\.with\.command: template "\{\{ steps\.a\.x\.x.*" is longer than 1000 characters/),
+      expect.stringMatching(/^steps\[2\]\.with\.command: template "\{\{ steps\.a\.x\.x.*" is longer than 2000 characters/),
     ]);
   });
 

@@ -75,8 +75,10 @@ export const MAX_NESTING_DEPTH = 64;
 /** `when` expressions: Jexl parses and evaluates recursively, so bound both the text and its tree. */
 export const MAX_EXPRESSION_LENGTH = 1000;
 export const MAX_EXPRESSION_DEPTH = 64;
-/** The text between `{{` and `}}`. */
-export const MAX_TEMPLATE_LENGTH = 1000;
+/** The text between `{{` and `}}`: a path and perhaps `| default(...)`. */
+export const MAX_TEMPLATE_LENGTH = 2000;
+/** A question is read by a person; runPlan fails an ask whose resolved question is longer. */
+export const MAX_QUESTION_BYTES = 64 * 1024;
 /**
  * The start request carries the compiled plan and its inputs as one JSON payload; keep room
  * under PAYLOAD_LIMIT_BYTES for the payload's metadata.

@@ -5,11 +5,13 @@ import {
   MAX_FOREACH_ITEMS,
   MAX_INPUT_NAME_LENGTH,
   MAX_PLAN_NAME_LENGTH,
+  MAX_QUESTION_BYTES,
   MAX_STEPS,
   MAX_STEP_ID_LENGTH,
   MAX_WORKSPACE_LENGTH,
+  utf8Length,
 } from './limits';
-import { formatCount, shorten } from './text';
+import { formatBytes, formatCount, shorten } from './text';
 import { ON_FAILURE, ON_TIMEOUT } from './types';
 
 export const STEP_ID = /^[A-Za-z][A-Za-z0-9_]*$/;
@@ -48,7 +50,12 @@ const toolCall = {
 };
 
 const ask = z.strictObject({
-  question: z.string().min(1),
+  question: z
+    .string()
+    .min(1)
+    .refine((text) => utf8Length(text) <= MAX_QUESTION_BYTES, {
+      error: (issue) => `the question is ${formatBytes(utf8Length(issue.input as string))}; a question holds at most ${formatBytes(MAX_QUESTION_BYTES)}: people read it`,
+    }),
   choices: z.array(z.string().min(1)).min(1).optional(),
   timeout: duration.optional(),
 });
