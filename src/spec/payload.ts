@@ -28,17 +28,7 @@ export function checkStartPayload(plan: CompiledPlan, inputs: Record<string, unk
   const payload: RunPlanInput = { plan, inputs };
   const size = measureJson(payload, '', PART_BYTES);
   const parts = size.parts.map((part) => ({ ...part, path: planPath(part.path, inputLabel) }));
-  if (size.bytes > MAX_START_PAYLOAD_BYTES) {
-    return {
-      bytes: size.bytes,
-      problem: {
-        path: parts[0]?.path ?? '',
-        message:
-          `the plan and its inputs come to ${formatBytes(size.bytes)} as JSON; Temporal takes at most ${formatBytes(PAYLOAD_LIMIT_BYTES)} ` +
-          `to start a run (${describeParts(parts)}): keep large data in files and read them with fs.read`,
-      },
-    };
-  }
+  if (size.bytes > MAX_START_PAYLOAD_BYTES) return { bytes: size.bytes, problem: overLimit('the plan and its inputs come', size.bytes, parts) };
   if (size.bytes > PAYLOAD_WARN_BYTES) {
     return {
       bytes: size.bytes,
@@ -57,12 +47,16 @@ export function checkStartPayload(plan: CompiledPlan, inputs: Record<string, unk
 export function rawPlanSizeProblem(raw: unknown): PlanIssue | undefined {
   const size = measureJson(raw, '', PART_BYTES);
   if (size.bytes <= MAX_START_PAYLOAD_BYTES) return undefined;
-  const parts = size.parts.map((part) => ({ ...part, path: part.path.replace(/^\./, '') }));
+  return overLimit('the plan comes', size.bytes, size.parts.map((part) => ({ ...part, path: part.path.replace(/^\./, '') })));
+}
+
+/** A problem at the biggest part, naming the others. */
+function overLimit(what: string, bytes: number, parts: SizePart[]): PlanIssue {
   return {
     path: parts[0]?.path ?? '',
     message:
-      `the plan comes to ${formatBytes(size.bytes)} as JSON; Temporal takes at most ${formatBytes(PAYLOAD_LIMIT_BYTES)} ` +
-      `to start a run (${describeParts(parts)}): keep large data in files and read them with fs.read`,
+      `${what} to ${formatBytes(bytes)} as JSON; Temporal takes at most ${formatBytes(PAYLOAD_LIMIT_BYTES)} to start a run ` +
+      `(${describeParts(parts)}): keep large data in files and read them with fs.read`,
   };
 }
 
