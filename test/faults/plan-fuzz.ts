@@ -321,7 +321,6 @@ function fixedCases(r: Random): FuzzPlan[] {
   limit('3650d timeout', 'limit-3650d.json', planOf([step('a', { timeout: '3650d' })]));
   limit('retry extremes', 'limit-retry.json', planOf([step('a', { timeout: '5s', retry: { maximumAttempts: 2_147_483_647, initialInterval: '1ms', maximumInterval: '1ms', backoffCoefficient: 1 }, with: { command: 'exit 3' } })]));
   limit('unicode and control characters in data', 'limit-unicode.json', planOf([step('a', { with: { command: `echo ${quoted(UNICODE.filter((c) => c !== '\u0000').join(''))}`, env: { TEXT: '😀\u202e\u200b\t' } } })]));
-  limit('NUL in a command', 'limit-nul.json', planOf([step('a', { with: { command: 'echo a\u0000b' } })]));
   limit('1,000 literal items', 'limit-1000.json', planOf([step('a', { forEach: Array.from({ length: 1000 }, (_, i) => i), concurrency: 200 })]));
   limit('1,001 literal items', 'limit-1001.json', planOf([step('a', { forEach: Array.from({ length: 1001 }, (_, i) => `item ${i}`) })]));
   limit('nesting of 64', 'limit-depth.json', planOf([{ id: 'a', tool: 'fs.write', with: { path: 'deep.json', content: nested(62) } }], { output: nested(64) }));
@@ -339,6 +338,7 @@ function fixedCases(r: Random): FuzzPlan[] {
   add('a scalar', 'scalar.yaml', '42');
   add('a list', 'list.json', '[1, 2]');
   add('NUL bytes', 'nul.yaml', 'name: fuzz\u0000\nsteps: []\n');
+  add('NUL in a command', 'nul-command.json', json(planOf([step('a', { with: { command: 'echo a\u0000b' } })])));
   add('NaN in JSON', 'nan.json', '{"name": "fuzz", "steps": [{"id": "a", "tool": "shell", "retry": {"maximumAttempts": NaN}}]}');
   for (let i = 0; i < 4; i++) {
     const bytes = Array.from({ length: 64 + r.int(512) }, () => String.fromCharCode(r.int(256))).join('');
