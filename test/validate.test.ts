@@ -277,15 +277,15 @@ ${step('a')}
       {
         name: 'p',
         steps: [
-          { id: 'a', tool: 'shell', with: { command: 'x'.repeat(10 * 1024 * 1024) } },
+          { id: 'a', tool: 'fs.write', with: { path: 'big.txt', content: 'x'.repeat(10 * 1024 * 1024) } },
           { id: 'b', ask: { question: 'q'.repeat(3 * 1024 * 1024) } },
         ],
       },
       { baseDir: '/tmp' },
     );
     expect(result.ok ? [] : formatIssues(result.issues).split('\n')).toEqual([
-      'steps[0].with.command: the plan comes to 13.0 MiB as JSON; Temporal takes at most 2.0 MiB to start a run ' +
-        '(biggest: steps[0].with.command: 10.0 MiB; steps[1].ask.question: 3.0 MiB): keep large data in files and read them with fs.read',
+      'steps[0].with.content: the plan comes to 13.0 MiB as JSON; Temporal takes at most 2.0 MiB to start a run ' +
+        '(biggest: steps[0].with.content: 10.0 MiB; steps[1].ask.question: 3.0 MiB): keep large data in files and read them with fs.read',
       'steps[1].ask.question: the question is 3.0 MiB; a question holds at most 64.0 KiB: people read it',
     ]);
     // Defaults are sent twice (in the plan and as the inputs): the compiled request is what counts.
