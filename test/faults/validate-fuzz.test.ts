@@ -4,7 +4,7 @@
  * Nothing crashes, hangs or prints a stack.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PlanError, loadPlanWithWarnings } from '../../src/spec/load';
@@ -114,6 +114,8 @@ describe('the fuzz corpus', () => {
   beforeAll(() => {
     for (const plan of plans) writeFileSync(written(plan), plan.text);
   });
+  // About 40 MB of files: do not leave them behind.
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   test('is seeded: the same seed gives the same files, another seed others; at least 300 plans covering every attack', () => {
     const digest = (list: FuzzPlan[]) => createHash('sha256').update(list.map((p) => `${p.file}\u0000${p.text}`).join('\u0001')).digest('hex');
