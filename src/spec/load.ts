@@ -3,7 +3,7 @@
  * bombs, nesting that overflows a parser, duplicate keys), the result is a PlanError with
  * lines or paths, never a crash.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import YAML from 'yaml';
 import { sortIssues } from './issues';
 import { duplicateJsonKey } from './json-keys';
@@ -91,15 +91,33 @@ function firstLine(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 300);
 }
 
+/** The file's text, refused past MAX_PLAN_FILE_BYTES while reading: /dev/zero or a pipe that never ends are no exception. */
+async function readCapped(file: string): Promise<string> {
+  const handle = await open(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { bytesRead, buffer } = await handle.read(Buffer.alloc(READ_CHUNK_BYTES), 0, READ_CHUNK_BYTES, null);
+      if (bytesRead === 0) return Buffer.concat(chunks).toString('utf8');
+      total += bytesRead;
+      if (total > MAX_PLAN_FILE_BYTES) {
+        throw new PlanError(file, [{ path: '', message: `the file is over ${formatBytes(MAX_PLAN_FILE_BYTES)}; Temporal takes 2 MiB of plan: keep data in separate files` }]);
+      }
+      chunks.push(buffer.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+const READ_CHUNK_BYTES = 1024 * 1024;
+
 /** A plan file, validated: the compiled plan and the warnings (history estimate, payload size). */
 export async function loadPlanWithWarnings(file: string, baseDir: string): Promise<{ plan: CompiledPlan; warnings: PlanIssue[] }> {
   let text: string;
   try {
-    const info = await stat(file);
-    if (info.isFile() && info.size > MAX_PLAN_FILE_BYTES) {
-      throw new PlanError(file, [{ path: '', message: `the file is ${formatBytes(info.size)}; plans are read up to ${formatBytes(MAX_PLAN_FILE_BYTES)} (Temporal takes 2 MiB): keep data in separate files` }]);
-    }
-    text = await readFile(file, 'utf8');
+    text = await readCapped(file);
   } catch (err) {
     if (err instanceof PlanError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? '';

@@ -93,7 +93,8 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
 function shapeIssue(issue: z.core.$ZodIssue): PlanIssue[] {
   if (issue.code !== 'unrecognized_keys') return [{ path: formatPath(issue.path), message: issue.message }];
   return issue.keys.map((key) => {
-    const meant = FIELD_NAMES.find((name) => name.toLowerCase() === key.toLowerCase() || (key.length > 3 && editDistance(name, key) <= 2));
+    const close = (name: string) => name.toLowerCase() === key.toLowerCase() || (key.length > 3 && key.length < 40 && editDistance(name, key) <= 2);
+    const meant = FIELD_NAMES.find(close);
     return { path: formatPath([...issue.path, shorten(key, 40)]), message: `unknown field "${shorten(key)}"${meant ? ` (did you mean "${meant}"?)` : ''}` };
   });
 }

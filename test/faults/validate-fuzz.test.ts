@@ -15,7 +15,7 @@ import { type FuzzPlan, generateFuzzPlans, validatingFuzzPlans } from './plan-fu
 type Outcome = { kind: 'valid' } | { kind: 'rejected'; issues: PlanIssue[] } | { kind: 'crash'; error: string };
 
 /** Problems about the file as a whole (empty, not a map, unreadable), which have no path inside the plan. */
-const WHOLE_FILE = /^(the plan is empty|a plan is a map|not valid JSON|cannot parse the YAML|the file is|\.\.\.and [\d,]+ more problems)/;
+const WHOLE_FILE = /^(the plan is empty|a plan is a map|not valid JSON|cannot parse the YAML|the file is over|\.\.\.and [\d,]+ more problems)/;
 
 /** What the fixed cases must give: valid, or a problem at a path matching the pattern. */
 const EXPECTED: Record<string, 'valid' | RegExp> = {
