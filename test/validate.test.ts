@@ -296,6 +296,15 @@ steps:
 ${step('a')}
 `);
     expect(twice.ok ? '' : formatIssues(twice.issues)).toMatch(/^inputs\.big\.default: the plan and its inputs come to 2\.1 MiB as JSON/);
+    // Defaults are copied into every step: five steps make 600 KiB of error types 3 MiB.
+    const types = Array.from({ length: 12_000 }, (_, i) => `PermanentError${String(i).padStart(36, '0')}`);
+    const copied = validatePlan(
+      { name: 'p', defaults: { retry: { nonRetryableErrorTypes: types } }, steps: ['a', 'b', 'c', 'd', 'e'].map((id) => ({ id, tool: 'shell', with: { command: 'true' } })) },
+      { baseDir: '/tmp' },
+    );
+    expect(copied.ok ? '' : formatIssues(copied.issues)).toMatch(
+      /^steps\[\d\]\.retry\.nonRetryableErrorTypes: the plan and its inputs come to 3\.0 MiB as JSON; .*\(biggest: steps\[\d\]\.retry\.nonRetryableErrorTypes: 621\.1 KiB; steps/,
+    );
   });
 
   test('more tools that could run at once than Temporal allows pending is refused', () => {

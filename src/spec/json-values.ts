@@ -22,16 +22,19 @@ export function childPath(parent: string, key: Key): string {
   return typeof key === 'number' ? `${parent}[${key}]` : `${parent}.${shorten(key, 40)}`;
 }
 
-/** Paths deeper than this show their first keys and `…`. */
-const PATH_KEYS_SHOWN = 4;
-
-function pathOf(node: Node, root: string): string {
+/** Paths deeper than this show their first keys and `…`: a value nested 3,000 deep is not a 9,000-character path. */
+function pathOf(node: Node, root: string, keysShown: number): string {
   const keys: Key[] = [];
   for (let n: Node | undefined = node; n?.key !== undefined; n = n.parent) keys.push(n.key);
   keys.reverse();
-  const path = keys.slice(0, PATH_KEYS_SHOWN).reduce<string>(childPath, root);
-  return keys.length > PATH_KEYS_SHOWN ? `${path}…` : path;
+  const path = keys.slice(0, keysShown).reduce<string>(childPath, root);
+  return keys.length > keysShown ? `${path}…` : path;
 }
+
+/** Where a value is too deep, a few keys say which value it is. */
+const DEPTH_PATH_KEYS = 4;
+/** Parts of a payload are named in full (plan paths are a handful of keys), up to this. */
+const PART_PATH_KEYS = 16;
 
 /** Keeps a walk's report short: a value with a million bad numbers is one line plus a count. */
 const MAX_ISSUES_PER_VALUE = 5;
@@ -45,7 +48,7 @@ export function jsonValueIssues(value: unknown, root: string, maxDepth = MAX_NES
   const issues: ValueIssue[] = [];
   let extra = 0;
   const report = (node: Node, message: string) => {
-    if (issues.length < MAX_ISSUES_PER_VALUE) issues.push({ path: pathOf(node, root), message });
+    if (issues.length < MAX_ISSUES_PER_VALUE) issues.push({ path: pathOf(node, root, DEPTH_PATH_KEYS), message });
     else extra++;
   };
   const stack: { value: unknown; depth: number; node: Node }[] = [{ value, depth: 0, node: {} }];
@@ -145,7 +148,7 @@ export function measureJson(value: unknown, root: string, partBytes: number): Js
     }
   }
   parts.sort((a, b) => b.bytes - a.bytes);
-  return { bytes: total, parts: parts.map((p) => ({ path: pathOf(p.node, root), bytes: p.bytes, rest: p.rest })) };
+  return { bytes: total, parts: parts.map((p) => ({ path: pathOf(p.node, root, PART_PATH_KEYS), bytes: p.bytes, rest: p.rest })) };
 }
 
 function hasToJSON(value: object): boolean {
