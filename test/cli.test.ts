@@ -39,6 +39,16 @@ describe('the cadre CLI', () => {
     expect(await cadre(['validate', 'good.yaml'], ws)).toMatchObject({ code: 0, stdout: 'good.yaml: ok (plan "cli-asking", 2 steps)\n' });
   });
 
+  test('validate prints warnings about a run near Temporal\'s limits to stderr and still exits 0', async () => {
+    const ws = tempWorkspace();
+    const items = `[${Array.from({ length: 1000 }, (_, i) => i).join(',')}]`;
+    const loop = (id: string) => `  - { id: ${id}, forEach: ${items}, tool: shell, with: { command: "echo {{ item }}" } }`;
+    writeFileSync(path.join(ws, 'busy.yaml'), `name: busy\nsteps:\n${loop('one')}\n${loop('two')}\n`);
+    const result = await cadre(['validate', 'busy.yaml'], ws);
+    expect(result).toMatchObject({ code: 0, stdout: 'busy.yaml: ok (plan "busy", 2 steps)\n' });
+    expect(result.stderr).toMatch(/^busy\.yaml: 1 warning\n {2}steps\[0\]\.forEach: a run's history would hold about 12,010 events .*past Temporal's warning threshold of 10,240 events/);
+  });
+
   test('run, status, answer and result drive a plan that asks a human', async () => {
     const ws = tempWorkspace();
     writeFileSync(path.join(ws, 'plan.yaml'), ASKING_PLAN);

@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { FOREACH_CHUNK_ITEMS } from '../src/workflows/foreach-chunks';
+import { FOREACH_CHILD_THRESHOLD } from '../src/spec/limits';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker, type Harness } from './support/harness';
 
 const ITEMS = 2500;
@@ -19,7 +19,7 @@ async function historyOf(h: Harness, workflowId: string) {
 }
 
 describe('long forEach loops', () => {
-  test(`${ITEMS} items run in chunks of ${FOREACH_CHUNK_ITEMS}; a failed item is retried alone; histories stay small`, async () => {
+  test(`${ITEMS} items run in chunks of ${FOREACH_CHILD_THRESHOLD}; a failed item is retried alone; histories stay small`, async () => {
     const ws = tempWorkspace();
     // Item FAILING writes under "blocked", which is a file until the test removes it: its write fails.
     // (The list is ~60 KiB of JSON: a plain list, not a stored one; stored lists are covered in stored-outputs.)
@@ -68,10 +68,10 @@ output:
       expect(output.last).toBe(`runs/${ITEMS - 1}.log`);
 
       const parent = await historyOf(h, id);
-      const chunks = Math.ceil(ITEMS / FOREACH_CHUNK_ITEMS);
+      const chunks = Math.ceil(ITEMS / FOREACH_CHILD_THRESHOLD);
       // Each chunk once, and the failed one a second time.
       expect(parent.children).toHaveLength(chunks + 1);
-      expect(parent.children.filter((c) => c.endsWith('#2'))).toEqual([`${id}/loop/${Math.floor(FAILING / FOREACH_CHUNK_ITEMS)}#2`]);
+      expect(parent.children.filter((c) => c.endsWith('#2'))).toEqual([`${id}/loop/${Math.floor(FAILING / FOREACH_CHILD_THRESHOLD)}#2`]);
       const children = await Promise.all(parent.children.map((child) => historyOf(h, child)));
       const largest = Math.max(parent.events, ...children.map((c) => c.events));
       expect(largest).toBeLessThan(20_000);

@@ -14,7 +14,14 @@ beforeAll(() => installConciseLogging('ERROR'));
 
 describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {
-    expect(histories.map((h) => h.workflowId).sort()).toEqual(['run-plan-cancelled', 'run-plan-completed', 'run-plan-step-activity-ids']);
+    expect(histories.map((h) => h.workflowId).sort()).toEqual([
+      'run-items-chunk',
+      'run-plan-cancelled',
+      'run-plan-completed',
+      'run-plan-foreach-chunks',
+      'run-plan-hardened',
+      'run-plan-step-activity-ids',
+    ]);
   });
 
   test('every recorded history replays on the current workflow code', async () => {

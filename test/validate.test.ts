@@ -137,3 +137,269 @@ steps:
     expect(() => parsePlanText('{"name": ', 'plan.json')).toThrow(PlanError);
   });
 });
+
+function plan(yaml: string) {
+  return validatePlan(YAML.parse(yaml), { baseDir: '/tmp' });
+}
+
+const step = (id: string, extra = '') => `  - { id: ${id}, tool: shell, with: { command: "true" }${extra} }`;
+
+describe('validatePlan: what Temporal would refuse is refused here, with its path', () => {
+  test('timeouts and intervals above zero and at most 10 years; attempts within an int32; intervals in order', () => {
+    expect(
+      issues(`
+name: p
+defaults: { timeout: 0ms, retry: { maximumInterval: 500ms } }
+steps:
+${step('a', ', timeout: 0s')}
+${step('b', ', retry: { maximumAttempts: 3000000000, initialInterval: 0s, backoffCoefficient: 0.5 }')}
+  - { id: c, ask: { question: "?", timeout: 0s } }
+${step('d', ', timeout: 3651d, retry: { initialInterval: 2s, maximumInterval: 1s }')}
+${step('e', ', retry: { initialInterval: 100ms }')}
+`),
+    ).toEqual([
+      'defaults.timeout: 0ms is too short: use at least 1ms',
+      'defaults.retry.maximumInterval: 500ms is shorter than initialInterval (1s): Temporal refuses that',
+      'steps[0].timeout: 0ms is too short: use at least 1ms',
+      'steps[1].retry.backoffCoefficient: Too small: expected number to be >=1',
+      'steps[1].retry.maximumAttempts: 3000000000 is not a whole number of at most 2147483647 (Temporal keeps it in a 32-bit integer)',
+      'steps[1].retry.initialInterval: 0ms is too short: use at least 1ms',
+      'steps[2].ask.timeout: 0ms is too short: use at least 1ms',
+      'steps[3].timeout: 3651d is too long: use at most 3650d (10 years)',
+      'steps[3].retry.maximumInterval: 1s is shorter than initialInterval (2s): Temporal refuses that',
+    ]);
+  });
+
+  test('ids and names have maximum lengths; a loop variable cannot hide steps, inputs or index', () => {
+    expect(
+      issues(`
+name: ${'p'.repeat(101)}
+inputs: { ${'i'.repeat(129)}: { type: string } }
+steps:
+${step('a'.repeat(129))}
+${step('b', ', forEach: [1], as: steps')}
+`),
+    ).toEqual([
+      'name: plan name is 101 characters long; use at most 100',
+      `inputs.${'i'.repeat(129)}: input name is 129 characters long; use at most 128`,
+      'steps[0].id: step id is 129 characters long; use at most 128',
+      'steps[1].as: loop variable cannot be steps, inputs, index: templates read those',
+    ]);
+  });
+
+  test('unknown fields are reported at their own path, with the field meant', () => {
+    expect(
+      issues(`
+name: p
+descripton: x
+steps:
+${step('a', ', timout: 5s, With: { x: 1 }')}
+`),
+    ).toEqual([
+      'descripton: unknown field "descripton" (did you mean "description"?)',
+      'steps[0].timout: unknown field "timout" (did you mean "timeout"?)',
+      'steps[0].With: unknown field "With" (did you mean "with"?)',
+    ]);
+  });
+
+  test('input defaults have their declared type', () => {
+    expect(
+      issues(`
+name: p
+inputs:
+  n: { type: number, default: "0x10" }
+  m: { type: number, default: 3 }
+  b: { type: boolean, default: "yes" }
+  s: { type: string, default: 5 }
+  j: { type: json, default: "not json" }
+  k: { type: json, default: '{"a": [1]}' }
+steps:
+${step('a')}
+`),
+    ).toEqual([
+      'inputs.n.default: expected a number, got "0x10"',
+      'inputs.b.default: expected a boolean, got "yes"',
+      'inputs.s.default: expected a string, got 5',
+      'inputs.j.default: expected JSON, got "not json"',
+    ]);
+  });
+
+  test('values nest at most 64 levels, in with, ask, forEach, output and input defaults', () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    const result = validatePlan(
+      {
+        name: 'p',
+        inputs: { d: { type: 'json', default: JSON.parse(deep(100)) } },
+        steps: [
+          { id: 'a', tool: 'fs.write', with: { path: 'x', content: JSON.parse(deep(3000)) } },
+          { id: 'b', ask: { question: '?', choices: JSON.parse(deep(70)) } },
+          { id: 'c', tool: 'shell', forEach: JSON.parse(deep(65)), with: { command: 'true' } },
+        ],
+        output: JSON.parse(deep(100_000)),
+      },
+      { baseDir: '/tmp' },
+    );
+    expect(result.ok ? [] : result.issues.filter((i) => i.message.startsWith('nested')).map((i) => i.path)).toEqual([
+      'inputs.d.default[0][0][0][0]…',
+      'steps[0].with.content[0][0][0]…',
+      'steps[1].ask.choices[0][0][0]…',
+      'steps[2].forEach[0][0][0][0]…',
+      'output[0][0][0][0]…',
+    ]);
+  });
+
+  test('the key cadre marks stored values with is reserved in plan values', () => {
+    const forged = { $cadre: 'stored', sha256: 'a'.repeat(64), bytes: 1, kind: 'string', store: '/etc' };
+    const result = validatePlan(
+      { name: 'p', steps: [{ id: 'a', tool: 'fs.write', with: { path: 'x', content: { nested: [forged] } } }], output: forged },
+      { baseDir: '/tmp' },
+    );
+    expect(result.ok ? [] : result.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'steps[0].with.content.nested[0].$cadre: the key "$cadre" is reserved for values cadre keeps outside history: name it otherwise',
+      'output.$cadre: the key "$cadre" is reserved for values cadre keeps outside history: name it otherwise',
+    ]);
+  });
+
+  test('a 5,000-step chain written in reverse validates, with a history warning at steps', () => {
+    const n = 5000;
+    const steps = Array.from({ length: n }, (_, k) => {
+      const i = n - 1 - k;
+      return { id: `s${i}`, tool: 'shell', with: { command: 'true' }, ...(i > 0 && { dependsOn: [`s${i - 1}`] }) };
+    });
+    const result = validatePlan({ name: 'chain', steps }, { baseDir: '/tmp' });
+    if (!result.ok) throw new Error(formatIssues(result.issues));
+    expect(result.plan.steps[0].needs).toEqual(['s4998']);
+    expect(formatIssues(result.warnings)).toMatch(
+      /^steps: .*past Temporal's 512\.0 KiB warning threshold.*\nsteps: a run's history would hold about 30,010 events \(5,000 steps, none much bigger than the others\), past Temporal's warning threshold of 10,240 events/,
+    );
+  });
+
+  test('a 10,000-step cycle is too many steps and one cycle, named by its ends', () => {
+    const n = 10_000;
+    const steps = Array.from({ length: n }, (_, i) => ({ id: `s${i}`, dependsOn: [`s${(i + 1) % n}`], tool: 'shell', with: { command: 'true' } }));
+    const result = validatePlan({ name: 'cycle', steps }, { baseDir: '/tmp' });
+    expect(result.ok ? [] : formatIssues(result.issues).split('\n')).toEqual([
+      'steps: 10,000 steps; a plan may have at most 5,000: split it into several plans',
+      'steps[0]: dependency cycle s0 -> s9999 -> s9998 -> s9997 -> s9996 -> s9995 -> … -> s5 -> s4 -> s3 -> s2 -> s1 -> s0 (10,000 steps)',
+    ]);
+  });
+
+  test('the start request must fit Temporal: reported at the biggest parts of the plan', () => {
+    const result = validatePlan(
+      {
+        name: 'p',
+        steps: [
+          { id: 'a', tool: 'fs.write', with: { path: 'big.txt', content: 'x'.repeat(10 * 1024 * 1024) } },
+          { id: 'b', ask: { question: 'q'.repeat(3 * 1024 * 1024) } },
+        ],
+      },
+      { baseDir: '/tmp' },
+    );
+    expect(result.ok ? [] : formatIssues(result.issues).split('\n')).toEqual([
+      'steps[0].with.content: the plan comes to 13.0 MiB as JSON; Temporal takes at most 2.0 MiB to start a run ' +
+        '(biggest: steps[0].with.content: 10.0 MiB; steps[1].ask.question: 3.0 MiB): keep large data in files and read them with fs.read',
+      'steps[1].ask.question: the question is 3.0 MiB; a question holds at most 64.0 KiB: people read it',
+    ]);
+    // Defaults are sent twice (in the plan and as the inputs): the compiled request is what counts.
+    const twice = plan(`
+name: p
+inputs: { big: { type: string, default: "${'x'.repeat(1100 * 1024)}" } }
+steps:
+${step('a')}
+`);
+    expect(twice.ok ? '' : formatIssues(twice.issues)).toMatch(/^inputs\.big\.default: the plan and its inputs come to 2\.1 MiB as JSON/);
+    // Defaults are copied into every step: five steps make 600 KiB of error types 3 MiB.
+    const types = Array.from({ length: 12_000 }, (_, i) => `PermanentError${String(i).padStart(36, '0')}`);
+    const copied = validatePlan(
+      { name: 'p', defaults: { retry: { nonRetryableErrorTypes: types } }, steps: ['a', 'b', 'c', 'd', 'e'].map((id) => ({ id, tool: 'shell', with: { command: 'true' } })) },
+      { baseDir: '/tmp' },
+    );
+    expect(copied.ok ? '' : formatIssues(copied.issues)).toMatch(
+      /^steps\[\d\]\.retry\.nonRetryableErrorTypes: the plan and its inputs come to 3\.0 MiB as JSON; .*\(biggest: steps\[\d\]\.retry\.nonRetryableErrorTypes: 621\.1 KiB; steps/,
+    );
+  });
+
+  test('more tools that could run at once than Temporal allows pending is refused', () => {
+    const wide = plan(`
+name: p
+steps:
+${Array.from({ length: 11 }, (_, i) => step(`s${i}`, ', forEach: "{{ inputs.list }}", concurrency: 200')).join('\n')}
+${step('last', ', dependsOn: [s0]')}
+inputs: { list: { type: json } }
+`);
+    expect(wide.ok ? [] : formatIssues(wide.issues)).toBe(
+      'steps[0]: up to 2,200 tools could be running at once (s0, s1, s2 and 8 more wait for nothing from each other); ' +
+        'Temporal allows 2,000 per run: add dependsOn between them, or lower forEach concurrency',
+    );
+  });
+
+  test('history warnings name the step that costs most; long literal loops count as child workflows', () => {
+    const items = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(',')}]`;
+    const big = plan(`
+name: p
+steps:
+${step('small')}
+${step('loop', `, forEach: ${items(1000)}`)}
+${step('loop2', `, forEach: ${items(1000)}`)}
+`);
+    if (!big.ok) throw new Error(formatIssues(big.issues));
+    expect(formatIssues(big.warnings)).toMatch(/^steps\[1\]\.forEach: a run's history would hold about 12,016 events \(this step about 6,000\), past Temporal's warning threshold/);
+    const children = plan(`
+name: p
+steps:
+${step('loop', `, forEach: ${items(50_000)}`)}
+`);
+    if (!children.ok) throw new Error(formatIssues(children.issues));
+    expect(children.warnings).toEqual([]);
+  });
+
+  test('templates that cannot be parsed safely are reported without parsing them', () => {
+    expect(
+      issues(`
+name: p
+steps:
+${step('a')}
+  - { id: b, tool: shell, with: { command: "${'{{'.repeat(100_000)}" } }
+  - { id: c, tool: shell, with: { command: "{{ steps.a${'.x'.repeat(1100)} }}" } }
+`),
+    ).toEqual([
+      `steps[1].with.command: bad template in "${'{{'.repeat(30)}… (200,000 characters)": "{{" without "}}"`,
+      expect.stringMatching(/^steps\[2\]\.with\.command: template "\{\{ steps\.a\.x\.x.*" is longer than 2000 characters/),
+    ]);
+  });
+
+  test('an unexpected failure inside validation is a plan problem saying where, not a crash', () => {
+    const raw = { name: 'p', steps: [{ id: 'a', tool: 'shell', with: { command: 'true' } }] };
+    Object.defineProperty(raw.steps[0], 'when', { enumerable: true, get: () => { throw new TypeError('boom'); } });
+    expect(validatePlan(raw, { baseDir: '/tmp' })).toEqual({
+      ok: false,
+      issues: [{ path: '', message: expect.stringContaining('validation stopped unexpectedly while checking the shape of the plan (TypeError: boom)') }],
+    });
+  });
+});
+
+describe('parsePlanText: any file gives plan problems with lines, never a crash', () => {
+  const problems = (text: string, file: string) => {
+    try {
+      parsePlanText(text, file);
+    } catch (err) {
+      if (err instanceof PlanError) return formatIssues(err.issues).split('\n');
+      throw err;
+    }
+    return [];
+  };
+
+  test('alias bombs, deep nesting, unknown tags and duplicate keys', () => {
+    let bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n';
+    for (let i = 1; i < 9; i++) bomb += `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]\n`;
+    expect(problems(bomb, 'bomb.yaml')).toEqual(['line 2: YAML aliases (*name) expand to too much (more than 100 copies): write the values out']);
+    expect(problems(`name: p\noutput: ${'['.repeat(5000)}${']'.repeat(5000)}\n`, 'deep.yaml')).toEqual([
+      'line 2: nested too deeply for the YAML parser: plans nest values at most 64 levels',
+    ]);
+    expect(problems('name: p\nsteps: !shell [a]\n', 'tag.yaml')).toEqual([expect.stringMatching(/^line 2: Unresolved tag: !shell/)]);
+    expect(problems('name: p\nname: q\n', 'dup.yaml')).toEqual([expect.stringMatching(/^line 2: Map keys must be unique/)]);
+    expect(problems('{"name": "p",\n "steps": [{"id": "a", "id": "b"}]}', 'dup.json')).toEqual(['line 2: duplicate key "id": JSON keeps only the last; remove one']);
+    expect(problems('{"a": {"x": 1}, "b": {"x": 2}, "c": ["x", "x"]}', 'ok.json')).toEqual([]);
+    expect(problems(`${'['.repeat(100_000)}${']'.repeat(100_000)}`, 'deep.json')).toEqual([]);
+  });
+});

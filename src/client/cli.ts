@@ -2,7 +2,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { PlanError, loadPlan } from '../spec/load';
+import { PlanError, loadPlan, loadPlanWithWarnings } from '../spec/load';
 import { resolveInputs } from '../spec/inputs';
 import { formatIssues } from '../spec/validate';
 import { startEmbedded } from '../worker/embedded';
@@ -170,7 +170,11 @@ export function buildProgram(): Command {
     .command('validate <plan>')
     .description('check a plan file and report every problem with its path')
     .action(async (file: string) => {
-      const plan = await loadPlan(file, process.cwd());
+      const { plan, warnings } = await loadPlanWithWarnings(file, process.cwd());
+      // Warnings (a run close to Temporal's limits) do not make the plan invalid: exit 0.
+      if (warnings.length > 0) {
+        info(`${file}: ${warnings.length} warning${warnings.length === 1 ? '' : 's'}\n${formatIssues(warnings).replace(/^/gm, '  ')}`);
+      }
       out(`${file}: ok (plan "${plan.name}", ${plan.steps.length} steps)`);
     });
 

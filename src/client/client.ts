@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   Client,
   Connection,
@@ -18,6 +19,9 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import type { CompiledPlan } from '../spec/types';
 import { resolveInputs } from '../spec/inputs';
+import { utf8Length } from '../spec/limits';
+import { checkStartPayload } from '../spec/payload';
+import { formatCount, shorten } from '../spec/text';
 import { formatIssues } from '../spec/validate';
 import {
   CadrePlan,
@@ -134,6 +138,9 @@ export class CadreClient {
   async start(plan: CompiledPlan, givenInputs: Record<string, unknown> = {}, options: StartOptions = {}) {
     const inputs = resolveInputs(plan, givenInputs);
     if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
+    // Temporal would answer a too-big start with a bare RESOURCE_EXHAUSTED or blob-size error.
+    const payload = checkStartPayload(plan, inputs.values, (name) => `input "${name}"`);
+    if (payload.problem) throw new CadreError(`cannot start plan "${plan.name}": ${payload.problem.message}`);
     const workflowId = options.workflowId ?? defaultWorkflowId(plan, inputs.values);
     try {
       const handle = await this.client.workflow.start('runPlan', {
@@ -259,12 +266,29 @@ export class CadreClient {
       const diagnostics = await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
       return withRetries(withClientClock(diagnostics), description.raw.pendingActivities ?? []);
     } catch (err) {
+      if (isFailingWorkflowTask(err)) throw new CadreError(await this.stuckRun(description));
       if (!(err instanceof TimedOut)) throw err;
+      // While a failing task's next attempt runs, the server holds the query instead of refusing it.
+      const now = await this.describe(description.workflowId);
+      if ((now.raw.pendingWorkflowTask?.attempt ?? 1) > 1) throw new CadreError(await this.stuckRun(now));
       throw new CadreError(
         `run ${description.workflowId} is running, but no worker answered within ${QUERY_TIMEOUT_MS / 1000}s: ` +
           `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}")`,
       );
     }
+  }
+
+  /** Why a run cannot answer: its workflow task keeps failing (a worker with other or broken workflow code). */
+  private async stuckRun(description: WorkflowExecutionDescription): Promise<string> {
+    const id = description.workflowId;
+    const attempt = description.raw.pendingWorkflowTask?.attempt ?? 1;
+    const events = (await this.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).pop()?.workflowTaskFailedEventAttributes?.failure?.message;
+    const why = failed ? `: ${failed.split('\n')[0]}` : '';
+    return (
+      `run ${id} cannot answer: its workflow task has failed ${attempt} time${attempt === 1 ? '' : 's'}${why}. ` +
+      `A worker runs workflow code that cannot go on with this run (another version?); fix the worker, or end the run with \`cadre cancel ${id}\``
+    );
   }
 
   /**
@@ -333,18 +357,43 @@ export class CadreClient {
   }
 }
 
-/** The Markdown the Web UI shows as a run's details: the plan in a form people read. */
+/** Budget of the details, well under Temporal's limit for static details (DETAILS_LIMIT_BYTES). */
+const DETAILS_BUDGET_BYTES = 8 * 1024;
+const DETAILS_INPUTS = 20;
+
+/** A user's text on one Markdown line, shortened visibly. */
+function brief(text: string, max: number): string {
+  return shorten(text.replace(/\s+/g, ' '), max);
+}
+
+/**
+ * The Markdown the Web UI shows as a run's details: a summary of the plan in a form people
+ * read. Long texts are shortened (`…`) and long plans cut to a budget; the full plan is the
+ * run's input, so it travels once.
+ */
 export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>): string {
-  const lines = [`**plan ${plan.name}** in \`${plan.workspace}\``];
+  const lines = [`**plan ${plan.name}** in \`${brief(plan.workspace, 120)}\``];
   const given = Object.entries(inputs);
-  if (given.length > 0) lines.push('', 'Inputs:', ...given.map(([k, v]) => `- \`${k}\` = \`${JSON.stringify(v)}\``));
+  if (given.length > 0) {
+    lines.push('', 'Inputs:', ...given.slice(0, DETAILS_INPUTS).map(([k, v]) => `- \`${brief(k, 40)}\` = \`${brief(JSON.stringify(v) ?? 'null', 80)}\``));
+    if (given.length > DETAILS_INPUTS) lines.push(`- … and ${given.length - DETAILS_INPUTS} more inputs`);
+  }
   lines.push('', 'Steps:');
-  for (const step of plan.steps) {
-    const action = step.action.kind === 'ask' ? `ask "${step.action.ask.question}"` : step.action.tool;
-    const extras = [step.needs.length > 0 && `after ${step.needs.join(', ')}`, step.when && `when ${step.when}`, step.forEach !== undefined && 'for each item']
+  const more = (shown: number) => `- … and ${formatCount(plan.steps.length - shown)} more steps (the run's input holds the whole plan)`;
+  let bytes = utf8Length(lines.join('\n'));
+  for (const [i, step] of plan.steps.entries()) {
+    const action = step.action.kind === 'ask' ? `ask "${brief(step.action.ask.question, 80)}"` : step.action.tool;
+    const needs = step.needs.length > 5 ? `${step.needs.slice(0, 5).join(', ')} and ${step.needs.length - 5} more` : step.needs.join(', ');
+    const extras = [step.needs.length > 0 && `after ${needs}`, step.when && `when ${brief(step.when, 80)}`, step.forEach !== undefined && 'for each item']
       .filter(Boolean)
       .join('; ');
-    lines.push(`- \`${step.id}\`: ${action}${extras ? ` (${extras})` : ''}`);
+    const line = `- \`${step.id}\`: ${action}${extras ? ` (${extras})` : ''}`;
+    if (bytes + utf8Length(line) + utf8Length(more(i)) + 2 > DETAILS_BUDGET_BYTES) {
+      lines.push(more(i));
+      break;
+    }
+    lines.push(line);
+    bytes += utf8Length(line) + 1;
   }
   return lines.join('\n');
 }
@@ -382,6 +431,14 @@ function withClientClock(diagnostics: Diagnostics): Diagnostics {
 }
 
 class TimedOut extends Error {}
+
+/** The server refuses queries of a run whose workflow task is failing (FAILED_PRECONDITION). */
+function isFailingWorkflowTask(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === grpcStatus.FAILED_PRECONDITION) return true;
+  }
+  return false;
+}
 
 type PendingActivity = NonNullable<WorkflowExecutionDescription['raw']['pendingActivities']>[number];
 

@@ -1,14 +1,32 @@
 /** The zod schema of a plan file (YAML or JSON). Semantic checks live in validate.ts. */
 import { z } from 'zod';
 import { isDuration } from './duration';
+import {
+  MAX_FOREACH_ITEMS,
+  MAX_INPUT_NAME_LENGTH,
+  MAX_PLAN_NAME_LENGTH,
+  MAX_QUESTION_BYTES,
+  MAX_STEPS,
+  MAX_STEP_ID_LENGTH,
+  MAX_WORKSPACE_LENGTH,
+  utf8Length,
+} from './limits';
+import { formatBytes, formatCount, shorten } from './text';
 import { ON_FAILURE, ON_TIMEOUT } from './types';
 
 export const STEP_ID = /^[A-Za-z][A-Za-z0-9_]*$/;
 export const MAX_CONCURRENCY = 200;
 export const PLAN_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+/** Names templates and `when` read at the root; a loop variable may not hide them. */
+const RESERVED_NAMES = ['steps', 'inputs', 'index'];
 
+/** A string of at most `max` characters, saying how long it was when it is longer. */
+const bounded = (what: string, max: number) =>
+  z.string().max(max, { error: (issue) => `${what} is ${String((issue.input as string).length)} characters long; use at most ${max}` });
+
+// Ranges (durations above zero, attempts within an int32, ...) are checked by validate.ts with limits.ts.
 const duration = z.string({ error: 'expected a duration such as 30s, 5m or 1h' }).refine(isDuration, {
-  error: (issue) => `bad duration "${String(issue.input)}": use a number with ms, s, m, h or d (e.g. 30s, 5m)`,
+  error: (issue) => `bad duration "${shorten(String(issue.input))}": use a number with ms, s, m, h or d (e.g. 30s, 5m)`,
 });
 
 const retry = z.strictObject({
@@ -32,19 +50,35 @@ const toolCall = {
 };
 
 const ask = z.strictObject({
-  question: z.string().min(1),
+  question: z
+    .string()
+    .min(1)
+    .refine((text) => utf8Length(text) <= MAX_QUESTION_BYTES, {
+      error: (issue) => `the question is ${formatBytes(utf8Length(issue.input as string))}; a question holds at most ${formatBytes(MAX_QUESTION_BYTES)}: people read it`,
+    }),
   choices: z.array(z.string().min(1)).min(1).optional(),
   timeout: duration.optional(),
 });
 
 export const stepSchema = z
   .strictObject({
-    id: z.string().regex(STEP_ID, 'step id must start with a letter and hold only letters, digits and _'),
+    id: bounded('step id', MAX_STEP_ID_LENGTH).regex(STEP_ID, 'step id must start with a letter and hold only letters, digits and _'),
     name: z.string().optional(),
-    dependsOn: z.array(z.string()).optional(),
+    dependsOn: z.array(z.string()).max(MAX_STEPS).optional(),
     when: z.string().min(1).optional(),
-    forEach: z.union([z.string(), z.array(z.unknown())]).optional(),
-    as: z.string().regex(STEP_ID, 'loop variable must be a plain name').optional(),
+    forEach: z
+      .custom<string | unknown[]>((v) => typeof v === 'string' || Array.isArray(v), {
+        error: 'forEach must be a list or one template such as "{{ steps.x.output.json.items }}"',
+      })
+      .refine((v) => !Array.isArray(v) || v.length <= MAX_FOREACH_ITEMS, {
+        error: (issue) =>
+          `forEach lists ${formatCount((issue.input as unknown[]).length)} items; a plan may list at most ${formatCount(MAX_FOREACH_ITEMS)} (read longer lists from a file in a step)`,
+      })
+      .optional(),
+    as: bounded('loop variable', MAX_STEP_ID_LENGTH)
+      .regex(STEP_ID, 'loop variable must be a plain name')
+      .refine((name) => !RESERVED_NAMES.includes(name), { error: `loop variable cannot be ${RESERVED_NAMES.join(', ')}: templates read those` })
+      .optional(),
     // Temporal allows 2,000 pending activities per workflow; stay well under it.
     concurrency: z.int().min(1).max(MAX_CONCURRENCY).optional(),
     local: z.boolean().optional(),
@@ -82,14 +116,29 @@ const input = z.strictObject({
 });
 
 export const planSchema = z.strictObject({
-  name: z.string().regex(PLAN_NAME, 'plan name must hold only a-z, 0-9 and "-"'),
+  name: bounded('plan name', MAX_PLAN_NAME_LENGTH).regex(PLAN_NAME, 'plan name must hold only a-z, 0-9 and "-"'),
   description: z.string().optional(),
-  workspace: z.string().optional(),
-  inputs: z.record(z.string().regex(STEP_ID, 'input names must be plain names'), input).optional(),
+  workspace: bounded('workspace', MAX_WORKSPACE_LENGTH).optional(),
+  inputs: z
+    .record(z.string(), input)
+    // Checked here rather than as the record's key schema, whose failures zod reports without their reason.
+    .superRefine((inputs, ctx) => {
+      for (const name of Object.keys(inputs)) {
+        if (name.length > MAX_INPUT_NAME_LENGTH) {
+          ctx.addIssue({ code: 'custom', path: [name], message: `input name is ${name.length} characters long; use at most ${MAX_INPUT_NAME_LENGTH}` });
+        } else if (!STEP_ID.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'input names must be plain names' });
+      }
+    })
+    .optional(),
   defaults: z.strictObject(policies).optional(),
   steps: z.array(stepSchema).min(1, 'a plan needs at least one step'),
   output: z.unknown().optional(),
 });
+
+/** Every field name the plan format knows, for suggestions when a field is unknown. */
+export const FIELD_NAMES = [
+  ...new Set([planSchema, stepSchema, ask, retry, input].flatMap((schema) => Object.keys(schema.shape))),
+];
 
 export type PlanFile = z.infer<typeof planSchema>;
 export type StepFile = z.infer<typeof stepSchema>;

@@ -5,6 +5,7 @@
  * longer strings are rendered as text (objects as JSON). Pure and deterministic:
  * used by the validator and by workflows.
  */
+import { MAX_TEMPLATE_LENGTH } from './limits';
 import { type DeferredRead, type DeferredText, type Stored, type StoredList, hasDeferred, isDeferredRead, isStored } from './refs';
 
 export type Segment = { key: string } | { index: number } | { all: true };
@@ -25,12 +26,10 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*/;
 
 const DEFAULT_FILTER = /\|\s*default\s*\(([\s\S]*)\)\s*$/;
 
-/** A path, not a program: longer text inside {{ }} is a mistake, and kept out of the regexes below. */
-const MAX_TEMPLATE_CHARS = 2000;
-
 export function parsePath(source: string): TemplatePath {
-  if (source.length > MAX_TEMPLATE_CHARS) {
-    throw new TemplateError(`bad template "{{${source.slice(0, 40)}…}}": ${source.length} characters inside {{ }}, at most ${MAX_TEMPLATE_CHARS}`);
+  // A path, not a program: longer text inside {{ }} is a mistake, and kept out of the regexes below.
+  if (source.length > MAX_TEMPLATE_LENGTH) {
+    throw new TemplateError(`bad template "{{${source.slice(0, 40)}…}}": ${source.length} characters inside {{ }}, at most ${MAX_TEMPLATE_LENGTH}`);
   }
   const filter = DEFAULT_FILTER.exec(source);
   const path = parseBarePath(filter ? source.slice(0, filter.index) : source, source);
@@ -77,13 +76,21 @@ export function pathsInString(text: string): TemplatePath[] {
   return paths;
 }
 
-/** Walks a JSON-like value and yields each string with its location (`with.command`). */
+/**
+ * Walks a JSON-like value and yields each string with its location (`with.command`), in order.
+ * Iterative: a value nested thousands deep costs heap, not stack.
+ */
 export function* stringsIn(value: unknown, location: string): Generator<{ text: string; location: string }> {
-  if (typeof value === 'string') yield { text: value, location };
-  else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) yield* stringsIn(value[i], `${location}[${i}]`);
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) yield* stringsIn(item, `${location}.${key}`);
+  const stack: { value: unknown; location: string }[] = [{ value, location }];
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    if (typeof next.value === 'string') yield { text: next.value, location: next.location };
+    else if (Array.isArray(next.value)) {
+      for (let i = next.value.length - 1; i >= 0; i--) stack.push({ value: next.value[i], location: `${next.location}[${i}]` });
+    } else if (next.value !== null && typeof next.value === 'object') {
+      const entries = Object.entries(next.value);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i][1], location: `${next.location}.${entries[i][0]}` });
+    }
   }
 }
 

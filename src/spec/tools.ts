@@ -4,9 +4,16 @@
  * resolved parameters again before doing anything.
  */
 import { z } from 'zod';
-import { isDuration } from './duration';
+import { durationMs, isDuration } from './duration';
+import { checkDurationMs } from './limits';
 
-const duration = z.string().refine(isDuration, { message: 'bad duration: use a number with ms, s, m, h or d (e.g. 30s)' });
+const duration = z
+  .string()
+  .refine(isDuration, { message: 'bad duration: use a number with ms, s, m, h or d (e.g. 30s)' })
+  .superRefine((text, ctx) => {
+    if (!isDuration(text)) return;
+    for (const problem of checkDurationMs(durationMs(text), 'duration', { allowZero: true })) ctx.addIssue({ code: 'custom', message: problem.message });
+  });
 
 /** Linux refuses an argument or environment string ("NAME=value") of this many bytes, its NUL included (MAX_ARG_STRLEN). */
 export const MAX_ARG_STRLEN = 128 * 1024;

@@ -1,293 +1,152 @@
 /**
  * Validates a parsed plan and compiles it to plain data for the `runPlan` workflow.
- * Every problem is reported at once, each with its path (`steps[3].dependsOn[0]`).
+ * Every problem is reported at once, each with its path (`steps[3].dependsOn[0]`); a plan
+ * that validates fits Temporal's limits (limits.ts), and validation itself never throws.
  */
 import path from 'node:path';
 import type { z } from 'zod';
-import { ExpressionError, namesIn } from './expressions';
-import { planSchema, type PlanFile, type StepFile } from './schema';
-import { TemplateError, isWholeTemplate, pathsInString, stringsIn } from './templates';
-import { TOOL_NAMES, isToolName, toolParams } from './tools';
-import type { CompiledPlan, CompiledStep } from './types';
+import { PlanChecker, type Progress, editDistance } from './checker';
+import { typedInput } from './inputs';
+import { type PlanIssue, formatIssues, formatPath, sortIssues } from './issues';
+import { jsonValueIssues } from './json-values';
+import { MAX_STEPS } from './limits';
+import { checkStartPayload, rawPlanSizeProblem } from './payload';
+import { policyLimitIssues } from './policy-limits';
+import { historyWarnings, parallelismIssue } from './run-estimate';
+import { FIELD_NAMES, planSchema, type PlanFile, type StepFile } from './schema';
+import { formatCount, shorten } from './text';
+import type { CompiledPlan, CompiledStep, InputSpec } from './types';
 
-export interface PlanIssue {
-  path: string;
-  message: string;
-}
+export { formatIssues, formatPath, type PlanIssue };
 
-export type ValidationResult = { ok: true; plan: CompiledPlan } | { ok: false; issues: PlanIssue[] };
+export type ValidationResult = { ok: true; plan: CompiledPlan; warnings: PlanIssue[] } | { ok: false; issues: PlanIssue[] };
 
 export interface ValidateOptions {
   /** Directory a relative `workspace` is resolved against (where `cadre run` was called). */
   baseDir: string;
 }
 
-export function formatPath(parts: readonly PropertyKey[]): string {
-  return parts
-    .map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`))
-    .join('');
-}
-
-export function formatIssues(issues: PlanIssue[]): string {
-  return issues.map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message)).join('\n');
-}
+/** Past this many steps, only the count is reported: the rest would be noise. */
+const MAX_CHECKED_STEPS = 2 * MAX_STEPS;
 
 export function validatePlan(raw: unknown, options: ValidateOptions): ValidationResult {
+  const progress: Progress = { stage: 'reading the plan', path: '' };
+  try {
+    return validate(raw, options, progress);
+  } catch (err) {
+    // A bug in cadre, not in the plan; still a report, never a crash.
+    const reason = err instanceof Error ? `${err.name}: ${err.message.split('\n')[0].slice(0, 200)}` : String(err);
+    return {
+      ok: false,
+      issues: [{ path: progress.path, message: `validation stopped unexpectedly while ${progress.stage} (${reason}); this is a bug in cadre, please report it with the plan` }],
+    };
+  }
+}
+
+function validate(raw: unknown, options: ValidateOptions, progress: Progress): ValidationResult {
+  const notAPlan = topLevelProblem(raw);
+  if (notAPlan) return { ok: false, issues: [notAPlan] };
+  const plan = raw as Record<string, unknown>;
+  const issues: PlanIssue[] = [];
+  if (Array.isArray(plan.steps) && plan.steps.length > MAX_STEPS) {
+    const count = plan.steps.length;
+    issues.push({ path: 'steps', message: `${formatCount(count)} steps; a plan may have at most ${formatCount(MAX_STEPS)}: split it into several plans` });
+    if (count > MAX_CHECKED_STEPS) return { ok: false, issues };
+  }
+
+  const stage = (name: string) => Object.assign(progress, { stage: name, path: '' });
+  stage('checking values');
+  const valueProblems = valueIssues(plan);
+  stage('checking the shape of the plan');
   const parsed = planSchema.safeParse(raw);
-  if (!parsed.success) {
-    // Report shape errors together with the graph errors the raw data still allows us to find.
-    const issues = parsed.error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }));
-    const steps = rawSteps(raw);
-    if (steps) issues.push(...new PlanChecker(steps, rawInputs(raw)).check());
-    return { ok: false, issues: dedupe(issues) };
-  }
-  const plan = parsed.data;
-  const checker = new PlanChecker(plan.steps, Object.keys(plan.inputs ?? {}));
-  const issues = checker.check();
-  issues.push(...checker.checkOutput(plan.output));
-  if (issues.length > 0) return { ok: false, issues: dedupe(issues) };
-  return { ok: true, plan: compile(plan, checker, options) };
+  const shapeIssues = parsed.success ? [] : parsed.error.issues.flatMap(shapeIssue);
+  issues.push(...valueProblems, ...shapeIssues);
+
+  const checker = new PlanChecker(rawSteps(plan), rawInputs(plan), progress);
+  issues.push(...checker.check(), ...checker.checkOutput(plan.output));
+
+  stage("checking Temporal's limits");
+  // A value of the wrong shape has one problem: its shape.
+  const reported = new Set([...valueProblems, ...shapeIssues].map((issue) => issue.path));
+  issues.push(...policyLimitIssues(plan).filter((issue) => !reported.has(issue.path)));
+  issues.push(...inputDefaultIssues(plan.inputs).filter((issue) => !reported.has(issue.path)));
+  const tooBig = rawPlanSizeProblem(plan);
+  if (tooBig) issues.push(tooBig);
+  if (issues.length > 0 || !parsed.success) return { ok: false, issues: sortIssues(issues) };
+
+  stage('compiling');
+  const compiled = compile(parsed.data, checker, options);
+  stage('sizing the start request');
+  const defaults = Object.fromEntries(Object.entries(compiled.inputs).filter(([, spec]) => spec.default !== undefined).map(([name, spec]) => [name, spec.default]));
+  const payload = checkStartPayload(compiled, defaults, (name) => `inputs.${name}.default`);
+  stage('checking how many tools can run at once');
+  const parallel = parallelismIssue(compiled);
+  const late = [payload.problem, parallel].filter((issue): issue is PlanIssue => issue !== undefined);
+  if (late.length > 0) return { ok: false, issues: sortIssues(late) };
+
+  stage('estimating the history of a run');
+  const warnings = [...(payload.warning ? [payload.warning] : []), ...historyWarnings(compiled, payload.bytes)];
+  return { ok: true, plan: compiled, warnings: sortIssues(warnings) };
 }
 
-function rawSteps(raw: unknown): Partial<StepFile>[] | undefined {
-  if (raw === null || typeof raw !== 'object') return undefined;
-  const steps = (raw as { steps?: unknown }).steps;
-  if (!Array.isArray(steps)) return undefined;
-  return steps.map((s) => (s !== null && typeof s === 'object' ? (s as Partial<StepFile>) : {}));
-}
-
-function rawInputs(raw: unknown): string[] {
-  const inputs = (raw as { inputs?: unknown }).inputs;
-  return inputs !== null && typeof inputs === 'object' ? Object.keys(inputs as object) : [];
-}
-
-/** Drops repeats and orders issues as they appear in the file: plan fields, then steps by index, then output. */
-function dedupe(issues: PlanIssue[]): PlanIssue[] {
-  const seen = new Set<string>();
-  const unique = issues.filter((issue) => {
-    const key = `${issue.path}\u0000${issue.message}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
+/** A zod issue as plan issues; an unknown field is reported at its own path, with the field it may have meant. */
+function shapeIssue(issue: z.core.$ZodIssue): PlanIssue[] {
+  if (issue.code !== 'unrecognized_keys') return [{ path: formatPath(issue.path), message: issue.message }];
+  return issue.keys.map((key) => {
+    const close = (name: string) => name.toLowerCase() === key.toLowerCase() || (key.length > 3 && key.length < 40 && editDistance(name, key) <= 2);
+    const meant = FIELD_NAMES.find(close);
+    return { path: formatPath([...issue.path, shorten(key, 40)]), message: `unknown field "${shorten(key)}"${meant ? ` (did you mean "${meant}"?)` : ''}` };
   });
-  const rank = (issue: PlanIssue) => {
-    const step = /^steps\[(\d+)\]/.exec(issue.path);
-    if (step) return 1 + Number(step[1]);
-    return issue.path.startsWith('output') ? Number.MAX_SAFE_INTEGER : 0;
-  };
-  return unique.map((issue, i) => ({ issue, i })).sort((a, b) => rank(a.issue) - rank(b.issue) || a.i - b.i).map(({ issue }) => issue);
 }
 
-const ROOTS_HELP = 'use steps.<id>, inputs.<name> or the loop variable';
-
-class PlanChecker {
-  readonly issues: PlanIssue[] = [];
-  readonly index = new Map<string, number>();
-  /** Steps each step waits for, in declaration order. */
-  readonly needs = new Map<string, string[]>();
-
-  constructor(
-    private readonly steps: Partial<StepFile>[],
-    private readonly inputs: string[],
-  ) {
-    steps.forEach((step, i) => {
-      if (typeof step.id !== 'string') return;
-      if (this.index.has(step.id)) this.issue([i, 'id'], `duplicate step id "${step.id}"`);
-      else this.index.set(step.id, i);
-    });
+function topLevelProblem(raw: unknown): PlanIssue | undefined {
+  if (raw === null || raw === undefined) return { path: '', message: 'the plan is empty: a plan is a map with at least "name" and "steps"' };
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    return { path: '', message: `a plan is a map with at least "name" and "steps"; this holds ${Array.isArray(raw) ? 'a list' : `a ${typeof raw}`}` };
   }
-
-  check(): PlanIssue[] {
-    this.steps.forEach((step, i) => this.checkStep(step, i));
-    this.checkCycles();
-    this.steps.forEach((step, i) => this.checkCompensate(step, i));
-    return this.issues;
-  }
-
-  checkOutput(output: unknown): PlanIssue[] {
-    const before = this.issues.length;
-    this.templateRefs(output, 'output', undefined, undefined);
-    return this.issues.slice(before);
-  }
-
-  private issue(at: (string | number)[], message: string, absolute = false): void {
-    this.issues.push({ path: absolute ? formatPath(at) : formatPath(['steps', ...at]), message });
-  }
-
-  private checkStep(step: Partial<StepFile>, i: number): void {
-    const id = typeof step.id === 'string' ? step.id : undefined;
-    const needs: string[] = [];
-    const need = (dep: string) => {
-      if (!needs.includes(dep)) needs.push(dep);
-    };
-    if (Array.isArray(step.dependsOn)) {
-      step.dependsOn.forEach((dep, j) => {
-        if (typeof dep !== 'string') return;
-        if (!this.index.has(dep)) this.issue([i, 'dependsOn', j], `unknown step "${dep}"${this.suggest(dep)}`);
-        else if (dep === id) this.issue([i, 'dependsOn', j], `step "${dep}" cannot depend on itself`);
-        else need(dep);
-      });
-    }
-    if (typeof step.tool === 'string') {
-      if (!isToolName(step.tool)) {
-        this.issue([i, 'tool'], `unknown tool "${step.tool}" (known tools: ${TOOL_NAMES.join(', ')})`);
-      } else this.checkParams(step.tool, step.with, [i, 'with']);
-    }
-    const loopVar = step.forEach !== undefined ? (typeof step.as === 'string' ? step.as : 'item') : undefined;
-    if (typeof step.forEach === 'string') {
-      if (!isWholeTemplate(step.forEach.trim())) {
-        this.issue([i, 'forEach'], 'forEach must be a list or one template such as "{{ steps.x.output.json.items }}"');
-      } else this.templateRefs(step.forEach, `steps[${i}].forEach`, id, undefined).forEach(need);
-    }
-    for (const field of ['with', 'ask'] as const) {
-      this.templateRefs(step[field], `steps[${i}].${field}`, id, loopVar).forEach(need);
-    }
-    if (typeof step.when === 'string') this.expressionRefs(step.when, i, id, loopVar).forEach(need);
-    if (id) this.needs.set(id, needs);
-  }
-
-  private checkParams(tool: keyof typeof toolParams, params: unknown, at: (string | number)[]): void {
-    if (params !== undefined && (params === null || typeof params !== 'object')) return;
-    // Templated values are only known at run time: check everything else now.
-    const templated = new Set<string>();
-    for (const { text, location } of stringsIn(params ?? {}, '')) {
-      if (text.includes('{{')) templated.add(location.replace(/^\./, ''));
-    }
-    const result = (toolParams[tool] as z.ZodType).safeParse(params ?? {});
-    if (result.success) return;
-    for (const issue of result.error.issues) {
-      const where = formatPath(issue.path);
-      if ([...templated].some((t) => t === where || where.startsWith(`${t}.`) || where.startsWith(`${t}[`))) continue;
-      if (issue.code === 'invalid_type' && templated.has(where)) continue;
-      this.issue([...at, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))], issue.message);
-    }
-  }
-
-  /** Checks the templates in a value and returns the steps they read. */
-  private templateRefs(value: unknown, location: string, self: string | undefined, loopVar: string | undefined): string[] {
-    return this.templateRefsAt(value, location, self, loopVar).map((r) => r.step);
-  }
-
-  private templateRefsAt(value: unknown, location: string, self: string | undefined, loopVar: string | undefined) {
-    const refs: { step: string; location: string }[] = [];
-    for (const { text, location: where } of stringsIn(value, location)) {
-      if (!text.includes('{{')) continue;
-      try {
-        for (const p of pathsInString(text)) {
-          const first = p.segments[0];
-          const ref = this.reference(p.root, first && 'key' in first ? first.key : undefined, self, loopVar);
-          if (typeof ref === 'string' && ref.startsWith('!')) this.issues.push({ path: where, message: ref.slice(1) });
-          else if (ref) refs.push({ step: ref, location: where });
-        }
-      } catch (err) {
-        if (!(err instanceof TemplateError)) throw err;
-        this.issues.push({ path: where, message: err.message });
-      }
-    }
-    return refs;
-  }
-
-  private expressionRefs(expression: string, i: number, self: string | undefined, loopVar: string | undefined): string[] {
-    const refs: string[] = [];
-    try {
-      for (const chain of namesIn(expression)) {
-        const ref = this.reference(chain[0], chain[1], self, loopVar);
-        if (typeof ref === 'string' && ref.startsWith('!')) this.issue([i, 'when'], ref.slice(1));
-        else if (ref) refs.push(ref);
-      }
-    } catch (err) {
-      if (!(err instanceof ExpressionError)) throw err;
-      this.issue([i, 'when'], err.message);
-    }
-    return refs;
-  }
-
-  /** The step a name refers to, undefined for inputs and loop variables, or "!message" when wrong. */
-  private reference(root: string, next: string | undefined, self: string | undefined, loopVar: string | undefined) {
-    if (root === loopVar || (loopVar !== undefined && root === 'index')) return undefined;
-    if (root === 'inputs') {
-      if (next === undefined) return '!templates read one input at a time: inputs.<name>';
-      return this.inputs.includes(next) ? undefined : `!unknown input "${next}"`;
-    }
-    if (root !== 'steps') return `!unknown name "${root}" (${ROOTS_HELP})`;
-    if (next === undefined) return '!templates read one step at a time: steps.<id>.output';
-    if (!this.index.has(next)) return `!unknown step "${next}"${this.suggest(next)}`;
-    if (next === self) return `!step "${next}" cannot read its own output`;
-    return next;
-  }
-
-  private suggest(name: string): string {
-    const limit = Math.max(1, Math.floor(name.length / 3));
-    const close = [...this.index.keys()].find((id) => editDistance(id, name) <= limit);
-    return close ? ` (did you mean "${close}"?)` : '';
-  }
-
-  private checkCycles(): void {
-    const state = new Map<string, 'visiting' | 'done'>();
-    const stack: string[] = [];
-    const reported = new Set<string>();
-    const visit = (id: string): void => {
-      state.set(id, 'visiting');
-      stack.push(id);
-      for (const dep of this.needs.get(id) ?? []) {
-        if (state.get(dep) === 'visiting') {
-          const cycle = [...stack.slice(stack.indexOf(dep)), dep].reverse();
-          const key = [...cycle.slice(0, -1)].sort().join(',');
-          if (!reported.has(key)) {
-            reported.add(key);
-            this.issue([this.index.get(cycle[0]) ?? 0], `dependency cycle ${cycle.join(' -> ')}`);
-          }
-        } else if (!state.has(dep)) visit(dep);
-      }
-      stack.pop();
-      state.set(id, 'done');
-    };
-    for (const id of this.index.keys()) if (!state.has(id)) visit(id);
-  }
-
-  upstreamOf(id: string): Set<string> {
-    const seen = new Set<string>();
-    const todo = [...(this.needs.get(id) ?? [])];
-    while (todo.length > 0) {
-      const dep = todo.pop() as string;
-      if (seen.has(dep)) continue;
-      seen.add(dep);
-      todo.push(...(this.needs.get(dep) ?? []));
-    }
-    return seen;
-  }
-
-  /** A compensation runs after its step, so it may read that step and what ran before it. */
-  private checkCompensate(step: Partial<StepFile>, i: number): void {
-    const compensate = step.compensate;
-    if (!compensate || typeof compensate !== 'object' || typeof step.id !== 'string') return;
-    if (typeof compensate.tool === 'string') {
-      if (!isToolName(compensate.tool)) {
-        this.issue([i, 'compensate', 'tool'], `unknown tool "${compensate.tool}" (known tools: ${TOOL_NAMES.join(', ')})`);
-      } else this.checkParams(compensate.tool, compensate.with, [i, 'compensate', 'with']);
-    }
-    const upstream = this.upstreamOf(step.id);
-    upstream.add(step.id);
-    for (const ref of this.templateRefsAt(compensate.with, `steps[${i}].compensate.with`, undefined, undefined)) {
-      if (!upstream.has(ref.step)) {
-        this.issues.push({ path: ref.location, message: `template reads step "${ref.step}", which is not upstream of "${step.id}"` });
-      }
-    }
-  }
+  return undefined;
 }
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
+/** Values templates and JSON encoding walk (recursively, in workflows): bounded depth, plain JSON data. */
+function valueIssues(plan: Record<string, unknown>): PlanIssue[] {
+  const issues = [...jsonValueIssues(plan.output, 'output')];
+  const inputs = plan.inputs;
+  if (inputs !== null && typeof inputs === 'object') {
+    for (const [name, spec] of Object.entries(inputs)) {
+      if (spec !== null && typeof spec === 'object') issues.push(...jsonValueIssues((spec as InputSpec).default, `inputs.${name}.default`));
     }
   }
-  return row[b.length];
+  rawSteps(plan).forEach((step, i) => {
+    for (const field of ['with', 'ask', 'forEach'] as const) issues.push(...jsonValueIssues(step[field], `steps[${i}].${field}`));
+    const compensate = step.compensate as { with?: unknown } | undefined;
+    if (compensate !== null && typeof compensate === 'object') issues.push(...jsonValueIssues(compensate.with, `steps[${i}].compensate.with`));
+  });
+  return issues;
+}
+
+/** Defaults are checked as the inputs they stand for: a `number` input's default is a number. */
+function inputDefaultIssues(inputs: unknown): PlanIssue[] {
+  if (inputs === null || typeof inputs !== 'object') return [];
+  const issues: PlanIssue[] = [];
+  for (const [name, spec] of Object.entries(inputs)) {
+    if (spec === null || typeof spec !== 'object') continue;
+    const { type = 'string', default: value } = spec as Partial<InputSpec>;
+    if (value === undefined || !['string', 'number', 'boolean', 'json'].includes(type)) continue;
+    const typed = typedInput(value, type, `inputs.${name}.default`);
+    if (!typed.ok) issues.push(...typed.issues);
+  }
+  return issues;
+}
+
+function rawSteps(raw: Record<string, unknown>): Partial<StepFile>[] {
+  const steps = raw.steps;
+  if (!Array.isArray(steps)) return [];
+  return steps.slice(0, MAX_CHECKED_STEPS).map((s) => (s !== null && typeof s === 'object' && !Array.isArray(s) ? (s as Partial<StepFile>) : {}));
+}
+
+function rawInputs(raw: Record<string, unknown>): string[] {
+  const inputs = raw.inputs;
+  return inputs !== null && typeof inputs === 'object' ? Object.keys(inputs as object) : [];
 }
 
 function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions): CompiledPlan {

@@ -10,12 +10,29 @@ export interface StepError {
   attempts: number;
 }
 
+/** A step failure found by workflow code itself (bad options, a list that is not one): no tool ran. */
+export class StepFailedError extends Error {
+  constructor(readonly failure: StepError) {
+    super(failure.message);
+  }
+}
+
+/** A step's error is a summary shown in records and the Web UI; whole outputs stay in the failure's details. */
+export const MAX_ERROR_CHARS = 4000;
+
 /** Thrown by workflow-side waits (ask, sleep) that run past the step's timeout. */
 export class StepTimeout extends Error {
   readonly name = 'StepTimeout';
 }
 
 export function describeFailure(err: unknown): StepError {
+  const described = describe(err);
+  if (described.message.length <= MAX_ERROR_CHARS) return described;
+  return { ...described, message: `${described.message.slice(0, MAX_ERROR_CHARS)}… (${described.message.length - MAX_ERROR_CHARS} more characters)` };
+}
+
+function describe(err: unknown): StepError {
+  if (err instanceof StepFailedError) return err.failure;
   if (err instanceof StepTimeout) return { message: err.message, timedOut: true, attempts: 0 };
   // The step's own templates or condition, read by the workflow: no tool ran.
   if (err instanceof TemplateError || err instanceof ExpressionError) return { message: err.message, timedOut: false, attempts: 0 };

@@ -1,11 +1,12 @@
 /**
  * A long forEach, run in chunks of child workflows (`runItems`), so that a loop of any length
  * keeps every history far under Temporal's limits: the plan run records one child per
- * FOREACH_CHUNK_ITEMS items, each child at most that many items. The step's concurrency is shared
+ * FOREACH_CHILD_THRESHOLD items, each child at most that many items. The step's concurrency is shared
  * out among the chunks running at once; its output is a stored list made of the chunks' lists.
  * Workflow code.
  */
 import { condition, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../spec/limits';
 import type { Stored, StoredList } from '../spec/refs';
 import type { CompiledStep } from '../spec/types';
 import type { StepError } from './failures';
@@ -13,10 +14,6 @@ import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } fro
 import { sizeOf } from './sizes';
 import { storedValues } from './tool-call';
 
-/** A forEach of more items than this runs in child workflows of this many items each. */
-export const FOREACH_CHUNK_ITEMS = 1000;
-/** Temporal's limit on workflow ids; child ids are built from the parent's. */
-const MAX_WORKFLOW_ID = 1000;
 /** A child's input carries the outputs its items' templates read; past this, their big parts are stored first. */
 const MAX_CHILD_SCOPE_BYTES = 256 * 1024;
 
@@ -55,7 +52,7 @@ export class ChunkedLoop {
   }
 
   async run(items: LoopList, length: number, scope: Record<string, unknown>, timeout: string, width: number): Promise<StoredList> {
-    const chunks = Math.ceil(length / FOREACH_CHUNK_ITEMS);
+    const chunks = Math.ceil(length / FOREACH_CHILD_THRESHOLD);
     const atOnce = Math.max(1, Math.min(chunks, width));
     const lanes = Math.max(1, Math.floor(width / atOnce));
     const childScope = await this.smallScope(scope);
@@ -64,8 +61,8 @@ export class ChunkedLoop {
     const lane = async () => {
       while (next < chunks && failure === undefined) {
         const chunk = next++;
-        const start = chunk * FOREACH_CHUNK_ITEMS;
-        const count = Math.min(FOREACH_CHUNK_ITEMS, length - start);
+        const start = chunk * FOREACH_CHILD_THRESHOLD;
+        const count = Math.min(FOREACH_CHILD_THRESHOLD, length - start);
         const previous = this.results.get(chunk);
         if (previous && previous.completed === count) continue;
         await condition(() => !this.host.isPaused());
@@ -115,7 +112,7 @@ export class ChunkedLoop {
     this.runs.set(chunk, runs);
     const suffix = `/${this.step.id}/${chunk}${runs === 1 ? '' : `#${runs}`}`;
     const { workflowId, runId } = workflowInfo();
-    return workflowId.length + suffix.length <= MAX_WORKFLOW_ID ? `${workflowId}${suffix}` : `${runId}${suffix}`;
+    return workflowId.length + suffix.length <= MAX_ID_BYTES ? `${workflowId}${suffix}` : `${runId}${suffix}`;
   }
 
   private completed(): number {

@@ -20,6 +20,7 @@ import {
 import type { Activities } from '../activities';
 import { durationMs } from '../spec/duration';
 import { evaluateCondition } from '../spec/expressions';
+import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
 import type { CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
@@ -42,14 +43,14 @@ import {
   type WaitKind,
 } from './definitions';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
-import { StepTimeout, describeFailure, type StepError } from './failures';
+import { StepFailedError, StepTimeout, describeFailure, type StepError } from './failures';
 import { Readiness } from './readiness';
 import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, runsLocally } from './step-options';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
-import { ChunkFailure, ChunkedLoop, FOREACH_CHUNK_ITEMS, type LoopList } from './foreach-chunks';
-import { ExpressionNames, INLINE_OUTPUT_BYTES, MAX_QUESTION_BYTES, listItems } from './stored';
+import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
+import { ExpressionNames, listItems } from './stored';
 import { HumanWaits } from './waits';
-import { utf8Length } from './sizes';
+import { sizeOf } from './sizes';
 
 const MAX_AUTO_EXTENSIONS = 3;
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
@@ -59,10 +60,8 @@ const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
  * activities for cheap tools. Runs recorded before replay without it.
  */
 const PATCH_HARDENED = 'engine-hardening';
-/** forEach items run at once when the step does not say: keeps a long list far from Temporal's pending-activity limit. */
-export const DEFAULT_FOREACH_CONCURRENCY = 10;
-/** Temporal refuses a run's result or failure over 2 MB; stay under it with room for the envelope. */
-export const MAX_RESULT_BYTES = 1_900_000;
+/** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
+export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
 const TERMINAL = new Set<StepStatus>(['completed', 'skipped', 'failed', 'cancelled']);
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
@@ -225,7 +224,7 @@ class PlanRun {
     this.finish('completed');
     const result = this.diagnostics() as PlanResult;
     if (this.hardened) {
-      const size = utf8Length(JSON.stringify(result));
+      const size = sizeOf(result);
       if (size > MAX_RESULT_BYTES) {
         delete this.output;
         this.abortReason = `the plan's output is ${size} bytes; a run's result holds at most ${MAX_RESULT_BYTES}: write big results to a file (fs.write) and output its path`;
@@ -314,7 +313,7 @@ class PlanRun {
           end('cancelled', this.abortReason ? 'plan aborted' : 'run cancelled');
           throw err;
         }
-        const failure = err instanceof StepFailedError ? err.failure : describeFailure(err);
+        const failure = describeFailure(err);
         record.attempts += failure.attempts;
         record.error = failure.message;
         this.changed();
@@ -365,12 +364,12 @@ class PlanRun {
 
   private async runForEach(step: CompiledStep, timeout: string | undefined, results: Map<number, unknown>): Promise<unknown> {
     let list = resolveTemplates(step.forEach, this.scope(), this.templates);
-    if (this.hardened && isDeferredRead(list)) list = await this.resolveValue(list, INLINE_OUTPUT_BYTES);
+    if (this.hardened && isDeferredRead(list)) list = await this.resolveValue(list, BLOB_THRESHOLD_BYTES);
     const items = listItems(list, typeof step.forEach === 'string' ? step.forEach : '');
     if (!items) {
       throw new StepFailedError({ message: `forEach did not give a list (got ${describeValue(list)})`, timedOut: false, attempts: 0 });
     }
-    if (this.hardened && items.length > FOREACH_CHUNK_ITEMS) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
+    if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
     const record = this.record(step.id);
     record.items = { total: items.length, completed: results.size };
     let next = 0;
@@ -460,7 +459,7 @@ class PlanRun {
 
   /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
   private inline(): { inlineLimit?: number } {
-    return this.hardened ? { inlineLimit: INLINE_OUTPUT_BYTES } : {};
+    return this.hardened ? { inlineLimit: BLOB_THRESHOLD_BYTES } : {};
   }
 
   /** A question as text; read through an activity (awaited) only when it quotes a stored output. */
@@ -604,16 +603,9 @@ class PlanRun {
   /** Diagnostics small enough to travel in a failure: a huge plan keeps only its unfinished and failed steps. */
   private failureDiagnostics(): Diagnostics {
     const full = this.diagnostics();
-    if (!this.hardened || utf8Length(JSON.stringify(full)) <= MAX_RESULT_BYTES) return full;
+    if (!this.hardened || sizeOf(full) <= MAX_RESULT_BYTES) return full;
     const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
     return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
-  }
-}
-
-/** A step failure found by workflow code itself (not an activity): no attempts to count. */
-class StepFailedError extends Error {
-  constructor(readonly failure: StepError) {
-    super(failure.message);
   }
 }
 

@@ -1,7 +1,9 @@
 /** Activity options of a step, from its plan settings. Pure. */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import { durationMs } from '../spec/duration';
+import { checkActivityOptions } from '../spec/limits';
 import type { CompiledStep } from '../spec/types';
+import { StepFailedError } from './failures';
 
 /** Used when neither the step nor the plan's defaults set a timeout. */
 export const DEFAULT_STEP_TIMEOUT = '10m';
@@ -10,11 +12,15 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export const HEARTBEAT_TIMEOUT_MS = 10_000;
 export const COMPENSATION_TIMEOUT = '5m';
 
-/** A step's tool call: its timeout bounds all attempts (schedule-to-close), its retry policy is the plan's. */
+/**
+ * A step's tool call: its timeout bounds all attempts (schedule-to-close), its retry policy is the
+ * plan's. Checked against Temporal's limits here too, not only by the validator: the server answers
+ * bad options by failing the workflow task, forever; a StepFailedError fails the step with the reason.
+ */
 export function toolActivityOptions(step: CompiledStep, timeout: string, summary: string): ActivityOptions {
   const retry = step.retry;
   const timeoutMs = durationMs(timeout);
-  return {
+  const options = {
     scheduleToCloseTimeout: timeoutMs,
     heartbeatTimeout: Math.min(HEARTBEAT_TIMEOUT_MS, timeoutMs),
     summary,
@@ -26,6 +32,12 @@ export function toolActivityOptions(step: CompiledStep, timeout: string, summary
       ...(retry.nonRetryableErrorTypes && { nonRetryableErrorTypes: retry.nonRetryableErrorTypes }),
     },
   };
+  const problems = checkActivityOptions({ ...options, activityId: summary });
+  if (problems.length > 0) {
+    const message = `cannot schedule ${summary}: ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`;
+    throw new StepFailedError({ message, timedOut: false, attempts: 0 });
+  }
+  return options;
 }
 
 /**

@@ -5,11 +5,6 @@
 import { namesIn } from '../spec/expressions';
 import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 
-/** Step outputs bigger than this (JSON bytes) are stored outside history by the activity that made them. */
-export const INLINE_OUTPUT_BYTES = 64 * 1024;
-/** A question is read by a person: one this long is a mistake, and would crowd the Web UI and history. */
-export const MAX_QUESTION_BYTES = 64 * 1024;
-
 export interface Items {
   length: number;
   at(index: number): unknown;

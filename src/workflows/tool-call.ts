@@ -6,7 +6,9 @@ import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workfl
 import type { Activities, ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import type { CompiledStep } from '../spec/types';
+import { PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { StepTimeout } from './failures';
+import { sizeOf } from './sizes';
 import { localToolOptions, toolActivityOptions } from './step-options';
 
 /**
@@ -41,8 +43,20 @@ export interface StepToolCall {
   inlineLimit?: number;
 }
 
-/** Schedules the tool at once (no await before it: commands keep the order runs were recorded in). */
+/**
+ * Schedules the tool at once (no await before it: commands keep the order runs were recorded in),
+ * unless its parameters are too big for one payload: their big parts are stored first.
+ */
 export function callTool(call: StepToolCall): Promise<ToolResult> {
+  if (call.inlineLimit !== undefined && sizeOf(call.params) > MAX_PARAMS_BYTES) {
+    return storedValues()
+      .resolveValue({ value: call.params, workspace: call.workspace, inlineLimit: call.inlineLimit })
+      .then((params) => schedule({ ...call, params }));
+  }
+  return schedule(call);
+}
+
+function schedule(call: StepToolCall): Promise<ToolResult> {
   const { step, timeout, label } = call;
   const activities = call.local
     ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
@@ -56,9 +70,13 @@ export function callTool(call: StepToolCall): Promise<ToolResult> {
   });
 }
 
+/** Parameters bigger than this would crowd the activity's payload (and history): their big parts are stored. */
+const MAX_PARAMS_BYTES = PAYLOAD_LIMIT_BYTES / 4;
+
 /** `sleep` is a durable timer, not an activity: it survives worker restarts for free. */
 export async function durableSleep(summary: string, duration: unknown, timeout: string): Promise<unknown> {
-  const wanted = durationMs(String(duration));
+  // A zero timer is "no timer" to the server, which refuses it: sleep the shortest one instead.
+  const wanted = Math.max(1, durationMs(String(duration)));
   const limit = durationMs(timeout);
   if (wanted > limit) {
     await sleep(limit, { summary });

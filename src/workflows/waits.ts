@@ -5,6 +5,7 @@
  */
 import { condition } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
+import { checkDurationMs } from '../spec/limits';
 import { isoAt, nowMs } from './clock';
 import type { WaitKind, Waiting } from './definitions';
 
@@ -101,8 +102,10 @@ export class HumanWaits {
     if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
       throw new Error(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
     }
-    if (waiting.kind !== 'ask' && extra !== undefined && (choice !== 'extend' || !isDuration(extra) || durationMs(extra) <= 0)) {
-      throw new Error(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);
+    if (waiting.kind !== 'ask' && extra !== undefined) {
+      if (choice !== 'extend' || !isDuration(extra)) throw new Error(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);
+      const problem = checkDurationMs(durationMs(extra), 'extend')[0];
+      if (problem) throw new Error(`"${shorten(value)}": ${problem.message}`);
     }
   }
 }

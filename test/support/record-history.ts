@@ -20,6 +20,8 @@ interface Scenario {
   /** Answers to give, by wait id, in order. */
   answers: Record<string, string[]>;
   cancelWhenWaitingOn?: string;
+  /** Child workflows to record too: file name to the child id's suffix after the run's id. */
+  children?: Record<string, string>;
 }
 
 /** A plan that touches most of runPlan: fan-out, a false `when`, an ask, a failure decided by a human, a timer. */
@@ -50,6 +52,37 @@ steps:
     answers: {},
     cancelWhenWaitingOn: 'confirm',
   },
+  // Recorded after the engine-hardening patch: stored outputs read by when, forEach, ask and
+  // templates; local activities; default(); a failure decided by a human; a durable sleep.
+  {
+    name: 'run-plan-hardened',
+    plan: `
+name: replay-hardened
+steps:
+  - { id: big, tool: shell, with: { command: "node -e 'console.log(JSON.stringify({ count: 300, items: Array.from({ length: 300 }, (_, i) => ({ name: \\"item-\\" + i, pad: \\"x\\".repeat(300) })) }))'" } }
+  - { id: check, when: "steps.big.output.json.items[0].name == 'item-0'", tool: fs.write, with: { path: checked.txt, content: "{{ steps.big.output.json.count }}" } }
+  - { id: each, forEach: "{{ steps.big.output.json.items }}", as: it, concurrency: 5, tool: fs.write, with: { path: "out/{{ index }}.txt", content: "{{ it.name }}" } }
+  - { id: skipped, when: "false", tool: shell, with: { command: "echo never" } }
+  - { id: confirm, dependsOn: [each], ask: { question: "Last is {{ steps.big.output.json.items[299].name }}?", choices: [yes, no] } }
+  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
+  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
+output: { alert: "{{ steps.skipped.output.stdout | default('none') }}", stdout: "{{ steps.big.output.stdout }}" }
+`,
+    answers: { confirm: ['yes'], flaky: ['retry'] },
+  },
+  // A forEach of 1,200 items: its run (two chunks) and its first chunk, a runItems child workflow.
+  {
+    name: 'run-plan-foreach-chunks',
+    plan: `
+name: replay-chunks
+steps:
+  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1200 }, (_, i) => i)))'" } }
+  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
+output: "{{ steps.loop.output[1199].path }}"
+`,
+    answers: {},
+    children: { 'run-items-chunk': '/loop/0' },
+  },
 ];
 
 async function main(): Promise<void> {
@@ -76,9 +109,13 @@ async function main(): Promise<void> {
           if (answer) void client.answer(workflowId, w.id, answer).catch((err) => console.error(`answer ${w.id}=${answer}: ${err}`, JSON.stringify(d.waiting)));
         }
       });
-      const history = await client.client.workflow.getHandle(workflowId).fetchHistory();
-      writeFileSync(file, `${historyToJSON(history)}\n`);
-      console.error(`wrote ${file} (${history.events?.length} events)`);
+      const records = { [scenario.name]: workflowId, ...Object.fromEntries(Object.entries(scenario.children ?? {}).map(([name, suffix]) => [name, `${workflowId}${suffix}`])) };
+      for (const [name, id] of Object.entries(records)) {
+        const history = await client.client.workflow.getHandle(id).fetchHistory();
+        const target = path.join(__dirname, '..', 'histories', `${name}.json`);
+        writeFileSync(target, `${historyToJSON(history)}\n`);
+        console.error(`wrote ${target} (${history.events?.length} events)`);
+      }
     }
   } finally {
     await client.close();

@@ -45,7 +45,8 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
     const json = out.dropped > 0 ? undefined : parseJson(out.text);
     if (json !== undefined) result.json = json;
     if (exitCode !== 0) {
-      const tail = result.stderr.trim().split('\n').slice(-3).join(' | ');
+      // The message is a summary (it is shown, and kept in history); the whole stderr is in the output.
+      const tail = result.stderr.trim().split('\n').slice(-3).map((line) => (line.length > 300 ? `${line.slice(0, 300)}…` : line)).join(' | ');
       throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, result);
     }
     return result;
