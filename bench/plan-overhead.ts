@@ -27,7 +27,7 @@ import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
 const STEPS = 50;
-const REPETITIONS = 3;
+const REPETITIONS = 5;
 /**
  * The no-op both workflows run: reading a 2-byte file from the workspace. It goes
  * through the full `runTool` activity (parameter check, workspace check, I/O) but,

@@ -8,7 +8,7 @@ import type { BlobStore } from '../store/blobs';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { runTool } from './tools/run-tool';
-import { type StoreOptions, openStore, readParams, valueActivities } from './values';
+import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
 export type { ConditionRequest, ValueRequest } from './values';
 
@@ -52,9 +52,9 @@ export function createActivities(deps: ActivityDeps = {}) {
       // and deliver cancellation; the SDK throttles them. Local activities cannot heartbeat
       // (they are cancelled through their workflow task instead).
       const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
-      let store: BlobStore | undefined;
+      // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
+      const store = request.inlineLimit === undefined ? undefined : lazyStore(request.workspace, deps);
       try {
-        store = request.inlineLimit === undefined ? undefined : await openStore(request.workspace, deps);
         const params = store ? await readParams(request.params, store) : request.params;
         const output = await runTool(request.tool, params, {
           workspace: request.workspace,
@@ -76,7 +76,7 @@ export function createActivities(deps: ActivityDeps = {}) {
 export type Activities = ReturnType<typeof createActivities>;
 
 /** The failure with the attempt in its details; a big output in them is stored, like a result's. */
-async function withAttempt(err: unknown, attempt: number, store: BlobStore | undefined, inlineLimit: number | undefined): Promise<unknown> {
+async function withAttempt(err: unknown, attempt: number, store: (() => Promise<BlobStore>) | undefined, inlineLimit: number | undefined): Promise<unknown> {
   if (err instanceof ApplicationFailure) {
     const output: unknown = err.details?.[0];
     const details: ToolFailureDetails = { attempt, output: store && output !== undefined ? await externalize(output, store, inlineLimit as number) : output };

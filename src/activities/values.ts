@@ -6,6 +6,7 @@
  */
 import { ExpressionError, evaluateCondition, namesIn } from '../spec/expressions';
 import { MissingValueError, TemplateError, lookup, type TemplatePath } from '../spec/templates';
+import { hasDeferred } from '../spec/refs';
 import { BlobError, BlobStore } from '../store/blobs';
 import { expand, externalize, materialize, withStored } from '../store/values';
 import { ErrorTypes, permanent } from './errors';
@@ -47,13 +48,21 @@ export function asPermanent(err: unknown): unknown {
   return err;
 }
 
-/** Plain parameters for a tool: what templates deferred and outputs stored, read now. */
-export async function readParams(params: unknown, store: BlobStore): Promise<unknown> {
+/** Plain parameters for a tool: what templates deferred and outputs stored, read now (the store opened only then). */
+export async function readParams(params: unknown, store: () => Promise<BlobStore>): Promise<unknown> {
+  if (!hasDeferred(params)) return params;
+  const { dir } = await store();
   try {
-    return await materialize(params, { stores: [store.dir] });
+    return await materialize(params, { stores: [dir] });
   } catch (err) {
     throw asPermanent(err);
   }
+}
+
+/** The run's blob store, opened (and checked) on first use, once per activity. */
+export function lazyStore(workspace: string, options: StoreOptions): () => Promise<BlobStore> {
+  let opened: Promise<BlobStore> | undefined;
+  return () => (opened ??= openStore(workspace, options));
 }
 
 export function valueActivities(options: StoreOptions) {

@@ -28,10 +28,14 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) && !isStored(value);
 }
 
-/** `value`, or a copy whose big parts are stored, so that what stays inline is at most `limit` bytes of JSON. */
-export async function externalize(value: unknown, store: BlobStore, limit: number): Promise<unknown> {
+/**
+ * `value`, or a copy whose big parts are stored, so that what stays inline is at most `limit` bytes
+ * of JSON. The store is opened only when something must go there (most outputs are small).
+ */
+export async function externalize(value: unknown, store: BlobStore | (() => Promise<BlobStore>), limit: number): Promise<unknown> {
   const size = jsonBytes(value);
-  return size <= limit ? value : shrink(value, size, limit, store);
+  if (size <= limit) return value;
+  return shrink(value, size, limit, typeof store === 'function' ? await store() : store);
 }
 
 async function shrink(value: unknown, size: number, budget: number, store: BlobStore): Promise<unknown> {

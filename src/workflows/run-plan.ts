@@ -17,13 +17,13 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities, ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import { evaluateCondition } from '../spec/expressions';
 import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
-import type { CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
+import type { AskSpec, CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
 import { isoAt, nowMs } from './clock';
 import {
   CadreStatus,
@@ -159,22 +159,19 @@ class PlanRun {
   }
 
   private async runSteps(): Promise<PlanResult> {
+    const root = CancellationScope.current();
     const stepsScope = new CancellationScope();
     const running = new Map<string, Promise<void>>();
     try {
       this.publishStatus();
-      for (;;) {
-        if (!this.paused && !this.abortReason) {
-          for (const id of this.readiness.take()) this.start(this.stepsById.get(id) as CompiledStep, stepsScope, running);
-        }
-        this.publishStatus();
-        if (this.abortReason && running.size > 0) stepsScope.cancel();
-        if (running.size === 0 && (this.abortReason || this.terminal === this.plan.steps.length)) break;
-        const seen = this.version;
-        await condition(() => this.version !== seen);
-      }
+      // Patched runs schedule inside the steps' scope, so a step starts with a plain call, not a
+      // scope of its own (fewer promises a step: each one a workflow makes costs, the SDK records its stack).
+      if (this.hardened) await stepsScope.run(() => this.schedule(stepsScope, running));
+      else await this.schedule(stepsScope, running);
     } catch (err) {
       if (!isCancellation(err)) throw err;
+      // An abort cancels the steps' scope, and in patched runs the scheduler's wait with it: on to the abort below.
+      if (this.abortReason && !root.consideredCancelled) return this.aborted(running);
       // Temporal cancellation (`cadre cancel`, `temporal workflow cancel`): clean up, then end as cancelled.
       await CancellationScope.nonCancellable(async () => {
         await Promise.allSettled(running.values());
@@ -184,18 +181,39 @@ class PlanRun {
       this.finish('cancelled');
       throw err;
     }
-    if (this.abortReason) {
-      await Promise.allSettled(running.values());
-      this.markUnfinished('plan aborted');
-      await CancellationScope.nonCancellable(() => this.compensate());
-      this.finish('failed');
-      throw this.planFailed();
-    }
+    if (this.abortReason) return this.aborted(running);
     return this.complete();
   }
 
+  /** Starts steps as they become ready, until none runs and none can start (or an abort stops it). */
+  private async schedule(stepsScope: CancellationScope, running: Map<string, Promise<void>>): Promise<void> {
+    for (;;) {
+      if (!this.paused && !this.abortReason) {
+        for (const id of this.readiness.take()) this.start(this.stepsById.get(id) as CompiledStep, stepsScope, running);
+      }
+      this.publishStatus();
+      if (this.abortReason && running.size > 0) stepsScope.cancel();
+      if (running.size === 0 && (this.abortReason || this.terminal === this.plan.steps.length)) return;
+      const seen = this.version;
+      await condition(() => this.version !== seen);
+    }
+  }
+
+  /** Waits for the cancelled steps, runs compensations, and fails the run with the abort's reason. */
+  private async aborted(running: Map<string, Promise<void>>): Promise<never> {
+    await Promise.allSettled(running.values());
+    this.markUnfinished('plan aborted');
+    await CancellationScope.nonCancellable(() => this.compensate());
+    this.finish('failed');
+    throw this.planFailed();
+  }
+
+  /** Starts a step in the steps' cancellation scope; its promise settles when the step is done. */
   private start(step: CompiledStep, scope: CancellationScope, running: Map<string, Promise<void>>): void {
-    const done = scope.run(() => this.executeStep(step));
+    // Patched runs schedule inside that scope already: the step's call inherits it.
+    const done = this.hardened ? this.executeStep(step) : scope.run(() => this.executeStep(step));
+    // Settled after the step's promise, never inside it: a step can end without awaiting (a false
+    // `when`), before `running` holds it.
     running.set(
       step.id,
       done.then(
@@ -274,6 +292,7 @@ class PlanRun {
 
   // ---- one step -------------------------------------------------------------
 
+  /** One step, with its failures decided (retry, extend, skip, abort) until it ends. */
   private async executeStep(step: CompiledStep): Promise<void> {
     const record = this.record(step.id);
     const started = nowMs();
@@ -302,7 +321,7 @@ class PlanRun {
           }
         }
         const output =
-          step.forEach !== undefined ? await this.runForEach(step, timeout, itemResults) : await this.runAction(step, this.scope(), timeout, step.id);
+          step.forEach !== undefined ? await this.runForEach(step, timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), timeout, step.id));
         this.stepScope[step.id].output = output;
         this.completionOrder.push(step.id);
         delete record.error;
@@ -381,7 +400,7 @@ class PlanRun {
         await condition(() => !this.paused);
         try {
           const scope = { ...this.scope(), [step.as]: items.at(index), index };
-          results.set(index, await this.runAction(step, scope, timeout, `${step.id}[${index}]`));
+          results.set(index, this.counted(step, await this.runAction(step, scope, timeout, `${step.id}[${index}]`)));
           record.items = { total: items.length, completed: results.size };
           this.changed();
         } catch (err) {
@@ -424,37 +443,51 @@ class PlanRun {
     }
   }
 
-  /** Runs the step's action once (with Temporal's retries for tools) and returns its output. */
-  private async runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<unknown> {
+  /** An action's output, its attempts added to the step's record. */
+  private counted(step: CompiledStep, result: ToolResult): unknown {
+    this.record(step.id).attempts += result.attempt;
+    return result.output;
+  }
+
+  /**
+   * Runs the step's action once (with Temporal's retries for tools): its output and the attempts it
+   * took. Not an async function, and the tool's own promise is returned as it is: every step takes
+   * this path, and each promise a workflow makes costs (the SDK records its stack). Callers await it
+   * inside try blocks.
+   */
+  private runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
     const action = step.action;
-    if (action.kind === 'ask') {
-      const text = this.questionText(resolveTemplates(action.ask.question, scope, this.templates));
-      const question = typeof text === 'string' ? text : await text;
-      this.record(step.id).attempts += 1;
-      const answer = await this.waitForHuman(step.id, 'ask', question, action.ask.choices, timeout);
-      if (answer === undefined) throw new StepTimeout(`no answer within ${timeout}`);
-      return answer;
-    }
-    timeout ??= DEFAULT_STEP_TIMEOUT;
+    if (action.kind === 'ask') return this.runAsk(step, action.ask, scope, timeout);
+    const limit = timeout ?? DEFAULT_STEP_TIMEOUT;
     const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
-    if (action.tool === 'sleep') {
-      if (this.hardened && hasDeferred(params.duration)) params.duration = await this.resolveValue(params.duration, MAX_QUESTION_BYTES);
-      this.record(step.id).attempts += 1;
-      return durableSleep(step.id, params.duration, timeout);
-    }
-    const result = await callTool({
+    if (action.tool === 'sleep') return this.runSleep(step, params, limit);
+    return callTool({
       step,
       tool: action.tool,
       params,
-      timeout,
+      timeout: limit,
       label,
       workspace: this.plan.workspace,
       local: this.hardened && runsLocally(step, action.tool),
       ids: this.activityIds,
       ...this.inline(),
     });
-    this.record(step.id).attempts += result.attempt;
-    return result.output;
+  }
+
+  /** Asks and sleeps count their attempt when they start, so a record shows it while they wait. */
+  private async runAsk(step: CompiledStep, ask: AskSpec, scope: Record<string, unknown>, timeout: string | undefined): Promise<ToolResult> {
+    const text = this.questionText(resolveTemplates(ask.question, scope, this.templates));
+    const question = typeof text === 'string' ? text : await text;
+    this.record(step.id).attempts += 1;
+    const answer = await this.waitForHuman(step.id, 'ask', question, ask.choices, timeout);
+    if (answer === undefined) throw new StepTimeout(`no answer within ${timeout}`);
+    return { output: answer, attempt: 0 };
+  }
+
+  private async runSleep(step: CompiledStep, params: Record<string, unknown>, timeout: string): Promise<ToolResult> {
+    if (this.hardened && hasDeferred(params.duration)) params.duration = await this.resolveValue(params.duration, MAX_QUESTION_BYTES);
+    this.record(step.id).attempts += 1;
+    return { output: await durableSleep(step.id, params.duration, timeout), attempt: 0 };
   }
 
   /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
