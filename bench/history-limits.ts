@@ -14,14 +14,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { temporal } from '@temporalio/proto';
 import { CadreClient } from '../src/client/client';
 import type { CompiledPlan } from '../src/spec/types';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
+import { runMain } from './run-main';
 import { createCadreWorker } from '../src/worker/worker';
+import { payloadSizes, runHistories } from '../test/support/history';
 
 const LONG_LOOP_ITEMS = 50_000;
 const BIG_OUTPUTS = 220;
@@ -29,7 +30,6 @@ const BIG_OUTPUT_BYTES = 256 * 1024;
 /** The issue's bound for any one history (Temporal's hard limit is 51,200 events). */
 const MAX_EVENTS = 20_000;
 const RESULTS_FILE = path.join(path.resolve(__dirname, '..', '..'), 'bench', 'results', 'history-limits.json');
-const EventType = temporal.api.enums.v1.EventType;
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
@@ -51,35 +51,13 @@ interface Histories {
 
 /** The run's history and those of its child workflows (forEach chunks), measured. */
 async function histories(client: CadreClient, workflowId: string): Promise<Histories> {
-  const todo = [workflowId];
-  const found: Histories = { runs: 0, largestEvents: 0, totalEvents: 0, payloadBytes: 0 };
-  while (todo.length > 0) {
-    const id = todo.pop() as string;
-    const events = (await client.client.workflow.getHandle(id).fetchHistory()).events ?? [];
-    found.runs++;
-    found.totalEvents += events.length;
-    found.largestEvents = Math.max(found.largestEvents, events.length);
-    found.payloadBytes += payloadBytes(events);
-    for (const event of events) {
-      if (event.eventType !== EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED) continue;
-      const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-      if (child) todo.push(child);
-    }
-  }
-  return found;
-}
-
-function payloadBytes(root: unknown): number {
-  let bytes = 0;
-  const todo: unknown[] = [root];
-  while (todo.length > 0) {
-    const item = todo.pop();
-    if (item === null || typeof item !== 'object' || ArrayBuffer.isView(item)) continue;
-    const candidate = item as { metadata?: unknown; data?: unknown };
-    if (candidate.metadata && candidate.data instanceof Uint8Array) bytes += candidate.data.byteLength;
-    else todo.push(...Object.values(item));
-  }
-  return bytes;
+  const all = [...(await runHistories(client.client, workflowId)).values()];
+  return {
+    runs: all.length,
+    largestEvents: Math.max(...all.map((events) => events.length)),
+    totalEvents: all.reduce((sum, events) => sum + events.length, 0),
+    payloadBytes: payloadSizes(all).reduce((sum, bytes) => sum + bytes, 0),
+  };
 }
 
 async function runToEnd(client: CadreClient, plan: CompiledPlan, taskQueue: string, name: string) {
@@ -157,12 +135,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => {
-    process.exitCode = 0;
-  },
-  (err: unknown) => {
-    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exitCode = 1;
-  },
-);
+runMain(main, log);

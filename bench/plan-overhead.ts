@@ -23,6 +23,7 @@ import type { runPlan } from '../src/workflows';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
+import { runMain } from './run-main';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
@@ -262,12 +263,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => {
-    process.exitCode = 0;
-  },
-  (err: unknown) => {
-    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exitCode = 1;
-  },
-);
+runMain(main, log);

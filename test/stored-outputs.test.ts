@@ -6,22 +6,9 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { isStored } from '../src/spec/refs';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { payloadSizes } from './support/history';
 
 const ITEMS = 300;
-
-/** Byte sizes of every payload in a history (anything with `metadata` and `data`, at any depth). */
-function payloadSizes(root: unknown): number[] {
-  const sizes: number[] = [];
-  const todo: unknown[] = [root];
-  while (todo.length > 0) {
-    const item = todo.pop();
-    if (item === null || typeof item !== 'object' || ArrayBuffer.isView(item)) continue;
-    const candidate = item as { metadata?: unknown; data?: unknown };
-    if (candidate.metadata && candidate.data instanceof Uint8Array) sizes.push(candidate.data.byteLength);
-    else todo.push(...Object.values(item));
-  }
-  return sizes;
-}
 
 describe('outputs stored outside history', () => {
   test('when, forEach, ask, templates and result read stored outputs; history stays small', async () => {

@@ -8,6 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { CadreError } from '../../src/client/client';
 import type { Diagnostics } from '../../src/workflows/definitions';
 import { startPlan, tempWorkspace, withWorker, type Harness } from '../support/harness';
+import { runHistories } from '../support/history';
 import { validatingFuzzPlans } from './plan-fuzz';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -57,17 +58,12 @@ const SERVER_CLOSES = new Set([
 async function failedTasks(h: Harness, workflowId: string): Promise<{ failed: string[]; closedByServer: number }> {
   const failed: string[] = [];
   let closedByServer = 0;
-  const todo = [workflowId];
-  while (todo.length > 0) {
-    const id = todo.pop() as string;
-    for (const event of (await h.client.client.workflow.getHandle(id).fetchHistory()).events ?? []) {
+  for (const [id, events] of await runHistories(h.client.client, workflowId)) {
+    for (const event of events) {
       const attributes = event.workflowTaskFailedEventAttributes;
-      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED && attributes) {
-        if (SERVER_CLOSES.has(attributes.cause ?? Cause.WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED)) closedByServer++;
-        else failed.push(`${id}: ${Cause[attributes.cause ?? 0]}: ${attributes.failure?.message ?? ''}`);
-      }
-      const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-      if (child) todo.push(child);
+      if (event.eventType !== EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED || !attributes) continue;
+      if (SERVER_CLOSES.has(attributes.cause ?? Cause.WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED)) closedByServer++;
+      else failed.push(`${id}: ${Cause[attributes.cause ?? 0]}: ${attributes.failure?.message ?? ''}`);
     }
   }
   return { failed, closedByServer };

@@ -1,0 +1,35 @@
+/** Reading histories in tests and benchmarks: payload sizes, and a run with its child workflows. */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** Byte sizes of every payload in a value (anything with `metadata` and `data`, at any depth). */
+export function payloadSizes(root: unknown): number[] {
+  const sizes: number[] = [];
+  const todo: unknown[] = [root];
+  while (todo.length > 0) {
+    const item = todo.pop();
+    if (item === null || typeof item !== 'object' || ArrayBuffer.isView(item)) continue;
+    const candidate = item as { metadata?: unknown; data?: unknown };
+    if (candidate.metadata && candidate.data instanceof Uint8Array) sizes.push(candidate.data.byteLength);
+    else todo.push(...Object.values(item));
+  }
+  return sizes;
+}
+
+/** The events of a run and of every child workflow it started (forEach chunks), by workflow id, the run first. */
+export async function runHistories(client: Client, workflowId: string): Promise<Map<string, HistoryEvent[]>> {
+  const histories = new Map<string, HistoryEvent[]>();
+  const todo = [workflowId];
+  while (todo.length > 0) {
+    const id = todo.shift() as string;
+    const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    histories.set(id, events);
+    for (const event of events) {
+      const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+      if (child) todo.push(child);
+    }
+  }
+  return histories;
+}
