@@ -106,5 +106,8 @@ describe('externalize and materialize', () => {
       '{{ item.m }} reads nothing: steps.each.output[2] has no .m; add | default(...) where a missing value is fine',
     );
     expect(await materialize(list, { stores: [store.dir] })).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
+    // A forEach template with a default reads its items by the bare path.
+    const withDefault = listItems(list, '{{ steps.each.output | default([]) }}');
+    expect(await materialize(resolveTemplates('{{ item.n }}', { item: withDefault?.at(1) }), { stores: [store.dir] })).toBe(1);
   });
 });

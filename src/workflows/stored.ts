@@ -4,6 +4,7 @@
  */
 import { namesIn } from '../spec/expressions';
 import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
+import { parsePath } from '../spec/templates';
 
 export interface Items {
   length: number;
@@ -16,7 +17,9 @@ export function listItems(value: unknown, source: string): Items | undefined {
   if (!isStored(value)) return undefined;
   const length = value.$cadre === 'list' ? value.length : value.kind === 'array' ? value.length : undefined;
   if (length === undefined) return undefined;
-  const at = source.trim().replace(/^\{\{\s*|\s*\}\}$/g, '');
+  // Items read by path from the list: `steps.x.output.json.items[3]` (without any `| default(...)`).
+  const template = source.trim().replace(/^\{\{|\}\}$/g, '');
+  const at = template ? parsePath(template).source : 'forEach';
   return {
     length,
     at: (index): DeferredRead => ({ $cadre: 'read', from: value, path: [{ index }], at, source: `${at}[${index}]` }),
