@@ -10,6 +10,7 @@ import YAML from 'yaml';
 import { MAX_PLAN_FILE_BYTES, parsePlanText } from '../../src/spec/load';
 import type { CompiledPlan } from '../../src/spec/types';
 import { validatePlan } from '../../src/spec/validate';
+import { type Random, prng } from '../support/random';
 
 export interface FuzzPlan {
   /** File name; the extension says how cadre parses it. */
@@ -23,21 +24,6 @@ export const FUZZ_SEED = 0x5eed_cad7;
 /** Mutations of valid plans, on top of the fixed cases. */
 const MUTATIONS = 260;
 
-/** mulberry32: small, fast and good enough to pick mutations. */
-function prng(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(items: readonly T[]): T => items[int(items.length)];
-  return { next, int, pick, chance: (p: number) => next() < p };
-}
-type Random = ReturnType<typeof prng>;
 
 // ---- valid plans to start from ------------------------------------------------
 

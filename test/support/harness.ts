@@ -82,10 +82,10 @@ export function step(d: Diagnostics, id: string) {
 }
 
 /** A worker in a process of its own (`worker-process.ts`), so a test can SIGKILL it; resolves once it polls. */
-export function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
+export function startWorkerProcess(taskQueue: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', TSX, path.join(__dirname, 'worker-process.ts'), taskQueue], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: process.env,
+    env: { ...process.env, ...env },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
@@ -96,6 +96,7 @@ export function startWorkerProcess(taskQueue: string): Promise<ChildProcess> {
 }
 
 export function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.removeAllListeners('exit');
     child.once('exit', () => resolve());

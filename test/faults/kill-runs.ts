@@ -1,0 +1,114 @@
+/**
+ * What the kill suites (worker kills, server kills) run and check. Activities run at least once:
+ * one that was running when its worker or server died may run again. What must never happen is a
+ * step or item whose completion is recorded running again: no execution may *start* after its
+ * completion was recorded. Every tool here logs its start, so the test can tell the two apart.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { CadreClient } from '../../src/client/client';
+import type { CompiledPlan } from '../../src/spec/types';
+import type { Diagnostics } from '../../src/workflows/definitions';
+import { compile } from '../support/harness';
+import { runHistories } from '../support/history';
+
+/** Logs "<label> <start ms>" for the run, then works for a while. */
+const logged = (label: string, seconds: number) => `echo "${label} $(date +%s%3N)" >> runs.log; sleep ${seconds}`;
+
+/**
+ * Activities, a local activity (b), a forEach of activities, a durable sleep and a question: kills
+ * land in every kind of work.
+ */
+export function killPlan(workspace: string): CompiledPlan {
+  return compile(
+    `
+name: kills
+steps:
+  - { id: a, tool: shell, with: { command: '${logged('a', 0.6)}' } }
+  - { id: b, dependsOn: [a], local: true, tool: shell, with: { command: '${logged('b', 0.3)}' } }
+  - { id: loop, dependsOn: [b], forEach: [0, 1, 2, 3, 4, 5], concurrency: 3, tool: shell, with: { command: '${logged('loop[{{ index }}]', 0.5)}' } }
+  - { id: nap, dependsOn: [loop], tool: sleep, with: { duration: 1s } }
+  - { id: go, dependsOn: [nap], ask: { question: "Go on?", choices: [yes] } }
+  - { id: c, dependsOn: [go], tool: shell, with: { command: '${logged('c', 0.6)}' } }
+`,
+    workspace,
+  );
+}
+
+/** When each labelled execution started, from the run's log. */
+function executions(workspace: string): Map<string, number[]> {
+  const starts = new Map<string, number[]>();
+  for (const line of readFileSync(path.join(workspace, 'runs.log'), 'utf8').trim().split('\n')) {
+    const [label, ms] = line.split(' ');
+    starts.set(label, [...(starts.get(label) ?? []), Number(ms)]);
+  }
+  return starts;
+}
+
+/** When each activity's completion was recorded (by its id, `#n` runs folded), and the local step's from its record. */
+async function completions(client: CadreClient, workflowId: string, final: Diagnostics): Promise<Map<string, number>> {
+  const done = new Map<string, number>();
+  for (const events of (await runHistories(client.client, workflowId)).values()) {
+    const scheduled = new Map<string, string>();
+    for (const event of events) {
+      const id = event.activityTaskScheduledEventAttributes?.activityId;
+      if (id) scheduled.set(String(event.eventId), id.replace(/#\d+$/, ''));
+      const completed = event.activityTaskCompletedEventAttributes;
+      if (completed) {
+        const label = scheduled.get(String(completed.scheduledEventId)) as string;
+        done.set(label, Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6);
+      }
+    }
+  }
+  // A local activity's result is recorded when its workflow task completes: the step's end is that task's time.
+  const b = final.steps.find((s) => s.id === 'b');
+  if (b?.endedAt) done.set('b', Date.parse(b.endedAt));
+  return done;
+}
+
+export interface RerunReport {
+  /** Executions that started after their step's completion was recorded: must be none. */
+  completedRerun: string[];
+  /** Extra executions that started before the completion: in flight at a kill, legitimately run again. */
+  inFlightRanAgain: number;
+}
+
+export async function rerunReport(client: CadreClient, workflowId: string, workspace: string, final: Diagnostics): Promise<RerunReport> {
+  const done = await completions(client, workflowId, final);
+  const report: RerunReport = { completedRerun: [], inFlightRanAgain: 0 };
+  for (const [label, starts] of executions(workspace)) {
+    const completedAt = done.get(label);
+    if (completedAt === undefined) throw new Error(`${workflowId}: no recorded completion for ${label}`);
+    for (const start of starts) if (start > completedAt) report.completedRerun.push(`${workflowId} ${label} started ${start - completedAt} ms after it completed`);
+    report.inFlightRanAgain += starts.filter((start) => start <= completedAt).length - 1;
+  }
+  return report;
+}
+
+/**
+ * Answers every question of `ids` with its first choice until stopped. Its queries fail while no
+ * worker or no server is up; it asks again.
+ */
+export function answerQuestions(client: CadreClient, ids: string[]): { stop(): Promise<void> } {
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const id of ids) {
+        if (!running) break;
+        try {
+          const d = await client.diagnostics(id);
+          for (const w of d.waiting) await client.answer(id, w.id, w.choices?.[0] ?? 'yes');
+        } catch {
+          // no worker or server right now, or the run moved on meanwhile
+        }
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
