@@ -19,6 +19,8 @@ export interface TemporalServer {
   uiUrl?: string;
   /** True when cadre started this server (and `stop` ends it). */
   owned: boolean;
+  /** The server's process, when cadre spawned the `temporal` CLI. */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -113,6 +115,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Tempora
     namespace: 'default',
     uiUrl: `http://127.0.0.1:${uiPort}`,
     owned: true,
+    pid: child.pid,
     stop: () => stopChild(child),
   };
 }

@@ -1,0 +1,93 @@
+/**
+ * 5 SIGKILLs of the Temporal server itself, at seeded points, with runs in every kind of work (a
+ * new run starts before each kill, so older runs are further along). The
+ * server is a file-backed dev server of the test's own (the shared one is in memory); after each
+ * kill it restarts on the same port and database. The worker process and the client stay up
+ * through every outage: every run must complete, no completed step may run again, and the worker
+ * must not have exited.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CadreClient } from '../../src/client/client';
+import { startDevServer, type TemporalServer } from '../../src/worker/dev-server';
+import { freePort, isPortFree } from '../../src/worker/ports';
+import { kill, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
+import { faultSeed, prng } from '../support/random';
+import { answerQuestions, killPlan, rerunReport } from './kill-runs';
+
+const KILLS = 5;
+const SEED = faultSeed(0x5e7e7);
+
+/** SIGKILLs the server and waits until its ports are free again. */
+async function killServer(server: TemporalServer, ports: number[]): Promise<number> {
+  if (!server.pid) throw new Error('the test needs the temporal CLI (the SDK-downloaded server gives no process to kill)');
+  process.kill(server.pid, 'SIGKILL');
+  const killedAt = Date.now();
+  for (;;) {
+    const free = await Promise.all(ports.map(isPortFree));
+    if (free.every(Boolean)) return killedAt;
+    await sleep(50);
+  }
+}
+
+describe('server SIGKILLs', () => {
+  test(`${KILLS} kills of the Temporal server: every run completes, no completed step runs again`, async () => {
+    const random = prng(SEED);
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-server-kills-'));
+    const port = await freePort();
+    const uiPort = await freePort();
+    const start = () => startDevServer({ dataDir, port, uiPort, strictPorts: true });
+    const began = Date.now();
+    let server = await start();
+    const taskQueue = uniqueId('server-kills');
+    const worker = await startWorkerProcess(taskQueue, { CADRE_TEST_ADDRESS: server.address, CADRE_TEST_NAMESPACE: server.namespace });
+    let workerExit: string | undefined;
+    worker.once('exit', (code, signal) => {
+      workerExit = `worker exited (${code ?? signal}) during the outages`;
+    });
+    const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
+    const runs: { id: string; workspace: string }[] = [];
+    const startRun = async () => {
+      const workspace = tempWorkspace();
+      const { workflowId } = await client.start(killPlan(workspace), {}, { workflowId: uniqueId('server-kills'), taskQueue });
+      runs.push({ id: workflowId, workspace });
+    };
+    const outages: number[] = [];
+    let answers = answerQuestions(client, []);
+    try {
+      for (let kills = 0; kills < KILLS; kills++) {
+        await startRun();
+        await answers.stop();
+        answers = answerQuestions(client, runs.map((r) => r.id));
+        await sleep(random.between(1500, 5000));
+        const killedAt = await killServer(server, [port, uiPort]);
+        // Down for a while: polls, completions and heartbeats all fail meanwhile.
+        await sleep(random.between(500, 3000));
+        server = await start();
+        outages.push(Date.now() - killedAt);
+      }
+      const finals = await Promise.all(runs.map((r) => client.result(r.id)));
+      await answers.stop();
+      const reports = await Promise.all(runs.map((r, i) => rerunReport(client, r.id, r.workspace, finals[i])));
+      const rerun = reports.flatMap((r) => r.completedRerun);
+      const ranAgain = reports.reduce((n, r) => n + r.inFlightRanAgain, 0);
+      const completed = finals.filter((d) => d.status === 'completed').length;
+      process.stdout.write(
+        `server kills: ${outages.length}/${KILLS}, outages ${outages.map((ms) => (ms / 1000).toFixed(1)).join('/')} s, ` +
+          `runs completed ${completed}/${runs.length}, completed steps re-run ${rerun.length}, in flight at a kill and ran again ${ranAgain}, ` +
+          `took ${Math.round((Date.now() - began) / 1000)} s, seed ${SEED}\n`,
+      );
+      expect(runs).toHaveLength(KILLS);
+      expect(workerExit).toBeUndefined();
+      expect(finals.map((d) => d.status)).toEqual(runs.map(() => 'completed'));
+      expect(rerun).toEqual([]);
+    } finally {
+      await answers.stop();
+      await kill(worker, 'SIGTERM');
+      await client.close();
+      await server.stop();
+    }
+  }, 10 * 60_000);
+});
