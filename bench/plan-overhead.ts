@@ -28,7 +28,9 @@ import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
 const STEPS = 50;
-const REPETITIONS = 5;
+const REPETITIONS = 15;
+/** Warm-up runs of each kind, so the JIT and the server's caches are warm before measuring. */
+const WARMUPS = 3;
 /**
  * The no-op both workflows run: reading a 2-byte file from the workspace. It goes
  * through the full `runTool` activity (parameter check, workspace check, I/O) but,
@@ -198,11 +200,13 @@ async function main(): Promise<void> {
     };
 
     const measure = async () => {
-      log('warm-up (not measured)...');
-      const warmPlan = await runPlanOnce();
-      const warmBase = await baselineOnce();
-      log(`warm-up: runPlan ${round(warmPlan.wallMs)}ms, baseline ${round(warmBase.wallMs)}ms`);
-      await runPlanOnce(localPlan);
+      log(`warm-up, ${WARMUPS} runs of each (not measured)...`);
+      for (let w = 0; w < WARMUPS; w++) {
+        const warmPlan = await runPlanOnce();
+        const warmBase = await baselineOnce();
+        await runPlanOnce(localPlan);
+        log(`warm-up ${w + 1}: runPlan ${round(warmPlan.wallMs)}ms, baseline ${round(warmBase.wallMs)}ms`);
+      }
       const planRuns: Run[] = [];
       const baseRuns: Run[] = [];
       const localRuns: Run[] = [];
@@ -239,6 +243,8 @@ async function main(): Promise<void> {
       baseline: baseSummary,
       runPlanLocal: localSummary,
       ratio,
+      // Each repetition runs both back to back: their ratio cancels drift in the machine's load.
+      pairedRatioMedian: round(median(measured.planRuns.map((run, i) => run.wallMs / measured.baseRuns[i].wallMs)), 3),
       workflowTaskRatio: round(planSummary.workflowTaskMsMedian / baseSummary.workflowTaskMsMedian, 3),
       // The engine-hardening issue's targets, reported, not enforced: wall times vary with the machine's load.
       targets: {

@@ -66,14 +66,14 @@ async function completions(client: CadreClient, workflowId: string, final: Diagn
   return done;
 }
 
-export interface RerunReport {
+interface RerunReport {
   /** Executions that started after their step's completion was recorded: must be none. */
   completedRerun: string[];
   /** Extra executions that started before the completion: in flight at a kill, legitimately run again. */
   inFlightRanAgain: number;
 }
 
-export async function rerunReport(client: CadreClient, workflowId: string, workspace: string, final: Diagnostics): Promise<RerunReport> {
+async function rerunReport(client: CadreClient, workflowId: string, workspace: string, final: Diagnostics): Promise<RerunReport> {
   const done = await completions(client, workflowId, final);
   const report: RerunReport = { completedRerun: [], inFlightRanAgain: 0 };
   for (const [label, starts] of executions(workspace)) {
@@ -83,6 +83,32 @@ export async function rerunReport(client: CadreClient, workflowId: string, works
     report.inFlightRanAgain += starts.filter((start) => start <= completedAt).length - 1;
   }
   return report;
+}
+
+export interface KilledRun {
+  id: string;
+  workspace: string;
+}
+
+export interface KillOutcome {
+  statuses: string[];
+  /** Executions that started after their completion was recorded, over all runs: must be none. */
+  completedRerun: string[];
+  summary: string;
+}
+
+/** Waits for every run to end, then reads from their logs and histories what ran again. */
+export async function killOutcome(client: CadreClient, runs: KilledRun[]): Promise<KillOutcome> {
+  const finals = await Promise.all(runs.map((r) => client.result(r.id)));
+  const reports = await Promise.all(runs.map((r, i) => rerunReport(client, r.id, r.workspace, finals[i])));
+  const completedRerun = reports.flatMap((r) => r.completedRerun);
+  const ranAgain = reports.reduce((n, r) => n + r.inFlightRanAgain, 0);
+  const completed = finals.filter((d) => d.status === 'completed').length;
+  return {
+    statuses: finals.map((d) => d.status),
+    completedRerun,
+    summary: `runs completed ${completed}/${runs.length}, completed steps re-run ${completedRerun.length}, in flight at a kill and ran again ${ranAgain}`,
+  };
 }
 
 /**

@@ -15,7 +15,7 @@ import { startDevServer, type TemporalServer } from '../../src/worker/dev-server
 import { freePort, isPortFree } from '../../src/worker/ports';
 import { kill, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
 import { faultSeed, prng } from '../support/random';
-import { answerQuestions, killPlan, rerunReport } from './kill-runs';
+import { answerQuestions, type KilledRun, killOutcome, killPlan } from './kill-runs';
 
 const KILLS = 5;
 const SEED = faultSeed(0x5e7e7);
@@ -48,7 +48,7 @@ describe('server SIGKILLs', () => {
       workerExit = `worker exited (${code ?? signal}) during the outages`;
     });
     const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
-    const runs: { id: string; workspace: string }[] = [];
+    const runs: KilledRun[] = [];
     const startRun = async () => {
       const workspace = tempWorkspace();
       const { workflowId } = await client.start(killPlan(workspace), {}, { workflowId: uniqueId('server-kills'), taskQueue });
@@ -68,21 +68,16 @@ describe('server SIGKILLs', () => {
         server = await start();
         outages.push(Date.now() - killedAt);
       }
-      const finals = await Promise.all(runs.map((r) => client.result(r.id)));
+      const outcome = await killOutcome(client, runs);
       await answers.stop();
-      const reports = await Promise.all(runs.map((r, i) => rerunReport(client, r.id, r.workspace, finals[i])));
-      const rerun = reports.flatMap((r) => r.completedRerun);
-      const ranAgain = reports.reduce((n, r) => n + r.inFlightRanAgain, 0);
-      const completed = finals.filter((d) => d.status === 'completed').length;
       process.stdout.write(
         `server kills: ${outages.length}/${KILLS}, outages ${outages.map((ms) => (ms / 1000).toFixed(1)).join('/')} s, ` +
-          `runs completed ${completed}/${runs.length}, completed steps re-run ${rerun.length}, in flight at a kill and ran again ${ranAgain}, ` +
-          `took ${Math.round((Date.now() - began) / 1000)} s, seed ${SEED}\n`,
+          `${outcome.summary}, took ${Math.round((Date.now() - began) / 1000)} s, seed ${SEED}\n`,
       );
       expect(runs).toHaveLength(KILLS);
       expect(workerExit).toBeUndefined();
-      expect(finals.map((d) => d.status)).toEqual(runs.map(() => 'completed'));
-      expect(rerun).toEqual([]);
+      expect(outcome.statuses).toEqual(runs.map(() => 'completed'));
+      expect(outcome.completedRerun).toEqual([]);
     } finally {
       await answers.stop();
       await kill(worker, 'SIGTERM');

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CadreClient } from '../../src/client/client';
 import { kill, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
 import { faultSeed, prng } from '../support/random';
-import { answerQuestions, killPlan, rerunReport } from './kill-runs';
+import { answerQuestions, type KilledRun, killOutcome, killPlan } from './kill-runs';
 
 const KILLS = 20;
 const RUNS = 6;
@@ -22,7 +22,7 @@ describe('worker SIGKILLs', () => {
     const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
     const began = Date.now();
     let worker = await startWorkerProcess(taskQueue);
-    const runs: { id: string; workspace: string }[] = [];
+    const runs: KilledRun[] = [];
     const startRun = async () => {
       const workspace = tempWorkspace();
       const { workflowId } = await client.start(killPlan(workspace), {}, { workflowId: uniqueId('kills'), taskQueue });
@@ -42,19 +42,12 @@ describe('worker SIGKILLs', () => {
           answers = answerQuestions(client, runs.map((r) => r.id));
         }
       }
-      const finals = await Promise.all(runs.map((r) => client.result(r.id)));
+      const outcome = await killOutcome(client, runs);
       await answers.stop();
-      const reports = await Promise.all(runs.map((r, i) => rerunReport(client, r.id, r.workspace, finals[i])));
-      const rerun = reports.flatMap((r) => r.completedRerun);
-      const ranAgain = reports.reduce((n, r) => n + r.inFlightRanAgain, 0);
-      const completed = finals.filter((d) => d.status === 'completed').length;
-      process.stdout.write(
-        `worker kills: ${kills}/${KILLS}, runs completed ${completed}/${runs.length}, completed steps re-run ${rerun.length}, ` +
-          `in flight at a kill and ran again ${ranAgain}, took ${Math.round((Date.now() - began) / 1000)} s, seed ${SEED}\n`,
-      );
+      process.stdout.write(`worker kills: ${kills}/${KILLS}, ${outcome.summary}, took ${Math.round((Date.now() - began) / 1000)} s, seed ${SEED}\n`);
       expect(runs).toHaveLength(RUNS);
-      expect(finals.map((d) => d.status)).toEqual(runs.map(() => 'completed'));
-      expect(rerun).toEqual([]);
+      expect(outcome.statuses).toEqual(runs.map(() => 'completed'));
+      expect(outcome.completedRerun).toEqual([]);
     } finally {
       await kill(worker, 'SIGTERM');
       await client.close();
