@@ -235,6 +235,9 @@ async function main(): Promise<void> {
     const baseSummary = summarize(measured.baseRuns);
     const localSummary = summarize(measured.localRuns);
     const ratio = round(planSummary.wallMsMedian / baseSummary.wallMsMedian, 3);
+    // Each repetition runs both back to back: their ratio cancels drift in the machine's load,
+    // which the ratio of two medians taken over different moments does not.
+    const pairedRatio = round(median(measured.planRuns.map((run, i) => run.wallMs / measured.baseRuns[i].wallMs)), 3);
     const report = {
       steps: STEPS,
       repetitions: REPETITIONS,
@@ -243,13 +246,12 @@ async function main(): Promise<void> {
       baseline: baseSummary,
       runPlanLocal: localSummary,
       ratio,
-      // Each repetition runs both back to back: their ratio cancels drift in the machine's load.
-      pairedRatioMedian: round(median(measured.planRuns.map((run, i) => run.wallMs / measured.baseRuns[i].wallMs)), 3),
+      pairedRatioMedian: pairedRatio,
       workflowTaskRatio: round(planSummary.workflowTaskMsMedian / baseSummary.workflowTaskMsMedian, 3),
       // The engine-hardening issue's targets, reported, not enforced: wall times vary with the machine's load.
       targets: {
         msPerStep: { value: planSummary.msPerStep, atMost: 15, met: planSummary.msPerStep <= 15 },
-        ratio: { value: ratio, atMost: 1.1, met: ratio <= 1.1 },
+        ratio: { value: pairedRatio, of: 'median of paired ratios', atMost: 1.1, met: pairedRatio <= 1.1 },
         localMsPerStep: { value: localSummary.msPerStep, atMost: 5, met: localSummary.msPerStep <= 5 },
       },
       server: server.address,
