@@ -1,5 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { answerUpdate } from '../src/workflows/definitions';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
 describe('runPlan on a real Temporal server', () => {
@@ -124,6 +126,13 @@ output: "{{ steps.after.output.stdout }}"
       const metadata = await h.client.client.workflow.getHandle(id).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toContain(`- \`confirm\`: Archive 3 emails? [yes/no] — \`cadre answer ${id} confirm yes\``);
       await expect(h.client.answer(id, 'confirm', 'maybe')).rejects.toThrow('"maybe" is not one of: yes, no');
+      // Outside clients see a final rejection, not one to retry.
+      const raw = await h.client.client.workflow
+        .getHandle(id)
+        .executeUpdate(answerUpdate, { args: [{ waitId: 'confirm', value: 'maybe' }] })
+        .catch((err: unknown) => err);
+      expect(raw).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect((raw as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'AnswerRejected', nonRetryable: true, message: '"maybe" is not one of: yes, no' });
       await h.client.answer(id, 'confirm', 'yes');
       const d = await h.client.result(id);
       expect(d.output).toBe('answered yes\n');

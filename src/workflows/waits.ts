@@ -3,11 +3,16 @@
  * the update handler, so the first valid answer wins and every later one is rejected by the
  * validator before it reaches history ("already answered with ...").
  */
-import { condition } from '@temporalio/workflow';
+import { ApplicationFailure, condition } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
 import { checkDurationMs } from '../spec/limits';
 import { isoAt, nowMs } from './clock';
 import type { WaitKind, Waiting } from './definitions';
+
+/** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
+function rejected(message: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message, 'AnswerRejected');
+}
 
 /** Longer answers belong in a file in the workspace; this keeps one answer far under Temporal's payload limit. */
 export const MAX_ANSWER_CHARS = 256 * 1024;
@@ -85,27 +90,27 @@ export class HumanWaits {
 
   /** The `answer` update's validator: throws to reject an answer before it reaches history. */
   validate(waitId: unknown, value: unknown): void {
-    if (typeof waitId !== 'string' || waitId.length === 0) throw new Error('the answer needs the id of what waits (waitId)');
-    if (typeof value !== 'string' || value.length === 0) throw new Error('the answer must be a non-empty string');
+    if (typeof waitId !== 'string' || waitId.length === 0) throw rejected('the answer needs the id of what waits (waitId)');
+    if (typeof value !== 'string' || value.length === 0) throw rejected('the answer must be a non-empty string');
     if (value.length > MAX_ANSWER_CHARS) {
-      throw new Error(`the answer has ${value.length} characters; at most ${MAX_ANSWER_CHARS} (put long text in a file in the workspace)`);
+      throw rejected(`the answer has ${value.length} characters; at most ${MAX_ANSWER_CHARS} (put long text in a file in the workspace)`);
     }
     const waiting = this.open.get(waitId);
     if (!waiting) {
       const previous = this.lastAnswer.get(waitId);
-      if (previous !== undefined) throw new Error(`"${waitId}" was already answered with ${JSON.stringify(shorten(previous))}`);
+      if (previous !== undefined) throw rejected(`"${waitId}" was already answered with ${JSON.stringify(shorten(previous))}`);
       const open = [...this.open.keys()];
-      throw new Error(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
+      throw rejected(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
     }
     if (!waiting.choices) return;
     const [choice, extra] = value.split(':');
     if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
-      throw new Error(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
+      throw rejected(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
     }
     if (waiting.kind !== 'ask' && extra !== undefined) {
-      if (choice !== 'extend' || !isDuration(extra)) throw new Error(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);
+      if (choice !== 'extend' || !isDuration(extra)) throw rejected(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);
       const problem = checkDurationMs(durationMs(extra), 'extend')[0];
-      if (problem) throw new Error(`"${shorten(value)}": ${problem.message}`);
+      if (problem) throw rejected(`"${shorten(value)}": ${problem.message}`);
     }
   }
 }
