@@ -25,6 +25,16 @@ export const ErrorTypes = {
   MissingValue: 'MissingValue',
   /** A value stored outside history cannot be read (gone, changed, another machine's store). */
   StoredValue: 'StoredValue',
+  /** Another git process holds a lock: retried. */
+  GitBusy: 'GitBusy',
+  /** git refused an operation. */
+  GitFailed: 'GitFailed',
+  /** A merge that would need a human: the conflicting files are in the details. */
+  MergeConflict: 'MergeConflict',
+  /** A worktree holds uncommitted work that an operation would lose. */
+  WorktreeDirty: 'WorktreeDirty',
+  /** Something else is where a worktree should be (another branch, a directory with files). */
+  WorktreeConflict: 'WorktreeConflict',
 } as const;
 
 export function permanent(type: string, message: string, details?: unknown): ApplicationFailure {

@@ -2,7 +2,6 @@
  * Input no retry can fix (NUL bytes, environments too big to exec) fails at once, permanently,
  * naming the field: in `cadre validate` when the value is literal, in the activity when templated.
  */
-import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import YAML from 'yaml';
@@ -14,6 +13,7 @@ import { ARG_MAX, MAX_ARG_STRLEN, envStrings, execBytes } from '../../src/spec/t
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import { compile, startPlan, step, tempWorkspace, withWorker } from '../support/harness';
 import { INLINE_OUTPUT_LIMITS } from '../../src/activities/tools/context';
+import { applicationFailure } from '../support/failures';
 
 const { runTool } = createActivities();
 const env = new MockActivityEnvironment({ attempt: 1 }, { logger: new DefaultLogger('ERROR') });
@@ -35,15 +35,6 @@ function justUnderArgMax(command: string): Record<string, string> {
   return out;
 }
 
-async function failure(run: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await run.then(
-    () => new Error('expected a failure'),
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
-}
-
 const shell = (params: Record<string, unknown>) => env.run(runTool, { tool: 'shell', params, workspace: ws, stepId: 'bad' });
 
 describe('bad tool input is permanent and names the field', () => {
@@ -58,7 +49,7 @@ describe('bad tool input is permanent and names the field', () => {
     ['an environment over ARG_MAX', { command: 'true', env: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`V${i}`, 'y'.repeat(120_000)])) }, 'env: command and environment need'],
     ['an environment over ARG_MAX only with the worker\'s own', { command: 'true', env: justUnderArgMax('true') }, 'command, env: command and environment, with the worker\'s own'],
   ])('shell: %s', async (_name, params, message) => {
-    const err = await failure(shell(params));
+    const err = await applicationFailure(shell(params));
     expect(err).toMatchObject({ type: 'BadToolInput', nonRetryable: true });
     expect(err.message).toContain(message);
   });
@@ -68,14 +59,14 @@ describe('bad tool input is permanent and names the field', () => {
     const boundary = await openBoundary(ws, { name: 'workspace' });
     const ctx = { boundary, stepId: 'bad', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS };
     expect(execBytes([...WATCHDOG_ARGS, 'true', ...envStrings({ ...process.env, BIG: big })])).toBeLessThan(ARG_MAX);
-    const e2big = await failure(runShell({ command: 'true', env: { BIG: big } }, ctx));
+    const e2big = await applicationFailure(runShell({ command: 'true', env: { BIG: big } }, ctx));
     expect(e2big).toMatchObject({ type: 'BadToolInput', nonRetryable: true, message: expect.stringContaining('E2BIG') });
-    const nul = await failure(runShell({ command: 'echo a\0b' }, ctx));
+    const nul = await applicationFailure(runShell({ command: 'echo a\0b' }, ctx));
     expect(nul).toMatchObject({ type: 'BadToolInput', nonRetryable: true, message: expect.stringContaining('null bytes') });
   });
 
   test('http.request: a header no request can carry is bad input', async () => {
-    const err = await failure(env.run(runTool, { tool: 'http.request', params: { url: 'http://127.0.0.1:9/', headers: { 'x-a': 'b\r\nx-injected: 1' } }, workspace: ws, stepId: 'bad' }));
+    const err = await applicationFailure(env.run(runTool, { tool: 'http.request', params: { url: 'http://127.0.0.1:9/', headers: { 'x-a': 'b\r\nx-injected: 1' } }, workspace: ws, stepId: 'bad' }));
     expect(err).toMatchObject({ type: 'BadToolInput', nonRetryable: true });
   });
 

@@ -1,0 +1,95 @@
+/**
+ * Removing and listing cadre's worktrees. Removal never loses work: uncommitted changes stop it
+ * (unless the caller says `discard`), and commits not merged into the base keep their branch.
+ */
+import { existsSync } from 'node:fs';
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { ErrorTypes, permanent } from '../errors';
+import { type Git, commitOf, commitsIn, gitAt, repositoryRoot, run } from './git';
+import { CADRE_BRANCH_PREFIX, type WorktreeEntry, baseOf, worktreeEntries } from './worktrees';
+
+export interface RemoveRequest {
+  repo: string;
+  path: string;
+  /** Drop uncommitted changes (and unmerged commits' branch is still kept). */
+  discard?: boolean;
+}
+
+export interface RemoveResult {
+  removed: boolean;
+  /** The branch left in place because it holds commits its base lacks. */
+  keptBranch?: string;
+  reason: string;
+}
+
+export async function removeWorktree(request: RemoveRequest): Promise<RemoveResult> {
+  const root = await repositoryRoot(request.repo);
+  const git = await gitAt(root);
+  const target = existsSync(request.path) ? await realpath(request.path) : path.resolve(request.path);
+  const entry = (await worktreeEntries(git)).find((e) => e.path === target);
+  if (!entry) return { removed: false, reason: 'already gone' };
+  if (!entry.branch?.startsWith(CADRE_BRANCH_PREFIX)) {
+    throw permanent(ErrorTypes.BadToolInput, `path: ${target} is not a worktree cadre made (branch ${entry.branch ?? 'detached'}); not removing it`);
+  }
+  if (entry.prunable) {
+    await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
+  } else {
+    const dirty = await uncommitted(entry.path);
+    if (dirty.length > 0 && !request.discard) {
+      throw permanent(ErrorTypes.WorktreeDirty, `${target} holds uncommitted work (${listed(dirty)}); commit it, or remove with discard: true`, { files: dirty });
+    }
+    await run(git, ['worktree', 'remove', ...(dirty.length > 0 ? ['--force'] : []), entry.path], `removing worktree ${target}`);
+  }
+  return dropBranch(git, entry.branch);
+}
+
+/** Deletes the branch when its base has all its commits; keeps it, and says where the work is, otherwise. */
+async function dropBranch(git: Git, branch: string): Promise<RemoveResult> {
+  const { base } = await baseOf(git, branch);
+  const unmerged = (await commitOf(git, base)) ? await commitsIn(git, branch, base) : 1;
+  if (unmerged > 0) {
+    return { removed: true, keptBranch: branch, reason: `${unmerged} commit(s) not merged into ${base}: kept on branch ${branch}` };
+  }
+  await run(git, ['branch', '-D', branch], `deleting branch ${branch}`);
+  await git.raw(['config', '--remove-section', `branch.${branch}`]).catch(() => undefined);
+  return { removed: true, reason: `merged into ${base}` };
+}
+
+/** Uncommitted changes and untracked files in a worktree, as paths. */
+async function uncommitted(dir: string): Promise<string[]> {
+  const status = await (await gitAt(dir)).status();
+  return status.files.map((f) => f.path);
+}
+
+function listed(files: string[]): string {
+  return files.length > 10 ? `${files.slice(0, 10).join(', ')} and ${files.length - 10} more` : files.join(', ');
+}
+
+export type WorktreeState = 'clean' | 'dirty' | 'merged' | 'missing';
+
+export interface CadreWorktree {
+  path: string;
+  branch: string;
+  base?: string;
+  state: WorktreeState;
+  /** Commits on the branch that its base lacks. */
+  ahead?: number;
+  files?: string[];
+}
+
+/** The worktrees cadre made in a repository, with what each holds. */
+export async function listWorktrees(request: { repo: string }): Promise<CadreWorktree[]> {
+  const git = await gitAt(await repositoryRoot(request.repo));
+  const mine = (await worktreeEntries(git)).filter((e): e is WorktreeEntry & { branch: string } => !!e.branch?.startsWith(CADRE_BRANCH_PREFIX));
+  return Promise.all(mine.map((entry) => describe(git, entry)));
+}
+
+async function describe(git: Git, entry: WorktreeEntry & { branch: string }): Promise<CadreWorktree> {
+  const base = await baseOf(git, entry.branch).then((b) => b.base, () => undefined);
+  if (entry.prunable) return { path: entry.path, branch: entry.branch, ...(base && { base }), state: 'missing' };
+  const files = await uncommitted(entry.path);
+  const ahead = base && (await commitOf(git, base)) ? await commitsIn(git, entry.branch, base) : undefined;
+  const state: WorktreeState = files.length > 0 ? 'dirty' : ahead === 0 ? 'merged' : 'clean';
+  return { path: entry.path, branch: entry.branch, ...(base && { base }), state, ...(ahead !== undefined && { ahead }), ...(files.length > 0 && { files }) };
+}

@@ -1,0 +1,71 @@
+/**
+ * The git CLI through simple-git, with cadre's error reading: a lock left by another git process
+ * is worth a retry; anything else git refuses is permanent and says what was being done.
+ */
+import { realpath } from 'node:fs/promises';
+import { type SimpleGit, simpleGit } from 'simple-git';
+import { ErrorTypes, permanent, transient } from '../errors';
+
+/** Who commits when the repository names no one: commits and merges still work on a bare machine. */
+const FALLBACK_IDENTITY = ['user.name=cadre', 'user.email=cadre@localhost'];
+
+export type Git = SimpleGit;
+
+/** A git client in `dir`; with the fallback identity unless the repository has its own. */
+export async function gitAt(dir: string): Promise<Git> {
+  const plain = simpleGit({ baseDir: dir });
+  const name = await plain.raw(['config', '--get', 'user.name']).catch(() => '');
+  return name.trim() ? plain : simpleGit({ baseDir: dir, config: FALLBACK_IDENTITY });
+}
+
+/** Runs git, turning its refusals into typed failures that name what was being done. */
+export async function run(git: Git, args: string[], doing: string): Promise<string> {
+  try {
+    return await git.raw(args);
+  } catch (err) {
+    throw gitFailure(err, doing);
+  }
+}
+
+export function gitFailure(err: unknown, doing: string) {
+  const message = (err instanceof Error ? err.message : String(err)).trim().split('\n').slice(0, 6).join('; ');
+  if (/index\.lock|Unable to create .*\.lock|could not lock/i.test(message)) {
+    return transient(ErrorTypes.GitBusy, `${doing}: another git process holds a lock (${message})`);
+  }
+  return permanent(ErrorTypes.GitFailed, `${doing}: ${message}`);
+}
+
+/** The top of the repository at `repo`, symlinks resolved; a permanent failure when it is none. */
+export async function repositoryRoot(repo: string): Promise<string> {
+  let dir: string;
+  try {
+    dir = await realpath(repo);
+  } catch {
+    throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} does not exist`);
+  }
+  const top = await simpleGit({ baseDir: dir })
+    .raw(['rev-parse', '--show-toplevel'])
+    .catch(() => undefined);
+  if (!top) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
+  return realpath(top.trim());
+}
+
+/** The commit a ref names, or undefined. */
+export async function commitOf(git: Git, ref: string): Promise<string | undefined> {
+  const out = await git.raw(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]).catch(() => '');
+  return out.trim() || undefined;
+}
+
+/**
+ * Whether `ancestor` is reachable from `descendant`: no commit of the one is missing from the
+ * other. (Not `merge-base --is-ancestor`: it answers by exit code alone, which simple-git does
+ * not report when git prints nothing.)
+ */
+export async function isAncestor(git: Git, ancestor: string, descendant: string): Promise<boolean> {
+  return (await commitsIn(git, ancestor, descendant)) === 0;
+}
+
+/** How many commits `from` has that `notIn` lacks. */
+export async function commitsIn(git: Git, from: string, notIn: string): Promise<number> {
+  return Number((await run(git, ['rev-list', '--count', from, `^${notIn}`], `counting commits of ${from}`)).trim());
+}

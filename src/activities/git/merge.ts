@@ -1,0 +1,77 @@
+/**
+ * Merging a task's branch back. The merge runs in a checkout of the target: the one that has it
+ * checked out already (if it is clean: a merge must not mix with someone's edits), else a
+ * temporary worktree made for the merge and removed after. A conflict is never resolved by
+ * taking a side: the merge is aborted, both branches stay as they were, and the failure lists
+ * the files for a human.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { ErrorTypes, permanent } from '../errors';
+import { type Git, commitOf, gitAt, repositoryRoot, run } from './git';
+import { defaultWorktreeBase } from './names';
+import { baseOf, worktreeEntries } from './worktrees';
+
+export interface MergeRequest {
+  repo: string;
+  branch: string;
+  /** The branch to merge into; the task branch's recorded base when missing. */
+  into?: string;
+}
+
+export interface MergeResult {
+  into: string;
+  /** The target's commit after the merge. */
+  commit: string;
+  /** The target had every commit already. */
+  upToDate: boolean;
+}
+
+export async function mergeWorktree(request: MergeRequest): Promise<MergeResult> {
+  const root = await repositoryRoot(request.repo);
+  const git = await gitAt(root);
+  if (!(await commitOf(git, `refs/heads/${request.branch}`))) throw permanent(ErrorTypes.BadToolInput, `branch: ${request.branch} does not exist in ${root}`);
+  const into = request.into ?? (await baseOf(git, request.branch)).base;
+  if (!(await commitOf(git, `refs/heads/${into}`))) throw permanent(ErrorTypes.BadToolInput, `into: ${into} is not a branch of ${root}`);
+
+  const checkout = (await worktreeEntries(git)).find((e) => e.branch === into && !e.prunable);
+  if (checkout) {
+    const dirty = (await (await gitAt(checkout.path)).status()).files.map((f) => f.path);
+    if (dirty.length > 0) {
+      throw permanent(ErrorTypes.WorktreeDirty, `${into} is checked out at ${checkout.path} with uncommitted changes (${dirty.slice(0, 10).join(', ')}); commit or stash them, then merge again`, { files: dirty });
+    }
+    return mergeIn(await gitAt(checkout.path), request.branch, into);
+  }
+  const parent = defaultWorktreeBase(root);
+  await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
+  await mkdir(parent, { recursive: true });
+  const temporary = await mkdtemp(path.join(parent, '.merge-'));
+  await rm(temporary, { recursive: true });
+  await run(git, ['worktree', 'add', '--quiet', temporary, into], `checking out ${into} to merge into it`);
+  try {
+    return await mergeIn(await gitAt(temporary), request.branch, into);
+  } finally {
+    await run(git, ['worktree', 'remove', '--force', temporary], 'removing the merge checkout');
+  }
+}
+
+async function mergeIn(git: Git, branch: string, into: string): Promise<MergeResult> {
+  const before = await commitOf(git, 'HEAD');
+  // git reports a conflict on stdout with exit 1, which simple-git may not raise: look at the index either way.
+  let failure: unknown;
+  await git.raw(['merge', '--no-ff', '--no-edit', '-m', `Merge ${branch} into ${into}`, branch]).catch((err: unknown) => {
+    failure = err;
+  });
+  const conflicted = (await git.raw(['diff', '--name-only', '--diff-filter=U']).catch(() => '')).split('\n').filter(Boolean);
+  if (conflicted.length > 0 || failure) await git.raw(['merge', '--abort']).catch(() => undefined);
+  if (conflicted.length > 0) {
+    throw permanent(ErrorTypes.MergeConflict, `merging ${branch} into ${into} conflicts in ${conflicted.join(', ')}; resolve it by hand (both branches are unchanged)`, {
+      files: conflicted,
+      branch,
+      into,
+    });
+  }
+  if (failure) throw permanent(ErrorTypes.GitFailed, `merging ${branch} into ${into}: ${(failure as Error).message.trim()}`);
+  const after = (await commitOf(git, 'HEAD')) as string;
+  return { into, commit: after, upToDate: after === before };
+}

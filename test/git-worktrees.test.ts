@@ -1,0 +1,202 @@
+/** Worktree operations on real temporary repositories, checked with git itself. */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
+import { applicationFailure } from './support/failures';
+
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } }).trim();
+
+/** A repository with one commit on `main`, in a directory of its own (worktrees go beside it). */
+function repository(): string {
+  const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-git-')));
+  const repo = path.join(home, 'repo');
+  mkdirSync(repo);
+  git(repo, 'init', '--quiet', '--initial-branch=main');
+  writeFileSync(path.join(repo, 'app.txt'), 'line 1\nline 2\nline 3\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '--quiet', '-m', 'first');
+  return repo;
+}
+
+const worktreeCount = (repo: string) => git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length;
+
+describe('git worktrees', () => {
+  test('creation is at <base>/<plan>/<task> beside the repository, on cadre/<plan>/<task>, and idempotent', async () => {
+    const repo = repository();
+    const first = await createWorktree({ repo, plan: 'fix-bugs', task: 'parser' });
+    expect(first).toMatchObject({ path: path.join(path.dirname(repo), '.cadre-worktrees', 'repo', 'fix-bugs', 'parser'), branch: 'cadre/fix-bugs/parser', base: 'main', created: true });
+    expect(first.baseCommit).toBe(git(repo, 'rev-parse', 'main'));
+    expect(git(first.path, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('cadre/fix-bugs/parser');
+    const again = await createWorktree({ repo, plan: 'fix-bugs', task: 'parser' });
+    expect(again).toEqual({ ...first, created: false });
+    expect(worktreeCount(repo)).toBe(2);
+  });
+
+  test('a crash between `worktree add` and the activity completing: the retry adopts it, no second worktree', async () => {
+    const repo = repository();
+    const target = path.join(path.dirname(repo), '.cadre-worktrees', 'repo', 'p', 't');
+    mkdirSync(path.dirname(target), { recursive: true });
+    git(repo, 'worktree', 'add', '--quiet', '-b', 'cadre/p/t', target, 'main');
+    const adopted = await createWorktree({ repo, plan: 'p', task: 't' });
+    expect(adopted).toMatchObject({ path: target, created: false, base: 'main' });
+    expect(worktreeCount(repo)).toBe(2);
+    // The base was recorded on adoption, so status works.
+    expect(await worktreeStatus({ path: target })).toMatchObject({ clean: true, ahead: 0 });
+  });
+
+  test('leftovers: an empty directory and a deleted worktree are repaired; a directory with files is refused by name', async () => {
+    const repo = repository();
+    const base = path.join(path.dirname(repo), '.cadre-worktrees', 'repo', 'p');
+    mkdirSync(path.join(base, 'empty'), { recursive: true });
+    expect((await createWorktree({ repo, plan: 'p', task: 'empty' })).created).toBe(true);
+    const gone = await createWorktree({ repo, plan: 'p', task: 'gone' });
+    execFileSync('rm', ['-rf', gone.path]);
+    expect(await createWorktree({ repo, plan: 'p', task: 'gone' })).toMatchObject({ created: true, path: gone.path });
+    mkdirSync(path.join(base, 'full'));
+    writeFileSync(path.join(base, 'full', 'notes.txt'), 'mine');
+    const err = await applicationFailure(createWorktree({ repo, plan: 'p', task: 'full' }));
+    expect(err).toMatchObject({ type: 'WorktreeConflict', nonRetryable: true });
+    expect(err.message).toContain(path.join(base, 'full'));
+    expect(readFileSync(path.join(base, 'full', 'notes.txt'), 'utf8')).toBe('mine');
+  });
+
+  test('names are sanitised into readable, distinct components that stay under the base', async () => {
+    const repo = repository();
+    const baseDir = path.join(path.dirname(repo), 'trees');
+    const odd = await createWorktree({ repo, plan: '../../etc', task: 'a b/ü..x', baseDir });
+    const other = await createWorktree({ repo, plan: '../../etc', task: 'a b/ü.x', baseDir });
+    for (const w of [odd, other]) {
+      expect(path.relative(baseDir, w.path).split(path.sep)).toHaveLength(2);
+      expect(path.relative(baseDir, w.path).startsWith('..')).toBe(false);
+      expect(git(repo, 'check-ref-format', '--branch', w.branch)).toBe(w.branch);
+    }
+    expect(odd.path).not.toBe(other.path);
+    expect(odd.path).toMatch(/trees\/etc-[0-9a-f]{8}\/a-b-.*x-[0-9a-f]{8}$/);
+    const inside = await applicationFailure(createWorktree({ repo, plan: 'p', task: 't', baseDir: path.join(repo, 'sub') }));
+    expect(inside).toMatchObject({ type: 'BadToolInput' });
+    expect((await applicationFailure(createWorktree({ repo, plan: '', task: 't' }))).message).toBe('plan: must be a non-empty name');
+    expect((await applicationFailure(createWorktree({ repo: path.dirname(repo), plan: 'p', task: 't' }))).message).toContain('is not a git repository');
+  });
+
+  test('status, commit and reset', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'app.txt'), 'line 1\nchanged\nline 3\n');
+    writeFileSync(path.join(w.path, 'new.txt'), 'new');
+    writeFileSync(path.join(w.path, 'staged.txt'), 'staged');
+    git(w.path, 'add', 'staged.txt');
+    expect(await worktreeStatus({ path: w.path })).toMatchObject({ clean: false, staged: ['staged.txt'], changed: ['app.txt'], untracked: ['new.txt'], ahead: 0, behind: 0 });
+    const done = await commitWorktree({ path: w.path, message: 'work' });
+    expect(done.committed).toBe(true);
+    expect(git(w.path, 'log', '-1', '--format=%H %s')).toBe(`${done.commit} work`);
+    expect(await commitWorktree({ path: w.path, message: 'nothing' })).toEqual({ committed: false });
+    git(repo, 'commit', '--quiet', '--allow-empty', '-m', 'main moves on');
+    expect(await worktreeStatus({ path: w.path })).toMatchObject({ clean: true, ahead: 1, behind: 1 });
+    writeFileSync(path.join(w.path, 'stray.txt'), 'x');
+    expect(await resetWorktree({ path: w.path })).toEqual({ commit: w.baseCommit });
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(w.baseCommit);
+    expect(existsSync(path.join(w.path, 'stray.txt'))).toBe(false);
+    expect((await applicationFailure(worktreeStatus({ path: repo }))).message).toContain('is not a cadre worktree');
+  });
+
+  test('two tasks on two branches, both merged into main', async () => {
+    const repo = repository();
+    const a = await createWorktree({ repo, plan: 'p', task: 'a' });
+    const b = await createWorktree({ repo, plan: 'p', task: 'b' });
+    writeFileSync(path.join(a.path, 'a.txt'), 'from a');
+    writeFileSync(path.join(b.path, 'b.txt'), 'from b');
+    await commitWorktree({ path: a.path, message: 'a' });
+    await commitWorktree({ path: b.path, message: 'b' });
+    // main is checked out in the repository itself: the merges happen there.
+    expect(await mergeWorktree({ repo, branch: a.branch })).toMatchObject({ into: 'main', upToDate: false });
+    expect(await mergeWorktree({ repo, branch: b.branch })).toMatchObject({ into: 'main', upToDate: false });
+    expect(readFileSync(path.join(repo, 'a.txt'), 'utf8')).toBe('from a');
+    expect(readFileSync(path.join(repo, 'b.txt'), 'utf8')).toBe('from b');
+    expect(await mergeWorktree({ repo, branch: a.branch })).toMatchObject({ upToDate: true });
+  });
+
+  test('two tasks editing the same line: a conflict naming the file, both branches and main untouched', async () => {
+    const repo = repository();
+    git(repo, 'checkout', '--quiet', '--detach');
+    const a = await createWorktree({ repo, plan: 'p', task: 'a', base: 'main' });
+    const b = await createWorktree({ repo, plan: 'p', task: 'b', base: 'main' });
+    writeFileSync(path.join(a.path, 'app.txt'), 'line 1\nA\nline 3\n');
+    writeFileSync(path.join(b.path, 'app.txt'), 'line 1\nB\nline 3\n');
+    const ca = await commitWorktree({ path: a.path, message: 'a' });
+    const cb = await commitWorktree({ path: b.path, message: 'b' });
+    // main is checked out nowhere: the merges use a temporary checkout.
+    await mergeWorktree({ repo, branch: a.branch });
+    const mainAfterA = git(repo, 'rev-parse', 'main');
+    const err = await applicationFailure(mergeWorktree({ repo, branch: b.branch }));
+    expect(err).toMatchObject({ type: 'MergeConflict', nonRetryable: true });
+    expect(err.message).toContain('conflicts in app.txt');
+    expect(err.details?.[0]).toMatchObject({ files: ['app.txt'] });
+    expect(git(repo, 'rev-parse', 'main')).toBe(mainAfterA);
+    expect(git(repo, 'rev-parse', a.branch)).toBe(ca.commit);
+    expect(git(repo, 'rev-parse', b.branch)).toBe(cb.commit);
+    expect(git(repo, 'show', 'main:app.txt')).toBe('line 1\nA\nline 3');
+    // The temporary checkout is gone.
+    expect(worktreeCount(repo)).toBe(3);
+  });
+
+  test('a conflict in a checkout of the target leaves it clean, with no merge in progress', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 'a' });
+    writeFileSync(path.join(w.path, 'app.txt'), 'line 1\nA\nline 3\n');
+    await commitWorktree({ path: w.path, message: 'a' });
+    writeFileSync(path.join(repo, 'app.txt'), 'line 1\nM\nline 3\n');
+    git(repo, 'commit', '--quiet', '-am', 'main edits');
+    const err = await applicationFailure(mergeWorktree({ repo, branch: w.branch }));
+    expect(err.type).toBe('MergeConflict');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+    expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(false);
+    writeFileSync(path.join(repo, 'dirty.txt'), 'x');
+    expect((await applicationFailure(mergeWorktree({ repo, branch: w.branch }))).type).toBe('WorktreeDirty');
+  });
+
+  test('removal refuses uncommitted work, keeps unmerged commits on their branch, and is idempotent', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 'dirty' });
+    writeFileSync(path.join(w.path, 'work.txt'), 'unsaved');
+    const refused = await applicationFailure(removeWorktree({ repo, path: w.path }));
+    expect(refused).toMatchObject({ type: 'WorktreeDirty', nonRetryable: true });
+    expect(refused.message).toContain('work.txt');
+    expect(existsSync(path.join(w.path, 'work.txt'))).toBe(true);
+
+    await commitWorktree({ path: w.path, message: 'saved' });
+    const kept = await removeWorktree({ repo, path: w.path });
+    expect(kept).toMatchObject({ removed: true, keptBranch: 'cadre/p/dirty' });
+    expect(existsSync(w.path)).toBe(false);
+    expect(git(repo, 'show', 'cadre/p/dirty:work.txt')).toBe('unsaved');
+    expect(await removeWorktree({ repo, path: w.path })).toEqual({ removed: false, reason: 'already gone' });
+    // The same task again picks its kept branch back up.
+    expect(await createWorktree({ repo, plan: 'p', task: 'dirty' })).toMatchObject({ created: true });
+    expect(readFileSync(path.join(w.path, 'work.txt'), 'utf8')).toBe('unsaved');
+
+    const scratch = await createWorktree({ repo, plan: 'p', task: 'scratch' });
+    writeFileSync(path.join(scratch.path, 'junk.txt'), 'junk');
+    expect(await removeWorktree({ repo, path: scratch.path, discard: true })).toMatchObject({ removed: true, reason: 'merged into main' });
+    expect(git(repo, 'branch', '--list', 'cadre/p/scratch')).toBe('');
+    expect((await applicationFailure(removeWorktree({ repo, path: repo }))).message).toContain('is not a worktree cadre made');
+  });
+
+  test('the list shows cadre worktrees only, with their state', async () => {
+    const repo = repository();
+    git(repo, 'worktree', 'add', '--quiet', '-b', 'mine', path.join(path.dirname(repo), 'mine'));
+    const clean = await createWorktree({ repo, plan: 'p', task: 'clean' });
+    const dirty = await createWorktree({ repo, plan: 'p', task: 'dirty' });
+    const ahead = await createWorktree({ repo, plan: 'p', task: 'ahead' });
+    writeFileSync(path.join(dirty.path, 'x.txt'), 'x');
+    writeFileSync(path.join(ahead.path, 'y.txt'), 'y');
+    await commitWorktree({ path: ahead.path, message: 'y' });
+    const list = (await listWorktrees({ repo })).sort((x, y) => x.branch.localeCompare(y.branch));
+    expect(list.map((w) => [w.branch, w.state, w.ahead])).toEqual([
+      [ahead.branch, 'clean', 1],
+      [clean.branch, 'merged', 0],
+      [dirty.branch, 'dirty', 0],
+    ]);
+    expect(list[2].files).toEqual(['x.txt']);
+  });
+});
