@@ -35,6 +35,8 @@ export function envStrings(env: Record<string, string | undefined> = {}): string
 // C strings end at a NUL byte: a command, environment or path with one would be silently cut.
 const withoutNul = [(s: string) => !s.includes('\0'), { message: 'contains a NUL byte, which commands, environment variables and paths cannot hold' }] as const;
 const workspacePath = z.string().min(1).refine(...withoutNul);
+const identifier = z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, 'must be an identifier (a name in the code)');
+const depth = z.number().int().min(1).max(20);
 
 /** Environment names and sizes exec would refuse (E2BIG), reported on the field to blame. */
 function checkExec(params: { command: string; env?: Record<string, string> }, ctx: z.RefinementCtx): void {
@@ -79,6 +81,18 @@ export const toolParams = {
     body: z.unknown().optional(),
   }),
   sleep: z.strictObject({ duration }),
+  // Code navigation on the TypeScript compiler's own analysis (activities/tools/code).
+  'code.navigate_imports': z.strictObject({ file: workspacePath, symbol: identifier, maxDepth: depth.optional() }),
+  'code.find_implementations': z.strictObject({ typeName: identifier, dir: workspacePath.optional() }),
+  'code.find_references': z.strictObject({ file: workspacePath, symbol: identifier }),
+  'code.trace_data_flow': z.strictObject({
+    symbol: identifier,
+    file: workspacePath.optional(),
+    direction: z.enum(['forward', 'backward', 'both']).optional(),
+    maxDepth: depth.optional(),
+  }),
+  // Literal text only: a user's regular expression could hang the worker's event loop (ReDoS).
+  'code.search': z.strictObject({ text: z.string().min(1).max(1000).refine(...withoutNul), ignoreCase: z.boolean().optional(), dir: workspacePath.optional() }),
 } as const;
 
 export type ToolName = keyof typeof toolParams;
@@ -92,3 +106,8 @@ export type ShellParams = z.infer<(typeof toolParams)['shell']>;
 export type FsReadParams = z.infer<(typeof toolParams)['fs.read']>;
 export type FsWriteParams = z.infer<(typeof toolParams)['fs.write']>;
 export type HttpRequestParams = z.infer<(typeof toolParams)['http.request']>;
+export type CodeNavigateImportsParams = z.infer<(typeof toolParams)['code.navigate_imports']>;
+export type CodeFindImplementationsParams = z.infer<(typeof toolParams)['code.find_implementations']>;
+export type CodeFindReferencesParams = z.infer<(typeof toolParams)['code.find_references']>;
+export type CodeTraceDataFlowParams = z.infer<(typeof toolParams)['code.trace_data_flow']>;
+export type CodeSearchParams = z.infer<(typeof toolParams)['code.search']>;

@@ -7,6 +7,8 @@ import { ErrorTypes, permanent } from '../errors';
 import type { ToolContext } from './context';
 import { readWorkspaceFile, writeWorkspaceFile } from './fs';
 import { httpRequest } from './http';
+import { findImplementations, findReferences, navigateImports, traceDataFlow } from './code/navigate';
+import { searchCode } from './code/search';
 import { runShell } from './shell';
 
 type Params<T extends ToolName> = z.infer<(typeof toolParams)[T]>;
@@ -21,6 +23,11 @@ const handlers: { [T in ToolName]: Handler<T> } = {
     await delay(durationMs(params.duration), undefined, { signal: ctx.signal });
     return { slept: params.duration };
   },
+  'code.navigate_imports': navigateImports,
+  'code.find_implementations': findImplementations,
+  'code.find_references': findReferences,
+  'code.trace_data_flow': traceDataFlow,
+  'code.search': searchCode,
 };
 
 /** Checks the resolved parameters against the tool's schema, then runs it inside the workspace. */
