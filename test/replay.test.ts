@@ -21,6 +21,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-foreach-chunks',
       'run-plan-hardened',
       'run-plan-step-activity-ids',
+      'run-plan-worktrees',
     ]);
   });
 

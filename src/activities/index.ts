@@ -7,6 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
+import { createWorktree, removeWorktree } from './git';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
@@ -22,6 +23,8 @@ export interface ToolRequest {
    * and references in `params` are read first. Runs from before the blob store send none.
    */
   inlineLimit?: number;
+  /** `workspace` is a git worktree: its `.git` is out of bounds, and git.* tools work in it. */
+  worktree?: boolean;
 }
 
 export interface ToolResult {
@@ -44,6 +47,9 @@ export type ActivityDeps = StoreOptions;
 export function createActivities(deps: ActivityDeps = {}) {
   return {
     ...valueActivities(deps),
+    // A run's worktree leases (workflows/worktrees.ts).
+    createWorktree,
+    removeWorktree,
 
     async runTool(request: ToolRequest): Promise<ToolResult> {
       const ctx = Context.current();
@@ -58,6 +64,7 @@ export function createActivities(deps: ActivityDeps = {}) {
         const params = store ? await readParams(request.params, store) : request.params;
         const output = await runTool(request.tool, params, {
           workspace: request.workspace,
+          ...(request.worktree && { worktree: true }),
           stepId: request.stepId,
           attempt,
           signal: ctx.cancellationSignal,

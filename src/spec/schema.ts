@@ -60,6 +60,18 @@ const ask = z.strictObject({
   timeout: duration.optional(),
 });
 
+/** A git worktree the step's tools run in; steps naming the same repo and task share one. */
+export const worktreeSchema = z.strictObject({
+  repo: z.string().min(1).max(4096).refine((v) => !v.includes('\0'), 'contains a NUL byte'),
+  task: z
+    .string()
+    .max(MAX_STEP_ID_LENGTH)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a worktree task is a name of letters, digits, ".", "_" and "-"')
+    .optional(),
+  base: z.string().min(1).max(250).optional(),
+  cleanup: z.enum(['onSuccess', 'always', 'never']).optional(),
+});
+
 export const stepSchema = z
   .strictObject({
     id: bounded('step id', MAX_STEP_ID_LENGTH).regex(STEP_ID, 'step id must start with a letter and hold only letters, digits and _'),
@@ -86,6 +98,7 @@ export const stepSchema = z
     with: toolCall.with,
     ask: ask.optional(),
     compensate: z.strictObject(toolCall).optional(),
+    worktree: worktreeSchema.optional(),
     ...policies,
   })
   .superRefine((step, ctx) => {
@@ -103,6 +116,12 @@ export const stepSchema = z
     }
     if (step.forEach !== undefined && step.ask !== undefined) {
       ctx.addIssue({ code: 'custom', message: 'an "ask" step cannot loop with forEach', path: ['forEach'] });
+    }
+    if (step.worktree !== undefined && step.tool === undefined) {
+      ctx.addIssue({ code: 'custom', message: '"worktree" needs a "tool": only tools run in a worktree', path: ['worktree'] });
+    }
+    if (step.tool?.startsWith('git.') && step.worktree === undefined) {
+      ctx.addIssue({ code: 'custom', message: `${step.tool} runs in a worktree: give the step a "worktree"`, path: ['worktree'] });
     }
     if (step.forEach === undefined && (step.as !== undefined || step.concurrency !== undefined)) {
       ctx.addIssue({ code: 'custom', message: '"as" and "concurrency" need "forEach"', path: [] });
@@ -137,7 +156,7 @@ export const planSchema = z.strictObject({
 
 /** Every field name the plan format knows, for suggestions when a field is unknown. */
 export const FIELD_NAMES = [
-  ...new Set([planSchema, stepSchema, ask, retry, input].flatMap((schema) => Object.keys(schema.shape))),
+  ...new Set([planSchema, stepSchema, ask, retry, input, worktreeSchema].flatMap((schema) => Object.keys(schema.shape))),
 ];
 
 export type PlanFile = z.infer<typeof planSchema>;

@@ -81,6 +81,10 @@ export const toolParams = {
     body: z.unknown().optional(),
   }),
   sleep: z.strictObject({ duration }),
+  // Git in the step's worktree (activities/git): status, commit, merge of its branch back.
+  'git.status': z.strictObject({}),
+  'git.commit': z.strictObject({ message: z.string().min(1).max(64 * 1024).refine(...withoutNul), all: z.boolean().optional() }),
+  'git.merge': z.strictObject({ into: z.string().min(1).max(250).optional() }),
   // Code navigation on the TypeScript compiler's own analysis (activities/tools/code).
   'code.navigate_imports': z.strictObject({ file: workspacePath, symbol: identifier, maxDepth: depth.optional() }),
   'code.find_implementations': z.strictObject({ typeName: identifier, dir: workspacePath.optional() }),
@@ -111,3 +115,5 @@ export type CodeFindImplementationsParams = z.infer<(typeof toolParams)['code.fi
 export type CodeFindReferencesParams = z.infer<(typeof toolParams)['code.find_references']>;
 export type CodeTraceDataFlowParams = z.infer<(typeof toolParams)['code.trace_data_flow']>;
 export type CodeSearchParams = z.infer<(typeof toolParams)['code.search']>;
+export type GitCommitParams = z.infer<(typeof toolParams)['git.commit']>;
+export type GitMergeParams = z.infer<(typeof toolParams)['git.merge']>;

@@ -43,6 +43,19 @@ export interface CompiledStep {
   onTimeout: OnTimeout;
   action: ({ kind: 'tool' } & ToolCall) | { kind: 'ask'; ask: AskSpec };
   compensate?: ToolCall;
+  worktree?: WorktreeSpec;
+}
+
+export type WorktreeCleanup = 'onSuccess' | 'always' | 'never';
+
+export interface WorktreeSpec {
+  /** Absolute path of the repository. */
+  repo: string;
+  /** The task's name: the step id unless given. Steps with the same repo and task share the worktree. */
+  task: string;
+  base?: string;
+  /** When the run ends: remove the worktree if the run completed (default), whatever happened, or never. Uncommitted work is never removed. */
+  cleanup: WorktreeCleanup;
 }
 
 export interface InputSpec {

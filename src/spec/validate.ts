@@ -76,6 +76,8 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
 
   stage('compiling');
   const compiled = compile(parsed.data, checker, options);
+  const sharing = worktreeSharingIssues(compiled);
+  if (sharing.length > 0) return { ok: false, issues: sortIssues(sharing) };
   stage('sizing the start request');
   const defaults = Object.fromEntries(Object.entries(compiled.inputs).filter(([, spec]) => spec.default !== undefined).map(([name, spec]) => [name, spec.default]));
   const payload = checkStartPayload(compiled, defaults, (name) => `inputs.${name}.default`);
@@ -138,6 +140,22 @@ function inputDefaultIssues(inputs: unknown): PlanIssue[] {
   return issues;
 }
 
+/** Steps that share a worktree (same repo and task) must agree on what it starts from and when it goes. */
+function worktreeSharingIssues(plan: CompiledPlan): PlanIssue[] {
+  const first = new Map<string, { index: number; base?: string; cleanup: string }>();
+  const issues: PlanIssue[] = [];
+  plan.steps.forEach((step, index) => {
+    if (!step.worktree) return;
+    const key = `${step.worktree.repo}\0${step.worktree.task}`;
+    const seen = first.get(key);
+    if (!seen) first.set(key, { index, base: step.worktree.base, cleanup: step.worktree.cleanup });
+    else if (seen.base !== step.worktree.base || seen.cleanup !== step.worktree.cleanup) {
+      issues.push({ path: `steps[${index}].worktree`, message: `shares task "${step.worktree.task}" with steps[${seen.index}] but not its base and cleanup; give them the same, or another task` });
+    }
+  });
+  return issues;
+}
+
 function rawSteps(raw: Record<string, unknown>): Partial<StepFile>[] {
   const steps = raw.steps;
   if (!Array.isArray(steps)) return [];
@@ -165,6 +183,14 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     onTimeout: step.onTimeout ?? defaults.onTimeout ?? 'abort',
     action: step.ask ? { kind: 'ask', ask: step.ask } : { kind: 'tool', tool: step.tool as string, with: step.with ?? {} },
     ...(step.compensate && { compensate: { tool: step.compensate.tool, with: step.compensate.with ?? {} } }),
+    ...(step.worktree && {
+      worktree: {
+        repo: path.resolve(options.baseDir, step.worktree.repo),
+        task: step.worktree.task ?? step.id,
+        ...(step.worktree.base !== undefined && { base: step.worktree.base }),
+        cleanup: step.worktree.cleanup ?? 'onSuccess',
+      },
+    }),
   }));
   const inputs = Object.fromEntries(
     Object.entries(plan.inputs ?? {}).map(([name, spec]) => [name, { ...spec, type: spec.type ?? 'string' }]),

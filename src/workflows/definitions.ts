@@ -64,11 +64,26 @@ export interface Diagnostics {
   output?: unknown;
   /** Why the run failed, when it did. */
   reason?: string;
+  /** The git worktrees the run's steps work in, and what became of them when it ended. */
+  worktrees?: WorktreeRecord[];
   /**
    * Something the record itself leaves out: set by the workflow when it shortened the record to fit
    * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
    */
   note?: string;
+}
+
+export interface WorktreeRecord {
+  repo: string;
+  task: string;
+  path?: string;
+  branch?: string;
+  /** active while the run holds it; removed, or kept (by its cleanup policy, or because it holds work) once it ended. */
+  state: 'creating' | 'active' | 'removed' | 'kept';
+  /** Why it was kept, or where removed work's branch stays. */
+  note?: string;
+  /** Uncommitted files that kept it. */
+  files?: string[];
 }
 
 /** What `runPlan` returns: the final diagnostics of a completed run. */

@@ -51,6 +51,7 @@ import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { ExpressionNames, listItems } from './stored';
 import { HumanWaits } from './waits';
 import { sizeOf } from './sizes';
+import { WorktreeLeases } from './worktrees';
 
 const MAX_AUTO_EXTENSIONS = 3;
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
@@ -108,6 +109,8 @@ class PlanRun {
   private readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
   /** Bumped on every change the scheduler must look at. */
   private version = 0;
+  /** Git worktrees the steps work in (steps with `worktree`). */
+  private readonly worktrees: WorktreeLeases;
 
   constructor(private readonly input: RunPlanInput) {
     this.plan = input.plan;
@@ -126,6 +129,7 @@ class PlanRun {
     this.hardened = patched(PATCH_HARDENED);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
+    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
     setHandler(diagnosticsQuery, () => this.diagnostics());
     setHandler(
       answerUpdate,
@@ -177,11 +181,14 @@ class PlanRun {
         await Promise.allSettled(running.values());
         this.markUnfinished('run cancelled');
         await this.compensate();
+        if (this.worktrees.size > 0) await this.worktrees.release('cancelled');
       });
       this.finish('cancelled');
       throw err;
     }
     if (this.abortReason) return this.aborted(running);
+    // Runs without worktrees make no call and no await here: their commands stay as they were recorded.
+    if (this.worktrees.size > 0) await this.worktrees.release('completed');
     return this.complete();
   }
 
@@ -204,6 +211,7 @@ class PlanRun {
     await Promise.allSettled(running.values());
     this.markUnfinished('plan aborted');
     await CancellationScope.nonCancellable(() => this.compensate());
+    if (this.worktrees.size > 0) await CancellationScope.nonCancellable(() => this.worktrees.release('failed'));
     this.finish('failed');
     throw this.planFailed();
   }
@@ -388,6 +396,9 @@ class PlanRun {
     if (!items) {
       throw new StepFailedError({ message: `forEach did not give a list (got ${describeValue(list)})`, timedOut: false, attempts: 0 });
     }
+    if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD && step.worktree) {
+      throw new StepFailedError({ message: `a forEach in a worktree runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
+    }
     if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
     const record = this.record(step.id);
     record.items = { total: items.length, completed: results.size };
@@ -461,7 +472,7 @@ class PlanRun {
     const limit = timeout ?? DEFAULT_STEP_TIMEOUT;
     const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
     if (action.tool === 'sleep') return this.runSleep(step, params, limit);
-    return callTool({
+    const call = {
       step,
       tool: action.tool,
       params,
@@ -471,7 +482,9 @@ class PlanRun {
       local: this.hardened && runsLocally(step, action.tool),
       ids: this.activityIds,
       ...this.inline(),
-    });
+    };
+    if (!step.worktree) return callTool(call);
+    return this.worktrees.lease(step.worktree).then((worktree) => callTool({ ...call, workspace: worktree.path, worktree: true }));
   }
 
   /** Asks and sleeps count their attempt when they start, so a record shows it while they wait. */
@@ -630,6 +643,7 @@ class PlanRun {
       compensations: [...this.compensations],
       ...(this.output !== undefined && { output: this.output }),
       ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
+      ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
     };
   }
 

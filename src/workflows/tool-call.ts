@@ -39,6 +39,8 @@ export interface StepToolCall {
   workspace: string;
   local: boolean;
   ids: ActivityIds;
+  /** The workspace is a git worktree (its `.git` is out of bounds, git.* tools work). */
+  worktree?: boolean;
   /** Output bytes to keep in history (see ToolRequest); absent for runs from before the blob store. */
   inlineLimit?: number;
 }
@@ -66,6 +68,7 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
     params: call.params,
     workspace: call.workspace,
     stepId: step.id,
+    ...(call.worktree && { worktree: true }),
     ...(call.inlineLimit !== undefined && { inlineLimit: call.inlineLimit }),
   });
 }

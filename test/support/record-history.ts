@@ -4,7 +4,8 @@
  * It records only scenarios that have no file yet: old histories are what running
  * workflows look like, so workflow changes must keep replaying them (use `patched()`).
  */
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -22,6 +23,19 @@ interface Scenario {
   cancelWhenWaitingOn?: string;
   /** Child workflows to record too: file name to the child id's suffix after the run's id. */
   children?: Record<string, string>;
+  /** Prepares the workspace before the plan is compiled. */
+  setup?: (workspace: string) => void;
+}
+
+/** A git repository with one commit at <workspace>/repo. */
+function gitRepository(workspace: string): void {
+  const repo = path.join(workspace, 'repo');
+  mkdirSync(repo);
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=cadre', '-c', 'user.email=cadre@localhost', ...args], { cwd: repo });
+  git('init', '--quiet', '--initial-branch=main');
+  writeFileSync(path.join(repo, 'app.txt'), 'line 1\n');
+  git('add', '.');
+  git('commit', '--quiet', '-m', 'first');
 }
 
 /** A plan that touches most of runPlan: fan-out, a false `when`, an ask, a failure decided by a human, a timer. */
@@ -70,6 +84,21 @@ output: { alert: "{{ steps.skipped.output.stdout | default('none') }}", stdout: 
 `,
     answers: { confirm: ['yes'], flaky: ['retry'] },
   },
+  // Steps in git worktrees: two tasks edited, committed and merged; leases released at the end.
+  {
+    name: 'run-plan-worktrees',
+    plan: `
+name: replay-worktrees
+steps:
+  - { id: edit_a, worktree: { repo: repo, task: a }, tool: fs.write, with: { path: a.txt, content: "from a" } }
+  - { id: save_a, dependsOn: [edit_a], worktree: { repo: repo, task: a }, tool: git.commit, with: { message: "task a" } }
+  - { id: edit_b, worktree: { repo: repo, task: b, cleanup: always }, tool: shell, with: { command: "echo b > b.txt" } }
+  - { id: merge_a, dependsOn: [save_a], worktree: { repo: repo, task: a }, tool: git.merge }
+  - { id: status_b, dependsOn: [edit_b], worktree: { repo: repo, task: b, cleanup: always }, tool: git.status }
+`,
+    answers: {},
+    setup: gitRepository,
+  },
   // A forEach of 1,200 items: its run (two chunks) and its first chunk, a runItems child workflow.
   {
     name: 'run-plan-foreach-chunks',
@@ -98,6 +127,7 @@ async function main(): Promise<void> {
         continue;
       }
       const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
+      scenario.setup?.(workspace);
       const result = validatePlan(YAML.parse(scenario.plan), { baseDir: workspace });
       if (!result.ok) throw new Error(formatIssues(result.issues));
       const { workflowId } = await client.start(result.plan, {}, { workflowId: scenario.name, taskQueue: 'record' });

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitOf, commitsIn, gitAt, repositoryRoot, run } from './git';
+import { type Git, commitOf, commitsIn, gitAt, mainRepositoryRoot, run } from './git';
 import { CADRE_BRANCH_PREFIX, type WorktreeEntry, baseOf, worktreeEntries } from './worktrees';
 
 export interface RemoveRequest {
@@ -24,7 +24,7 @@ export interface RemoveResult {
 }
 
 export async function removeWorktree(request: RemoveRequest): Promise<RemoveResult> {
-  const root = await repositoryRoot(request.repo);
+  const root = await mainRepositoryRoot(request.repo);
   const git = await gitAt(root);
   const target = existsSync(request.path) ? await realpath(request.path) : path.resolve(request.path);
   const entry = (await worktreeEntries(git)).find((e) => e.path === target);
@@ -80,7 +80,7 @@ export interface CadreWorktree {
 
 /** The worktrees cadre made in a repository, with what each holds. */
 export async function listWorktrees(request: { repo: string }): Promise<CadreWorktree[]> {
-  const git = await gitAt(await repositoryRoot(request.repo));
+  const git = await gitAt(await mainRepositoryRoot(request.repo));
   const mine = (await worktreeEntries(git)).filter((e): e is WorktreeEntry & { branch: string } => !!e.branch?.startsWith(CADRE_BRANCH_PREFIX));
   return Promise.all(mine.map((entry) => describe(git, entry)));
 }

@@ -3,6 +3,7 @@
  * is worth a retry; anything else git refuses is permanent and says what was being done.
  */
 import { realpath } from 'node:fs/promises';
+import path from 'node:path';
 import { type SimpleGit, simpleGit } from 'simple-git';
 import { ErrorTypes, permanent, transient } from '../errors';
 
@@ -48,6 +49,14 @@ export async function repositoryRoot(repo: string): Promise<string> {
     .catch(() => undefined);
   if (!top) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
   return realpath(top.trim());
+}
+
+/** The main checkout of the repository `dir` belongs to (for a worktree, the repository it was made from). */
+export async function mainRepositoryRoot(dir: string): Promise<string> {
+  const top = await repositoryRoot(dir);
+  const common = (await simpleGit({ baseDir: top }).raw(['rev-parse', '--git-common-dir'])).trim();
+  const resolved = await realpath(path.resolve(top, common));
+  return path.basename(resolved) === '.git' ? path.dirname(resolved) : resolved;
 }
 
 /** The commit a ref names, or undefined. */

@@ -8,7 +8,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitOf, gitAt, repositoryRoot, run } from './git';
+import { type Git, commitOf, gitAt, mainRepositoryRoot, run } from './git';
 import { defaultWorktreeBase } from './names';
 import { baseOf, worktreeEntries } from './worktrees';
 
@@ -28,7 +28,7 @@ export interface MergeResult {
 }
 
 export async function mergeWorktree(request: MergeRequest): Promise<MergeResult> {
-  const root = await repositoryRoot(request.repo);
+  const root = await mainRepositoryRoot(request.repo);
   const git = await gitAt(root);
   if (!(await commitOf(git, `refs/heads/${request.branch}`))) throw permanent(ErrorTypes.BadToolInput, `branch: ${request.branch} does not exist in ${root}`);
   const into = request.into ?? (await baseOf(git, request.branch)).base;

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitOf, commitsIn, gitAt, isAncestor, repositoryRoot, run } from './git';
+import { type Git, commitOf, commitsIn, gitAt, isAncestor, mainRepositoryRoot, repositoryRoot, run } from './git';
 import { isInside, worktreeNames } from './names';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
@@ -58,7 +58,7 @@ export interface WorktreeInfo {
 }
 
 export async function createWorktree(request: CreateRequest): Promise<WorktreeInfo> {
-  const root = await repositoryRoot(request.repo);
+  const root = await mainRepositoryRoot(request.repo);
   const git = await gitAt(root);
   const names = worktreeNames(root, request.plan, request.task, request.baseDir);
   const base = request.base ?? (await currentBranch(git));

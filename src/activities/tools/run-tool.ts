@@ -9,6 +9,7 @@ import { readWorkspaceFile, writeWorkspaceFile } from './fs';
 import { httpRequest } from './http';
 import { findImplementations, findReferences, navigateImports, traceDataFlow } from './code/navigate';
 import { searchCode } from './code/search';
+import { gitCommitTool, gitMergeTool, gitStatusTool } from './git';
 import { runShell } from './shell';
 
 type Params<T extends ToolName> = z.infer<(typeof toolParams)[T]>;
@@ -23,6 +24,9 @@ const handlers: { [T in ToolName]: Handler<T> } = {
     await delay(durationMs(params.duration), undefined, { signal: ctx.signal });
     return { slept: params.duration };
   },
+  'git.status': gitStatusTool,
+  'git.commit': gitCommitTool,
+  'git.merge': gitMergeTool,
   'code.navigate_imports': navigateImports,
   'code.find_implementations': findImplementations,
   'code.find_references': findReferences,
@@ -31,7 +35,7 @@ const handlers: { [T in ToolName]: Handler<T> } = {
 };
 
 /** Checks the resolved parameters against the tool's schema, then runs it inside the workspace. */
-export async function runTool(tool: string, params: unknown, ctx: Omit<ToolContext, 'boundary'> & { workspace: string }): Promise<unknown> {
+export async function runTool(tool: string, params: unknown, ctx: Omit<ToolContext, 'boundary'> & { workspace: string; worktree?: boolean }): Promise<unknown> {
   if (!isToolName(tool)) throw permanent(ErrorTypes.UnknownTool, `unknown tool "${tool}"`);
   const parsed = (toolParams[tool] as z.ZodType).safeParse(params);
   if (!parsed.success) {
@@ -39,7 +43,8 @@ export async function runTool(tool: string, params: unknown, ctx: Omit<ToolConte
     throw permanent(ErrorTypes.BadToolInput, `bad parameters for ${tool}: ${reasons}`);
   }
   // Workers on other machines (containers) may not have the plan's workspace: said once, as WorkspaceMissing.
-  const boundary = await openBoundary(ctx.workspace, { name: 'workspace' });
+  // In a worktree, its `.git` (a file linking to the repository's metadata) is out of bounds too.
+  const boundary = await openBoundary(ctx.workspace, ctx.worktree ? { name: 'worktree', deny: ['.git'] } : { name: 'workspace' });
   const { stepId, attempt, signal, limits } = ctx;
   return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, signal, limits });
 }

@@ -1,0 +1,23 @@
+/** The `git.*` tools: what a plan step does with the worktree it runs in. */
+import type { GitCommitParams, GitMergeParams } from '../../spec/tools';
+import { ErrorTypes, permanent } from '../errors';
+import { commitWorktree, mergeWorktree, worktreeStatus } from '../git';
+import { openWorktree } from '../git/worktrees';
+import type { ToolContext } from './context';
+
+function worktreeOf(ctx: ToolContext, tool: string): string {
+  if (ctx.boundary.name !== 'worktree') throw permanent(ErrorTypes.BadToolInput, `${tool} runs in a worktree: give the step a "worktree"`);
+  return ctx.boundary.root;
+}
+
+export const gitStatusTool = (_params: unknown, ctx: ToolContext) => worktreeStatus({ path: worktreeOf(ctx, 'git.status') });
+
+export const gitCommitTool = (params: GitCommitParams, ctx: ToolContext) =>
+  commitWorktree({ path: worktreeOf(ctx, 'git.commit'), message: params.message, ...(params.all !== undefined && { all: params.all }) });
+
+/** Merges the worktree's branch into its base (or `into`), in the repository it came from. */
+export async function gitMergeTool(params: GitMergeParams, ctx: ToolContext) {
+  const path = worktreeOf(ctx, 'git.merge');
+  const { branch } = await openWorktree(path);
+  return { branch, ...(await mergeWorktree({ repo: path, branch, ...(params.into !== undefined && { into: params.into }) })) };
+}

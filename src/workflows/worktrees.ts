@@ -1,0 +1,106 @@
+/**
+ * A run's git worktrees as leases: made (idempotently) by the first step that needs one, shared
+ * by the steps of the same repo and task, and released when the run ends, however it ends:
+ * removed by their cleanup policy, kept with their files listed when they hold uncommitted work.
+ * Workflow code.
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { WorktreeSpec } from '../spec/types';
+import type { WorktreeRecord } from './definitions';
+import { describeFailure } from './failures';
+
+type Info = Awaited<ReturnType<Activities['createWorktree']>>;
+
+const git = proxyActivities<Activities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 5 },
+  summary: 'worktree',
+});
+
+interface Lease {
+  spec: WorktreeSpec;
+  pending: Promise<Info>;
+  info?: Info;
+  record: WorktreeRecord;
+}
+
+export type RunOutcome = 'completed' | 'failed' | 'cancelled';
+
+export class WorktreeLeases {
+  private readonly leases = new Map<string, Lease>();
+
+  constructor(
+    private readonly plan: string,
+    private readonly changed: () => void,
+  ) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /** The worktree of `spec`, made on first use; a failed attempt is forgotten so a retried step tries again. */
+  async lease(spec: WorktreeSpec): Promise<Info> {
+    const key = `${spec.repo}\0${spec.task}`;
+    let lease = this.leases.get(key);
+    if (!lease) {
+      const pending = git.createWorktree({ repo: spec.repo, plan: this.plan, task: spec.task, ...(spec.base !== undefined && { base: spec.base }) });
+      lease = { spec, pending, record: { repo: spec.repo, task: spec.task, state: 'creating' } };
+      this.leases.set(key, lease);
+      this.changed();
+    }
+    try {
+      const info = await lease.pending;
+      if (!lease.info) {
+        lease.info = info;
+        Object.assign(lease.record, { path: info.path, branch: info.branch, state: 'active' });
+        this.changed();
+      }
+      return info;
+    } catch (err) {
+      if (this.leases.get(key) === lease) this.leases.delete(key);
+      this.changed();
+      throw err;
+    }
+  }
+
+  /** Ends every lease by its cleanup policy. Never throws: what could not be removed is recorded. */
+  async release(outcome: RunOutcome): Promise<void> {
+    for (const lease of this.leases.values()) {
+      const { spec, info, record } = lease;
+      if (!info) {
+        record.state = 'kept';
+        record.note = 'the run ended while it was being made; `cadre worktrees` lists it if it exists';
+        continue;
+      }
+      const remove = spec.cleanup === 'always' || (spec.cleanup === 'onSuccess' && outcome === 'completed');
+      if (!remove) {
+        record.state = 'kept';
+        record.note = spec.cleanup === 'never' ? 'cleanup: never' : `the run ${outcome}: kept to look at (cleanup: onSuccess)`;
+        continue;
+      }
+      try {
+        const removed = await git.removeWorktree({ repo: spec.repo, path: info.path });
+        record.state = 'removed';
+        record.note = removed.keptBranch ? `its commits stay on branch ${removed.keptBranch}` : removed.reason;
+      } catch (err) {
+        record.state = 'kept';
+        record.note = describeFailure(err).message;
+        const files = uncommittedFiles(err);
+        if (files) record.files = files;
+      }
+      this.changed();
+    }
+  }
+
+  records(): WorktreeRecord[] {
+    return [...this.leases.values()].map((lease) => ({ ...lease.record }));
+  }
+}
+
+function uncommittedFiles(err: unknown): string[] | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== 'WorktreeDirty') return undefined;
+  const details = cause.details?.[0] as { files?: unknown } | undefined;
+  return Array.isArray(details?.files) ? details.files.map(String) : undefined;
+}

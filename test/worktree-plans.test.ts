@@ -1,0 +1,157 @@
+/** Plans whose steps work in git worktrees: on the dev server, with real repositories. */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { compile, startPlan, waitUntil, withWorker } from './support/harness';
+import YAML from 'yaml';
+import { validatePlan } from '../src/spec/validate';
+
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+
+function repository(): { repo: string; ws: string } {
+  const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-wt-plan-')));
+  const repo = path.join(home, 'repo');
+  const ws = path.join(home, 'ws');
+  mkdirSync(repo);
+  mkdirSync(ws);
+  git(repo, 'init', '--quiet', '--initial-branch=main');
+  git(repo, 'config', 'user.name', 'test');
+  git(repo, 'config', 'user.email', 'test@localhost');
+  writeFileSync(path.join(repo, 'app.txt'), 'line 1\nline 2\nline 3\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '--quiet', '-m', 'first');
+  return { repo, ws };
+}
+
+const cadreBranches = (repo: string) => git(repo, 'branch', '--list', 'cadre/*', '--format=%(refname:short)').split('\n').filter(Boolean);
+
+describe('worktrees in plans', () => {
+  test('two tasks in two worktrees, both merged; the worktrees go when the run completes', async () => {
+    const { repo, ws } = repository();
+    const plan = compile(
+      `
+name: two-tasks
+steps:
+  - { id: edit_a, worktree: { repo: ../repo, task: a }, tool: fs.write, with: { path: a.txt, content: "from a" } }
+  - { id: save_a, dependsOn: [edit_a], worktree: { repo: ../repo, task: a }, tool: git.commit, with: { message: "task a" } }
+  - { id: edit_b, worktree: { repo: ../repo, task: b }, tool: shell, with: { command: "echo from b > b.txt && pwd" } }
+  - { id: save_b, dependsOn: [edit_b], worktree: { repo: ../repo, task: b }, tool: git.commit, with: { message: "task b" } }
+  - { id: merge_a, dependsOn: [save_a, save_b], worktree: { repo: ../repo, task: a }, tool: git.merge }
+  - { id: merge_b, dependsOn: [merge_a], worktree: { repo: ../repo, task: b }, tool: git.merge }
+output: { cwd: "{{ steps.edit_b.output.stdout }}", merged: "{{ steps.merge_b.output.into }}" }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      const worktreeB = path.join(path.dirname(repo), '.cadre-worktrees', 'repo', 'two-tasks', 'b');
+      expect(d.output).toEqual({ cwd: `${worktreeB}\n`, merged: 'main' });
+      expect(git(repo, 'show', 'main:a.txt')).toBe('from a');
+      expect(git(repo, 'show', 'main:b.txt')).toBe('from b');
+      // Nothing of it went to the plan's workspace.
+      expect(existsSync(path.join(ws, 'a.txt'))).toBe(false);
+      expect(d.worktrees?.map((w) => [w.task, w.state]).sort()).toEqual([
+        ['a', 'removed'],
+        ['b', 'removed'],
+      ]);
+      expect(existsSync(worktreeB)).toBe(false);
+      expect(cadreBranches(repo)).toEqual([]);
+    });
+  });
+
+  test('two tasks editing the same line: the merge fails naming the file, both branches stay', async () => {
+    const { repo, ws } = repository();
+    const edit = (task: string) => `{ id: edit_${task}, worktree: { repo: ${repo}, task: ${task} }, tool: fs.write, with: { path: app.txt, content: "line 1\\n${task}\\nline 3\\n" } }`;
+    const plan = compile(
+      `
+name: conflict
+steps:
+  - ${edit('a')}
+  - ${edit('b')}
+  - { id: save_a, dependsOn: [edit_a], worktree: { repo: ${repo}, task: a }, tool: git.commit, with: { message: a } }
+  - { id: save_b, dependsOn: [edit_b], worktree: { repo: ${repo}, task: b }, tool: git.commit, with: { message: b } }
+  - { id: merge_a, dependsOn: [save_a, save_b], worktree: { repo: ${repo}, task: a }, tool: git.merge }
+  - { id: merge_b, dependsOn: [merge_a], worktree: { repo: ${repo}, task: b }, tool: git.merge }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('failed');
+      expect(d.reason).toContain('step "merge_b" failed: MergeConflict: merging cadre/conflict/b into main conflicts in app.txt; resolve it by hand');
+      expect(d.steps.find((s) => s.id === 'merge_b')?.attempts).toBe(1);
+      expect(cadreBranches(repo)).toEqual(['cadre/conflict/a', 'cadre/conflict/b']);
+      expect(git(repo, 'show', 'cadre/conflict/b:app.txt')).toBe('line 1\nb\nline 3');
+      expect(git(repo, 'status', '--porcelain')).toBe('');
+      // The run failed: its worktrees are kept to look at.
+      expect(d.worktrees?.map((w) => [w.task, w.state])).toEqual([
+        ['a', 'kept'],
+        ['b', 'kept'],
+      ]);
+    });
+  });
+
+  test('cancelled with `temporal workflow cancel`-style cancellation: the clean worktree goes, the dirty one stays with its files listed', async () => {
+    const { repo, ws } = repository();
+    const plan = compile(
+      `
+name: cancelled
+steps:
+  - { id: clean, worktree: { repo: ${repo}, task: clean, cleanup: always }, tool: git.status }
+  - { id: dirty, worktree: { repo: ${repo}, task: dirty, cleanup: always }, tool: fs.write, with: { path: notes.txt, content: unsaved }  }
+  - { id: wait, dependsOn: [clean, dirty], ask: { question: "Go on?" } }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      await waitUntil(h, id, (d) => d.status === 'waiting');
+      await h.client.client.workflow.getHandle(id).cancel();
+      const d = await waitUntil(h, id, (x) => x.status === 'cancelled');
+      const byTask = Object.fromEntries((d.worktrees ?? []).map((w) => [w.task, w]));
+      expect(byTask.clean).toMatchObject({ state: 'removed' });
+      expect(byTask.dirty).toMatchObject({ state: 'kept', files: ['notes.txt'] });
+      expect(byTask.dirty.note).toContain('holds uncommitted work');
+      expect(existsSync(path.join(byTask.dirty.path as string, 'notes.txt'))).toBe(true);
+      expect(existsSync(byTask.clean.path as string)).toBe(false);
+    });
+  });
+
+  test("a worktree's .git is out of bounds, like the outside", async () => {
+    const { repo, ws } = repository();
+    const plan = compile(
+      `
+name: escapes
+steps:
+  - { id: config, worktree: { repo: ${repo} }, tool: fs.read, with: { path: .git }, onFailure: skip }
+  - { id: up, worktree: { repo: ${repo} }, tool: fs.read, with: { path: ../../../repo/app.txt }, onFailure: skip }
+  - { id: inside, worktree: { repo: ${repo} }, tool: fs.read, with: { path: app.txt } }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      const error = (id: string) => d.errors.find((e) => e.step === id)?.message ?? '';
+      expect(error('config')).toMatch(/worktree/);
+      expect(error('up')).toMatch(/outside the worktree/);
+      expect(d.steps.find((s) => s.id === 'inside')?.status).toBe('completed');
+    });
+  });
+
+  test('validation: git tools need a worktree, shared tasks must agree', () => {
+    const issues = (yaml: string) => {
+      const result = validatePlan(YAML.parse(yaml), { baseDir: '/tmp' });
+      return result.ok ? [] : result.issues.map((i) => `${i.path}: ${i.message}`);
+    };
+    expect(issues('name: p\nsteps:\n  - { id: a, tool: git.commit, with: { message: m } }\n')).toEqual(['steps[0].worktree: git.commit runs in a worktree: give the step a "worktree"']);
+    expect(issues('name: p\nsteps:\n  - { id: a, worktree: { repo: r }, ask: { question: q } }\n')).toContain('steps[0].worktree: "worktree" needs a "tool": only tools run in a worktree');
+    expect(
+      issues('name: p\nsteps:\n  - { id: a, worktree: { repo: r, task: t }, tool: git.status }\n  - { id: b, worktree: { repo: r, task: t, cleanup: never }, tool: git.status }\n'),
+    ).toEqual(['steps[1].worktree: shares task "t" with steps[0] but not its base and cleanup; give them the same, or another task']);
+  });
+});
