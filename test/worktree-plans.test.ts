@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runCadre, testServerEnv } from './support/cli';
 import { compile, startPlan, waitUntil, withWorker } from './support/harness';
 import YAML from 'yaml';
 import { validatePlan } from '../src/spec/validate';
@@ -140,6 +141,46 @@ steps:
       expect(error('config')).toMatch(/worktree/);
       expect(error('up')).toMatch(/outside the worktree/);
       expect(d.steps.find((s) => s.id === 'inside')?.status).toBe('completed');
+    });
+  });
+
+  test('cadre worktrees lists them with their runs; prune removes closed runs\' clean ones and says why it kept the others', async () => {
+    const { repo, ws } = repository();
+    git(repo, 'worktree', 'add', '--quiet', '-b', 'mine', path.join(path.dirname(repo), 'mine'));
+    const plan = (name: string, extra: string) =>
+      compile(`name: ${name}\nsteps:\n  - { id: work, worktree: { repo: ${repo}, cleanup: never }, tool: shell, with: { command: "echo x > x.txt" } }\n${extra}`, ws);
+    await withWorker(async (h) => {
+      // Closed, committed work on its branch; closed with uncommitted work; still open.
+      const saved = await startPlan(h, plan('saved', '  - { id: save, dependsOn: [work], worktree: { repo: ' + repo + ', task: work, cleanup: never }, tool: git.commit, with: { message: x } }\n'));
+      const dirty = await startPlan(h, plan('dirty', ''));
+      const open = await startPlan(h, plan('open', '  - { id: wait, dependsOn: [work], ask: { question: "Done?" } }\n'));
+      expect((await h.client.result(saved)).status).toBe('completed');
+      expect((await h.client.result(dirty)).status).toBe('completed');
+      await waitUntil(h, open, (d) => d.status === 'waiting');
+
+      const listed = await runCadre(['worktrees', '--repo', repo, '--json'], ws, testServerEnv());
+      expect(listed.code).toBe(0);
+      const rows = (JSON.parse(listed.stdout) as { branch: string; state: string; run: string; step: string; runOpen: boolean }[]).sort((a, b) => a.branch.localeCompare(b.branch));
+      expect(rows.map((r) => [r.branch, r.state, r.run, r.step, r.runOpen])).toEqual([
+        ['cadre/dirty/work', 'dirty', dirty, 'work', false],
+        ['cadre/open/work', 'dirty', open, 'work', true],
+        ['cadre/saved/work', 'clean', saved, 'work', false],
+      ]);
+      const table = await runCadre(['worktrees', '--repo', repo], ws, testServerEnv());
+      expect(table.stdout).toContain(`${open} (open)`);
+
+      const pruned = await runCadre(['worktrees', 'prune', '--repo', repo], ws, testServerEnv());
+      expect(pruned.code).toBe(0);
+      const lines = pruned.stdout.trim().split('\n').sort();
+      expect(lines).toHaveLength(3);
+      expect(lines[0]).toMatch(/^kept .*dirty\/work \(cadre\/dirty\/work\): .*holds uncommitted work \(x\.txt\)/);
+      expect(lines[1]).toMatch(new RegExp(`^kept .*open/work \\(cadre/open/work\\): run ${open} is still open$`));
+      expect(lines[2]).toMatch(/^removed .*saved\/work \(cadre\/saved\/work\): 1 commit\(s\) not merged into main: kept on branch cadre\/saved\/work$/);
+      expect(git(repo, 'show', 'cadre/saved/work:x.txt')).toBe('x');
+      // Not cadre's: untouched.
+      expect(existsSync(path.join(path.dirname(repo), 'mine'))).toBe(true);
+      expect((await runCadre(['worktrees', 'tidy', '--repo', repo], ws, testServerEnv())).code).toBe(2);
+      await h.client.answer(open, 'wait', 'yes');
     });
   });
 

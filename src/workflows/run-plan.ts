@@ -484,7 +484,7 @@ class PlanRun {
       ...this.inline(),
     };
     if (!step.worktree) return callTool(call);
-    return this.worktrees.lease(step.worktree).then((worktree) => callTool({ ...call, workspace: worktree.path, worktree: true }));
+    return this.worktrees.lease(step.worktree, step.id).then((worktree) => callTool({ ...call, workspace: worktree.path, worktree: true }));
   }
 
   /** Asks and sleeps count their attempt when they start, so a record shows it while they wait. */

@@ -4,7 +4,7 @@
  * removed by their cleanup policy, kept with their files listed when they hold uncommitted work.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { WorktreeSpec } from '../spec/types';
 import type { WorktreeRecord } from './definitions';
@@ -40,11 +40,18 @@ export class WorktreeLeases {
   }
 
   /** The worktree of `spec`, made on first use; a failed attempt is forgotten so a retried step tries again. */
-  async lease(spec: WorktreeSpec): Promise<Info> {
+  async lease(spec: WorktreeSpec, step: string): Promise<Info> {
     const key = `${spec.repo}\0${spec.task}`;
     let lease = this.leases.get(key);
     if (!lease) {
-      const pending = git.createWorktree({ repo: spec.repo, plan: this.plan, task: spec.task, ...(spec.base !== undefined && { base: spec.base }) });
+      const pending = git.createWorktree({
+        repo: spec.repo,
+        plan: this.plan,
+        task: spec.task,
+        ...(spec.base !== undefined && { base: spec.base }),
+        run: workflowInfo().workflowId,
+        step,
+      });
       lease = { spec, pending, record: { repo: spec.repo, task: spec.task, state: 'creating' } };
       this.leases.set(key, lease);
       this.changed();

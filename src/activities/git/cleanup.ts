@@ -7,7 +7,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
 import { type Git, commitOf, commitsIn, gitAt, mainRepositoryRoot, run } from './git';
-import { CADRE_BRANCH_PREFIX, type WorktreeEntry, baseOf, worktreeEntries } from './worktrees';
+import { CADRE_BRANCH_PREFIX, type WorktreeEntry, baseOf, branchRecord, worktreeEntries } from './worktrees';
 
 export interface RemoveRequest {
   repo: string;
@@ -72,6 +72,9 @@ export interface CadreWorktree {
   path: string;
   branch: string;
   base?: string;
+  /** The run (workflow id) and step that made it. */
+  run?: string;
+  step?: string;
   state: WorktreeState;
   /** Commits on the branch that its base lacks. */
   ahead?: number;
@@ -86,10 +89,11 @@ export async function listWorktrees(request: { repo: string }): Promise<CadreWor
 }
 
 async function describe(git: Git, entry: WorktreeEntry & { branch: string }): Promise<CadreWorktree> {
-  const base = await baseOf(git, entry.branch).then((b) => b.base, () => undefined);
-  if (entry.prunable) return { path: entry.path, branch: entry.branch, ...(base && { base }), state: 'missing' };
+  const { base, run, step } = await branchRecord(git, entry.branch);
+  const known = { path: entry.path, branch: entry.branch, ...(base && { base }), ...(run && { run }), ...(step && { step }) };
+  if (entry.prunable) return { ...known, state: 'missing' };
   const files = await uncommitted(entry.path);
   const ahead = base && (await commitOf(git, base)) ? await commitsIn(git, entry.branch, base) : undefined;
   const state: WorktreeState = files.length > 0 ? 'dirty' : ahead === 0 ? 'merged' : 'clean';
-  return { path: entry.path, branch: entry.branch, ...(base && { base }), state, ...(ahead !== undefined && { ahead }), ...(files.length > 0 && { files }) };
+  return { ...known, state, ...(ahead !== undefined && { ahead }), ...(files.length > 0 && { files }) };
 }

@@ -46,6 +46,9 @@ export interface CreateRequest {
   base?: string;
   /** Where worktrees go; beside the repository by default. */
   baseDir?: string;
+  /** The run (workflow id) and step that lease it, kept with the branch for `cadre worktrees`. */
+  run?: string;
+  step?: string;
 }
 
 export interface WorktreeInfo {
@@ -72,7 +75,11 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
   if (isInside(target, root)) throw permanent(ErrorTypes.BadToolInput, `baseDir: ${target} is inside the repository ${root}; worktrees go beside it`);
 
   const existing = (await worktreeEntries(git)).find((e) => e.path === target);
-  if (existing && !existing.prunable) return adopt(git, root, existing, names.branch, base, baseCommit);
+  if (existing && !existing.prunable) {
+    const adopted = await adopt(git, root, existing, names.branch, base, baseCommit);
+    await recordOwner(git, names.branch, request);
+    return adopted;
+  }
   if (existing?.prunable) await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
   await clearLeftover(target);
 
@@ -88,7 +95,13 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
   }
   await run(git, ['config', `branch.${names.branch}.cadreBase`, base], 'recording the base');
   await run(git, ['config', `branch.${names.branch}.cadreBaseCommit`, baseCommit], 'recording the base');
+  await recordOwner(git, names.branch, request);
   return { path: target, branch: names.branch, base, baseCommit, created: true };
+}
+
+async function recordOwner(git: Git, branch: string, request: CreateRequest): Promise<void> {
+  if (request.run) await run(git, ['config', `branch.${branch}.cadreRun`, request.run], 'recording the run');
+  if (request.step) await run(git, ['config', `branch.${branch}.cadreStep`, request.step], 'recording the step');
 }
 
 /** A worktree a previous attempt made: kept only if it is what this request would have made. */
@@ -131,10 +144,16 @@ export interface BaseOf {
   baseCommit: string;
 }
 
+/** What cadre recorded for one of its branches (empty strings when missing). */
+export async function branchRecord(git: Git, branch: string): Promise<{ base: string; baseCommit: string; run: string; step: string }> {
+  const read = (key: string) => git.raw(['config', '--get', `branch.${branch}.${key}`]).then((v) => v.trim(), () => '');
+  const [base, baseCommit, run, step] = await Promise.all([read('cadreBase'), read('cadreBaseCommit'), read('cadreRun'), read('cadreStep')]);
+  return { base, baseCommit, run, step };
+}
+
 /** The base recorded for a cadre branch. */
 export async function baseOf(git: Git, branch: string): Promise<BaseOf> {
-  const read = (key: string) => git.raw(['config', '--get', `branch.${branch}.${key}`]).then((v) => v.trim(), () => '');
-  const [base, baseCommit] = await Promise.all([read('cadreBase'), read('cadreBaseCommit')]);
+  const { base, baseCommit } = await branchRecord(git, branch);
   if (!base || !baseCommit) throw permanent(ErrorTypes.BadToolInput, `branch ${branch} was not made by cadre (no recorded base)`);
   return { base, baseCommit };
 }
