@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
-import { createWorktree, removeWorktree } from './git';
+import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from './git';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
@@ -47,9 +47,9 @@ export type ActivityDeps = StoreOptions;
 export function createActivities(deps: ActivityDeps = {}) {
   return {
     ...valueActivities(deps),
-    // A run's worktree leases (workflows/worktrees.ts).
-    createWorktree,
-    removeWorktree,
+    // A run's worktree leases (workflows/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
+    createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
+    removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
 
     async runTool(request: ToolRequest): Promise<ToolResult> {
       const ctx = Context.current();
@@ -81,6 +81,17 @@ export function createActivities(deps: ActivityDeps = {}) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** Runs `work` while heartbeating, so the server notices a dead worker within the heartbeat timeout. */
+async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    return await work();
+  } finally {
+    clearInterval(beat);
+  }
+}
 
 /** The failure with the attempt in its details; a big output in them is stored, like a result's. */
 async function withAttempt(err: unknown, attempt: number, store: (() => Promise<BlobStore>) | undefined, inlineLimit: number | undefined): Promise<unknown> {

@@ -14,6 +14,8 @@ type Info = Awaited<ReturnType<Activities['createWorktree']>>;
 
 const git = proxyActivities<Activities>({
   startToCloseTimeout: '2m',
+  // The activities heartbeat: a worker that dies mid-way is noticed in seconds, and the retry adopts its work.
+  heartbeatTimeout: '5s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 5 },
   summary: 'worktree',
 });
