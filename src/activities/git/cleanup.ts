@@ -7,7 +7,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
 import { type Git, commitOf, commitsIn, gitAt, mainRepositoryRoot, run } from './git';
-import { CADRE_BRANCH_PREFIX, type WorktreeEntry, baseOf, branchRecord, worktreeEntries } from './worktrees';
+import { CADRE_BRANCH_PREFIX, type WorktreeEntry, readMetadata, worktreeEntries } from './worktrees';
 
 export interface RemoveRequest {
   repo: string;
@@ -32,6 +32,8 @@ export async function removeWorktree(request: RemoveRequest): Promise<RemoveResu
   if (!entry.branch?.startsWith(CADRE_BRANCH_PREFIX)) {
     throw permanent(ErrorTypes.BadToolInput, `path: ${target} is not a worktree cadre made (branch ${entry.branch ?? 'detached'}); not removing it`);
   }
+  // Read before removal: the metadata goes with the worktree.
+  const base = (await readMetadata(entry.path))?.base;
   if (entry.prunable) {
     await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
   } else {
@@ -41,18 +43,17 @@ export async function removeWorktree(request: RemoveRequest): Promise<RemoveResu
     }
     await run(git, ['worktree', 'remove', ...(dirty.length > 0 ? ['--force'] : []), entry.path], `removing worktree ${target}`);
   }
-  return dropBranch(git, entry.branch);
+  return dropBranch(git, entry.branch, base);
 }
 
-/** Deletes the branch when its base has all its commits; keeps it, and says where the work is, otherwise. */
-async function dropBranch(git: Git, branch: string): Promise<RemoveResult> {
-  const { base } = await baseOf(git, branch);
-  const unmerged = (await commitOf(git, base)) ? await commitsIn(git, branch, base) : 1;
+/** Deletes the branch when its base has all its commits; keeps it, and says where the work is, otherwise (or when the base is unknown). */
+async function dropBranch(git: Git, branch: string, base: string | undefined): Promise<RemoveResult> {
+  if (!base || !(await commitOf(git, base))) return { removed: true, keptBranch: branch, reason: `its base is unknown: kept on branch ${branch}` };
+  const unmerged = await commitsIn(git, branch, base);
   if (unmerged > 0) {
     return { removed: true, keptBranch: branch, reason: `${unmerged} commit(s) not merged into ${base}: kept on branch ${branch}` };
   }
   await run(git, ['branch', '-D', branch], `deleting branch ${branch}`);
-  await git.raw(['config', '--remove-section', `branch.${branch}`]).catch(() => undefined);
   return { removed: true, reason: `merged into ${base}` };
 }
 
@@ -89,7 +90,7 @@ export async function listWorktrees(request: { repo: string }): Promise<CadreWor
 }
 
 async function describe(git: Git, entry: WorktreeEntry & { branch: string }): Promise<CadreWorktree> {
-  const { base, run, step } = await branchRecord(git, entry.branch);
+  const { base, run, step } = (await readMetadata(entry.path)) ?? {};
   const known = { path: entry.path, branch: entry.branch, ...(base && { base }), ...(run && { run }), ...(step && { step }) };
   if (entry.prunable) return { ...known, state: 'missing' };
   const files = await uncommitted(entry.path);

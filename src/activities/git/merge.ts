@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
 import { type Git, commitOf, gitAt, mainRepositoryRoot, run } from './git';
 import { defaultWorktreeBase } from './names';
-import { baseOf, worktreeEntries } from './worktrees';
+import { readMetadata, worktreeEntries } from './worktrees';
 
 export interface MergeRequest {
   repo: string;
@@ -31,7 +31,7 @@ export async function mergeWorktree(request: MergeRequest): Promise<MergeResult>
   const root = await mainRepositoryRoot(request.repo);
   const git = await gitAt(root);
   if (!(await commitOf(git, `refs/heads/${request.branch}`))) throw permanent(ErrorTypes.BadToolInput, `branch: ${request.branch} does not exist in ${root}`);
-  const into = request.into ?? (await baseOf(git, request.branch)).base;
+  const into = request.into ?? (await recordedBase(git, request.branch));
   if (!(await commitOf(git, `refs/heads/${into}`))) throw permanent(ErrorTypes.BadToolInput, `into: ${into} is not a branch of ${root}`);
 
   const checkout = (await worktreeEntries(git)).find((e) => e.branch === into && !e.prunable);
@@ -53,6 +53,14 @@ export async function mergeWorktree(request: MergeRequest): Promise<MergeResult>
   } finally {
     await run(git, ['worktree', 'remove', '--force', temporary], 'removing the merge checkout');
   }
+}
+
+/** The base recorded for the worktree that has `branch` checked out. */
+async function recordedBase(git: Git, branch: string): Promise<string> {
+  const entry = (await worktreeEntries(git)).find((e) => e.branch === branch && !e.prunable);
+  const base = entry && (await readMetadata(entry.path))?.base;
+  if (!base) throw permanent(ErrorTypes.BadToolInput, `into: ${branch} has no worktree cadre made with a recorded base; say which branch to merge into`);
+  return base;
 }
 
 async function mergeIn(git: Git, branch: string, into: string): Promise<MergeResult> {

@@ -6,10 +6,11 @@
  * merge and removal know it without a database.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rmdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, rmdir, writeFile } from 'node:fs/promises';
+import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitOf, commitsIn, gitAt, isAncestor, mainRepositoryRoot, repositoryRoot, run } from './git';
+import { type Git, commitsIn, gitAt, gitFailure, isAncestor, repositoryRoot, run } from './git';
 import { isInside, worktreeNames } from './names';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
@@ -61,47 +62,99 @@ export interface WorktreeInfo {
 }
 
 export async function createWorktree(request: CreateRequest): Promise<WorktreeInfo> {
-  const root = await mainRepositoryRoot(request.repo);
-  const git = await gitAt(root);
+  const { root, base, baseCommit } = await resolveRepository(request.repo, request.base);
+  // No committer identity needed here; every git call costs a process, so no more than needed.
+  const git = simpleGit({ baseDir: root });
   const names = worktreeNames(root, request.plan, request.task, request.baseDir);
-  const base = request.base ?? (await currentBranch(git));
-  const baseCommit = await commitOf(git, base);
-  if (!baseCommit) throw permanent(ErrorTypes.BadToolInput, `base: "${base}" names no commit in ${root}`);
-
   const parent = path.dirname(names.path);
   await mkdir(parent, { recursive: true });
   // The base directory may be reached through symlinks: check where it really is.
   const target = path.join(await realpath(parent), path.basename(names.path));
   if (isInside(target, root)) throw permanent(ErrorTypes.BadToolInput, `baseDir: ${target} is inside the repository ${root}; worktrees go beside it`);
+  const record: WorktreeMetadata = { base, baseCommit, ...(request.run && { run: request.run }), ...(request.step && { step: request.step }) };
 
   const existing = (await worktreeEntries(git)).find((e) => e.path === target);
   if (existing && !existing.prunable) {
     const adopted = await adopt(git, root, existing, names.branch, base, baseCommit);
-    await recordOwner(git, names.branch, request);
+    await writeMetadata(target, record);
     return adopted;
   }
   if (existing?.prunable) await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
   await clearLeftover(target);
 
-  const branchCommit = await commitOf(git, `refs/heads/${names.branch}`);
-  if (branchCommit) {
+  try {
+    await git.raw(['worktree', 'add', '-b', names.branch, target, baseCommit]);
+  } catch (err) {
+    if (!/already exists/.test(String((err as Error).message))) throw gitFailure(err, `adding worktree ${target}`);
     // A branch kept from an earlier worktree of the same task: check it out again, if it grew from this base.
     if (!(await isAncestor(git, baseCommit, names.branch))) {
       throw permanent(ErrorTypes.WorktreeConflict, `branch ${names.branch} exists and does not start from ${base}; merge or delete it first`);
     }
     await run(git, ['worktree', 'add', target, names.branch], `adding worktree ${target}`);
-  } else {
-    await run(git, ['worktree', 'add', '-b', names.branch, target, baseCommit], `adding worktree ${target}`);
   }
-  await run(git, ['config', `branch.${names.branch}.cadreBase`, base], 'recording the base');
-  await run(git, ['config', `branch.${names.branch}.cadreBaseCommit`, baseCommit], 'recording the base');
-  await recordOwner(git, names.branch, request);
+  await writeMetadata(target, record);
   return { path: target, branch: names.branch, base, baseCommit, created: true };
 }
 
-async function recordOwner(git: Git, branch: string, request: CreateRequest): Promise<void> {
-  if (request.run) await run(git, ['config', `branch.${branch}.cadreRun`, request.run], 'recording the run');
-  if (request.step) await run(git, ['config', `branch.${branch}.cadreStep`, request.step], 'recording the step');
+/**
+ * The repository's main checkout, the base and its commit, in one git call: the checkout's top,
+ * its common git directory, the base's commit and the current branch's name.
+ */
+async function resolveRepository(repo: string, wanted: string | undefined): Promise<{ root: string; base: string; baseCommit: string }> {
+  let dir: string;
+  try {
+    dir = await realpath(repo);
+  } catch {
+    throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} does not exist`);
+  }
+  let lines: string[];
+  try {
+    lines = (await simpleGit({ baseDir: dir }).raw(['rev-parse', '--show-toplevel', '--git-common-dir', `${wanted ?? 'HEAD'}^{commit}`, '--abbrev-ref', 'HEAD'])).trim().split('\n');
+  } catch (err) {
+    const message = String((err as Error).message);
+    if (/not a git repository/i.test(message)) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
+    throw permanent(ErrorTypes.BadToolInput, `base: "${wanted ?? 'HEAD'}" names no commit in ${repo}`);
+  }
+  const [top, common, baseCommit, current] = lines;
+  const commonDir = await realpath(path.resolve(top, common));
+  const root = path.basename(commonDir) === '.git' ? path.dirname(commonDir) : commonDir;
+  // With no base given, the branch checked out (or, detached, its commit).
+  const base = wanted ?? (current === 'HEAD' ? baseCommit : current);
+  return { root, base, baseCommit };
+}
+
+/** What cadre keeps about a worktree it made, in the worktree's own git metadata directory (removed with it). */
+export interface WorktreeMetadata {
+  base: string;
+  baseCommit: string;
+  /** The run (workflow id) and step that made it. */
+  run?: string;
+  step?: string;
+}
+
+const METADATA_FILE = 'cadre.json';
+
+/** The worktree's directory under the repository's `.git/worktrees`, from its `.git` link. */
+async function metadataDir(worktree: string): Promise<string | undefined> {
+  const link = await readFile(path.join(worktree, '.git'), 'utf8').catch(() => '');
+  return link.startsWith('gitdir: ') ? path.resolve(worktree, link.slice(8).trim()) : undefined;
+}
+
+async function writeMetadata(worktree: string, metadata: WorktreeMetadata): Promise<void> {
+  const dir = await metadataDir(worktree);
+  if (!dir) throw permanent(ErrorTypes.WorktreeConflict, `${worktree}/.git does not link to a repository`);
+  await writeFile(path.join(dir, METADATA_FILE), `${JSON.stringify(metadata)}\n`);
+}
+
+export async function readMetadata(worktree: string): Promise<WorktreeMetadata | undefined> {
+  const dir = await metadataDir(worktree);
+  if (!dir) return undefined;
+  try {
+    const parsed = JSON.parse(await readFile(path.join(dir, METADATA_FILE), 'utf8')) as Partial<WorktreeMetadata>;
+    return typeof parsed.base === 'string' && typeof parsed.baseCommit === 'string' ? (parsed as WorktreeMetadata) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A worktree a previous attempt made: kept only if it is what this request would have made. */
@@ -117,9 +170,6 @@ async function adopt(git: Git, root: string, entry: WorktreeEntry, branch: strin
   if (!(await isAncestor(git, baseCommit, branch))) {
     throw permanent(ErrorTypes.WorktreeConflict, `${entry.path} is on ${branch}, which does not start from ${base}`);
   }
-  // The crash may have come between `worktree add` and recording the base.
-  await run(git, ['config', `branch.${branch}.cadreBase`, base], 'recording the base');
-  await run(git, ['config', `branch.${branch}.cadreBaseCommit`, baseCommit], 'recording the base');
   return { path: entry.path, branch, base, baseCommit, created: false };
 }
 
@@ -134,28 +184,16 @@ async function clearLeftover(target: string): Promise<void> {
   await rmdir(target);
 }
 
-async function currentBranch(git: Git): Promise<string> {
-  const name = (await run(git, ['rev-parse', '--abbrev-ref', 'HEAD'], 'reading the current branch')).trim();
-  return name === 'HEAD' ? (await run(git, ['rev-parse', 'HEAD'], 'reading HEAD')).trim() : name;
-}
-
 export interface BaseOf {
   base: string;
   baseCommit: string;
 }
 
-/** What cadre recorded for one of its branches (empty strings when missing). */
-export async function branchRecord(git: Git, branch: string): Promise<{ base: string; baseCommit: string; run: string; step: string }> {
-  const read = (key: string) => git.raw(['config', '--get', `branch.${branch}.${key}`]).then((v) => v.trim(), () => '');
-  const [base, baseCommit, run, step] = await Promise.all([read('cadreBase'), read('cadreBaseCommit'), read('cadreRun'), read('cadreStep')]);
-  return { base, baseCommit, run, step };
-}
-
-/** The base recorded for a cadre branch. */
-export async function baseOf(git: Git, branch: string): Promise<BaseOf> {
-  const { base, baseCommit } = await branchRecord(git, branch);
-  if (!base || !baseCommit) throw permanent(ErrorTypes.BadToolInput, `branch ${branch} was not made by cadre (no recorded base)`);
-  return { base, baseCommit };
+/** The base recorded for a worktree cadre made. */
+export async function baseOf(worktree: string): Promise<BaseOf> {
+  const metadata = await readMetadata(worktree);
+  if (!metadata) throw permanent(ErrorTypes.BadToolInput, `${worktree} was not made by cadre (no recorded base)`);
+  return metadata;
 }
 
 export interface WorktreeStatus {
@@ -171,8 +209,8 @@ export interface WorktreeStatus {
 }
 
 export async function worktreeStatus(request: { path: string }): Promise<WorktreeStatus> {
-  const { git, branch } = await openWorktree(request.path);
-  const { base } = await baseOf(git, branch);
+  const { git, branch, root } = await openWorktree(request.path);
+  const { base } = await baseOf(root);
   const status = await git.status();
   const staged = status.files.filter((f) => f.index !== ' ' && f.index !== '?').map((f) => f.path);
   const changed = status.files.filter((f) => f.working_dir !== ' ' && f.working_dir !== '?').map((f) => f.path);
@@ -202,8 +240,8 @@ export async function commitWorktree(request: { path: string; message: string; a
 
 /** Back to where the worktree started: its commits, changes and untracked files dropped (ignored files stay). */
 export async function resetWorktree(request: { path: string }): Promise<{ commit: string }> {
-  const { git, branch } = await openWorktree(request.path);
-  const { baseCommit } = await baseOf(git, branch);
+  const { git, root } = await openWorktree(request.path);
+  const { baseCommit } = await baseOf(root);
   await run(git, ['reset', '--quiet', '--hard', baseCommit], 'resetting to the base');
   await run(git, ['clean', '-fd', '--quiet'], 'removing untracked files');
   return { commit: baseCommit };
