@@ -20,7 +20,7 @@ import { formatIssues, validatePlan } from '../src/spec/validate';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { runMain } from './run-main';
+import { resultsFile, runMain, writeResults } from './run-main';
 import { createCadreWorker } from '../src/worker/worker';
 import { payloadSizes, runHistories } from '../test/support/history';
 
@@ -29,7 +29,7 @@ const BIG_OUTPUTS = 220;
 const BIG_OUTPUT_BYTES = 256 * 1024;
 /** The issue's bound for any one history (Temporal's hard limit is 51,200 events). */
 const MAX_EVENTS = 20_000;
-const RESULTS_FILE = path.join(path.resolve(__dirname, '..', '..'), 'bench', 'results', 'history-limits.json');
+const RESULTS_FILE = resultsFile('history-limits');
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
@@ -124,10 +124,7 @@ async function main(): Promise<void> {
     }
     const runs = Object.values(report) as { status: string; largestEvents: number }[];
     const ok = runs.every((r) => r.status === 'completed' && r.largestEvents < MAX_EVENTS);
-    const json = JSON.stringify({ ...report, maxEventsAllowed: MAX_EVENTS, ok, date: new Date().toISOString() }, null, 2);
-    mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
-    writeFileSync(RESULTS_FILE, `${json}\n`);
-    process.stdout.write(`${json}\n`);
+    writeResults(RESULTS_FILE, { ...report, maxEventsAllowed: MAX_EVENTS, ok, date: new Date().toISOString() });
     if (!ok) throw new Error(`a run did not complete, or a history reached ${MAX_EVENTS} events`);
   } finally {
     await server.stop();

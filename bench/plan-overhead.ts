@@ -23,7 +23,7 @@ import type { runPlan } from '../src/workflows';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { runMain } from './run-main';
+import { resultsFile, runMain, writeResults } from './run-main';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
@@ -41,8 +41,7 @@ const NOOP_FILE = 'noop.txt';
 const NOOP_TOOL = 'fs.read';
 const NOOP_PARAMS = { path: NOOP_FILE };
 
-const REPO_ROOT = path.resolve(__dirname, '..', '..');
-const RESULTS_FILE = path.join(REPO_ROOT, 'bench', 'results', 'plan-overhead.json');
+const RESULTS_FILE = resultsFile('plan-overhead');
 
 interface Run {
   wallMs: number;
@@ -258,10 +257,7 @@ async function main(): Promise<void> {
       node: process.version,
       date: new Date().toISOString(),
     };
-    const json = JSON.stringify(report, null, 2);
-    mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
-    writeFileSync(RESULTS_FILE, `${json}\n`);
-    process.stdout.write(`${json}\n`);
+    writeResults(RESULTS_FILE, report);
     log(`wrote ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE} in ${round((performance.now() - started) / 1000)}s`);
     failed = false;
   } finally {

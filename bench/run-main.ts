@@ -1,3 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
 /** How a benchmark script ends: exit 0 when it finished, 1 with the reason when it did not. */
 export function runMain(main: () => Promise<void>, log: (line: string) => void): void {
   main().then(
@@ -9,4 +12,17 @@ export function runMain(main: () => Promise<void>, log: (line: string) => void):
       process.exitCode = 1;
     },
   );
+}
+
+/** Where a benchmark's figures go: bench/results/<name>.json in the checkout. */
+export function resultsFile(name: string): string {
+  return path.join(path.resolve(__dirname, '..', '..'), 'bench', 'results', `${name}.json`);
+}
+
+/** Prints a benchmark's report as JSON and keeps it in its results file. */
+export function writeResults(file: string, report: unknown): void {
+  const json = JSON.stringify(report, null, 2);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${json}\n`);
+  process.stdout.write(`${json}\n`);
 }

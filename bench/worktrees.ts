@@ -16,12 +16,12 @@ import { performance } from 'node:perf_hooks';
 import { createWorktree } from '../src/activities/git';
 import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
-import { runMain } from './run-main';
+import { resultsFile, runMain, writeResults } from './run-main';
 
 const FILES = 10_000;
 const REPETITIONS = 5;
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
-const RESULTS_FILE = path.join(PROJECT_ROOT, 'bench', 'results', 'worktrees.json');
+const RESULTS_FILE = resultsFile('worktrees');
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
@@ -100,10 +100,7 @@ async function main(): Promise<void> {
       node: process.version,
       date: new Date().toISOString(),
     };
-    const json = JSON.stringify(report, null, 2);
-    mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
-    writeFileSync(RESULTS_FILE, `${json}\n`);
-    process.stdout.write(`${json}\n`);
+    writeResults(RESULTS_FILE, report);
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

@@ -1,24 +1,11 @@
 /** Worktree operations on real temporary repositories, checked with git itself. */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
 import { applicationFailure } from './support/failures';
+import { git, tempRepository } from './support/git-repo';
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } }).trim();
-
-/** A repository with one commit on `main`, in a directory of its own (worktrees go beside it). */
-function repository(): string {
-  const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-git-')));
-  const repo = path.join(home, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '--quiet', '--initial-branch=main');
-  writeFileSync(path.join(repo, 'app.txt'), 'line 1\nline 2\nline 3\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '--quiet', '-m', 'first');
-  return repo;
-}
+const repository = () => tempRepository().repo;
 
 const worktreeCount = (repo: string) => git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length;
 
@@ -32,6 +19,17 @@ describe('git worktrees', () => {
     const again = await createWorktree({ repo, plan: 'fix-bugs', task: 'parser' });
     expect(again).toEqual({ ...first, created: false });
     expect(worktreeCount(repo)).toBe(2);
+  });
+
+  test('CADRE_WORKTREE_DIR moves the default base', async () => {
+    const repo = repository();
+    const elsewhere = path.join(path.dirname(repo), 'elsewhere');
+    process.env.CADRE_WORKTREE_DIR = elsewhere;
+    try {
+      expect((await createWorktree({ repo, plan: 'p', task: 't' })).path).toBe(path.join(elsewhere, 'repo', 'p', 't'));
+    } finally {
+      delete process.env.CADRE_WORKTREE_DIR;
+    }
   });
 
   test('a crash between `worktree add` and the activity completing: the retry adopts it, no second worktree', async () => {
@@ -52,7 +50,7 @@ describe('git worktrees', () => {
     mkdirSync(path.join(base, 'empty'), { recursive: true });
     expect((await createWorktree({ repo, plan: 'p', task: 'empty' })).created).toBe(true);
     const gone = await createWorktree({ repo, plan: 'p', task: 'gone' });
-    execFileSync('rm', ['-rf', gone.path]);
+    rmSync(gone.path, { recursive: true, force: true });
     expect(await createWorktree({ repo, plan: 'p', task: 'gone' })).toMatchObject({ created: true, path: gone.path });
     mkdirSync(path.join(base, 'full'));
     writeFileSync(path.join(base, 'full', 'notes.txt'), 'mine');

@@ -1,27 +1,17 @@
 /** Plans whose steps work in git worktrees: on the dev server, with real repositories. */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { runCadre, testServerEnv } from './support/cli';
+import { git, tempRepository } from './support/git-repo';
 import { compile, startPlan, waitUntil, withWorker } from './support/harness';
 import YAML from 'yaml';
 import { validatePlan } from '../src/spec/validate';
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
-
+/** A repository, and a plan workspace beside it. */
 function repository(): { repo: string; ws: string } {
-  const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-wt-plan-')));
-  const repo = path.join(home, 'repo');
+  const { home, repo } = tempRepository('cadre-wt-plan-');
   const ws = path.join(home, 'ws');
-  mkdirSync(repo);
   mkdirSync(ws);
-  git(repo, 'init', '--quiet', '--initial-branch=main');
-  git(repo, 'config', 'user.name', 'test');
-  git(repo, 'config', 'user.email', 'test@localhost');
-  writeFileSync(path.join(repo, 'app.txt'), 'line 1\nline 2\nline 3\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '--quiet', '-m', 'first');
   return { repo, ws };
 }
 

@@ -2,9 +2,7 @@
  * Attempts to get out of a git worktree, or into its `.git`, through the tools: each must fail
  * permanently and leave the repository, its metadata and an outside canary exactly as they were.
  */
-import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -12,26 +10,20 @@ import { DefaultLogger } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { openBoundary, openResolved, resolveInside } from '../../src/activities/confinement';
 import { createWorktree } from '../../src/activities/git';
+import { tempRepository } from '../support/git-repo';
 import { compile, startPlan, step, withWorker } from '../support/harness';
 
 const { runTool } = createActivities();
 const env = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' }).trim();
 
-const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-wt-escape-')));
-const repo = path.join(home, 'repo');
+const { home, repo } = tempRepository('cadre-wt-escape-');
 const outside = path.join(home, 'outside');
 const canary = path.join(outside, 'canary.txt');
 let tree = '';
 
 beforeAll(async () => {
-  mkdirSync(repo);
   mkdirSync(outside);
   writeFileSync(canary, 'canary\n');
-  git(repo, 'init', '--quiet', '--initial-branch=main');
-  writeFileSync(path.join(repo, 'app.txt'), 'app\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '--quiet', '-m', 'first');
   tree = (await createWorktree({ repo, plan: 'escapes', task: 't' })).path;
   const links: Record<string, string> = {
     'canary-link': canary,

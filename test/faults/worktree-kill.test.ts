@@ -3,25 +3,16 @@
  * completed: the retry, on another worker, adopts that worktree: no error, no second one.
  * A post-checkout hook (git runs it at the end of `worktree add`) holds the activity open.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CadreClient } from '../../src/client/client';
 import { runHistories } from '../support/history';
+import { git, tempRepository } from '../support/git-repo';
 import { compile, kill, startWorkerProcess, uniqueId } from '../support/harness';
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' }).trim();
-
 test('a worker killed between `git worktree add` and the activity completing: the retry adopts the worktree', async () => {
-  const home = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-wt-kill-')));
-  const repo = path.join(home, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '--quiet', '--initial-branch=main');
-  writeFileSync(path.join(repo, 'app.txt'), 'x\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '--quiet', '-m', 'first');
+  const { home, repo } = tempRepository('cadre-wt-kill-');
   const marker = path.join(home, 'checkouts.log');
   const hook = path.join(repo, '.git', 'hooks', 'post-checkout');
   writeFileSync(hook, `#!/bin/sh\necho "$(pwd)" >> ${marker}\nsleep 2\n`);

@@ -23,9 +23,13 @@ export function safeName(name: string, field: string): string {
   return cleaned ? `${cleaned}-${hash}` : hash;
 }
 
-/** Where cadre keeps a repository's worktrees by default: beside it, never inside. */
+/**
+ * Where cadre keeps a repository's worktrees by default: under `CADRE_WORKTREE_DIR` on the worker
+ * when set, else beside the repository; never inside it.
+ */
 export function defaultWorktreeBase(repoRoot: string): string {
-  return path.join(path.dirname(repoRoot), '.cadre-worktrees', path.basename(repoRoot));
+  const configured = process.env.CADRE_WORKTREE_DIR;
+  return path.join(configured ? path.resolve(configured) : path.join(path.dirname(repoRoot), '.cadre-worktrees'), path.basename(repoRoot));
 }
 
 export interface WorktreeNames {
