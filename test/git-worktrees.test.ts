@@ -2,6 +2,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
+import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
+import { runTool } from '../src/activities/tools/run-tool';
 import { applicationFailure } from './support/failures';
 import { git, tempRepository } from './support/git-repo';
 
@@ -97,6 +99,12 @@ describe('git worktrees', () => {
     expect(git(w.path, 'rev-parse', 'HEAD')).toBe(w.baseCommit);
     expect(existsSync(path.join(w.path, 'stray.txt'))).toBe(false);
     expect((await applicationFailure(worktreeStatus({ path: repo }))).message).toContain('is not a cadre worktree');
+    // The same as a plan's tool, in the step's worktree.
+    writeFileSync(path.join(w.path, 'again.txt'), 'x');
+    const ctx = { workspace: w.path, worktree: true, stepId: 's', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS };
+    expect(await runTool('git.reset', {}, ctx)).toEqual({ commit: w.baseCommit });
+    expect(existsSync(path.join(w.path, 'again.txt'))).toBe(false);
+    expect((await applicationFailure(runTool('git.reset', {}, { ...ctx, worktree: false }))).message).toBe('git.reset runs in a worktree: give the step a "worktree"');
   });
 
   test('two tasks on two branches, both merged into main', async () => {

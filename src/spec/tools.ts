@@ -85,6 +85,7 @@ export const toolParams = {
   'git.status': z.strictObject({}),
   'git.commit': z.strictObject({ message: z.string().min(1).max(64 * 1024).refine(...withoutNul), all: z.boolean().optional() }),
   'git.merge': z.strictObject({ into: z.string().min(1).max(250).optional() }),
+  'git.reset': z.strictObject({}),
   // Code navigation on the TypeScript compiler's own analysis (activities/tools/code).
   'code.navigate_imports': z.strictObject({ file: workspacePath, symbol: identifier, maxDepth: depth.optional() }),
   'code.find_implementations': z.strictObject({ typeName: identifier, dir: workspacePath.optional() }),

@@ -1,7 +1,7 @@
 /** The `git.*` tools: what a plan step does with the worktree it runs in. */
 import type { GitCommitParams, GitMergeParams } from '../../spec/tools';
 import { ErrorTypes, permanent } from '../errors';
-import { commitWorktree, mergeWorktree, worktreeStatus } from '../git';
+import { commitWorktree, mergeWorktree, resetWorktree, worktreeStatus } from '../git';
 import { openWorktree } from '../git/worktrees';
 import type { ToolContext } from './context';
 
@@ -11,6 +11,9 @@ function worktreeOf(ctx: ToolContext, tool: string): string {
 }
 
 export const gitStatusTool = (_params: unknown, ctx: ToolContext) => worktreeStatus({ path: worktreeOf(ctx, 'git.status') });
+
+/** Back to the commit the worktree started from: its commits, changes and untracked files dropped. */
+export const gitResetTool = (_params: unknown, ctx: ToolContext) => resetWorktree({ path: worktreeOf(ctx, 'git.reset') });
 
 export const gitCommitTool = (params: GitCommitParams, ctx: ToolContext) =>
   commitWorktree({ path: worktreeOf(ctx, 'git.commit'), message: params.message, ...(params.all !== undefined && { all: params.all }) });

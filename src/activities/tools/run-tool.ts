@@ -9,7 +9,7 @@ import { readWorkspaceFile, writeWorkspaceFile } from './fs';
 import { httpRequest } from './http';
 import { findImplementations, findReferences, navigateImports, traceDataFlow } from './code/navigate';
 import { searchCode } from './code/search';
-import { gitCommitTool, gitMergeTool, gitStatusTool } from './git';
+import { gitCommitTool, gitMergeTool, gitResetTool, gitStatusTool } from './git';
 import { runShell } from './shell';
 
 type Params<T extends ToolName> = z.infer<(typeof toolParams)[T]>;
@@ -27,6 +27,7 @@ const handlers: { [T in ToolName]: Handler<T> } = {
   'git.status': gitStatusTool,
   'git.commit': gitCommitTool,
   'git.merge': gitMergeTool,
+  'git.reset': gitResetTool,
   'code.navigate_imports': navigateImports,
   'code.find_implementations': findImplementations,
   'code.find_references': findReferences,
