@@ -23,6 +23,9 @@ export function killPlan(workspace: string): CompiledPlan {
   return compile(
     `
 name: kills
+# Kills come every few seconds and a killed attempt is retried only after the heartbeat timeout:
+# one activity can lose several attempts in a row. The plan allows for it (cadre's default is 3).
+defaults: { retry: { maximumAttempts: 50, maximumInterval: 2s } }
 steps:
   - { id: a, tool: shell, with: { command: '${logged('a', 0.6)}' } }
   - { id: b, dependsOn: [a], local: true, tool: shell, with: { command: '${logged('b', 0.3)}' } }
@@ -100,6 +103,9 @@ export interface KillOutcome {
 /** Waits for every run to end, then reads from their logs and histories what ran again. */
 export async function killOutcome(client: CadreClient, runs: KilledRun[]): Promise<KillOutcome> {
   const finals = await Promise.all(runs.map((r) => client.result(r.id)));
+  // A run that did not complete is the failure to report, with its reason (its log may lack completions).
+  const notCompleted = finals.flatMap((d, i) => (d.status === 'completed' ? [] : [`${runs[i].id}: ${d.status}${d.reason ? ` (${d.reason})` : ''}`]));
+  if (notCompleted.length > 0) throw new Error(`runs did not complete: ${notCompleted.join('; ')}`);
   const reports = await Promise.all(runs.map((r, i) => rerunReport(client, r.id, r.workspace, finals[i])));
   const completedRerun = reports.flatMap((r) => r.completedRerun);
   const ranAgain = reports.reduce((n, r) => n + r.inFlightRanAgain, 0);
