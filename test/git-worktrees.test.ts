@@ -1,5 +1,7 @@
 /** Worktree operations on real temporary repositories, checked with git itself. */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
 import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
@@ -105,6 +107,72 @@ describe('git worktrees', () => {
     expect(await runTool('git.reset', {}, ctx)).toEqual({ commit: w.baseCommit });
     expect(existsSync(path.join(w.path, 'again.txt'))).toBe(false);
     expect((await applicationFailure(runTool('git.reset', {}, { ...ctx, worktree: false }))).message).toBe('git.reset runs in a worktree: give the step a "worktree"');
+  });
+
+  test('reset to a base given by the caller, or a refusal naming it', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'one.txt'), '1');
+    const one = await commitWorktree({ path: w.path, message: 'one' });
+    writeFileSync(path.join(w.path, 'two.txt'), '2');
+    await commitWorktree({ path: w.path, message: 'two' });
+    writeFileSync(path.join(w.path, 'stray.txt'), 'x');
+    expect(await resetWorktree({ path: w.path, base: 'HEAD~1' })).toEqual({ commit: one.commit });
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(one.commit);
+    expect(git(w.path, 'status', '--porcelain')).toBe('');
+    const bad = await applicationFailure(resetWorktree({ path: w.path, base: 'no-such-ref' }));
+    expect(bad).toMatchObject({ type: 'BadToolInput', nonRetryable: true });
+    expect(bad.message).toContain('base: "no-such-ref"');
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(one.commit);
+  });
+
+  test('a lock held by another git process is a retryable failure; the retry succeeds once it is gone', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'work.txt'), 'work');
+    const lock = path.resolve(w.path, git(w.path, 'rev-parse', '--git-path', 'index.lock'));
+    writeFileSync(lock, '');
+    const busy = await applicationFailure(commitWorktree({ path: w.path, message: 'work' }));
+    expect(busy).toMatchObject({ type: 'GitBusy', nonRetryable: false });
+    expect(busy.message).toContain('index.lock');
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(w.baseCommit);
+    rmSync(lock);
+    expect(await commitWorktree({ path: w.path, message: 'work' })).toMatchObject({ committed: true });
+  });
+
+  test('commits and merges use the repository identity, and cadre for whatever is not configured', async () => {
+    // No global git config: a home without one. (simple-git drops ambient GIT_* variables such as
+    // GIT_CONFIG_GLOBAL before it spawns git, so HOME is what moves the global config away.)
+    const saved = { home: process.env.HOME, xdg: process.env.XDG_CONFIG_HOME };
+    const emptyHome = mkdtempSync(path.join(os.tmpdir(), 'cadre-empty-home-'));
+    process.env.HOME = emptyHome;
+    process.env.XDG_CONFIG_HOME = emptyHome;
+    const author = (dir: string, rev: string) => git(dir, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', rev);
+    try {
+      const bare = repository();
+      const w = await createWorktree({ repo: bare, plan: 'p', task: 't' });
+      writeFileSync(path.join(w.path, 'a.txt'), 'a');
+      const done = await commitWorktree({ path: w.path, message: 'a' });
+      expect(author(bare, done.commit as string)).toBe('cadre <cadre@localhost> / cadre <cadre@localhost>');
+      const merged = await mergeWorktree({ repo: bare, branch: w.branch });
+      expect(author(bare, merged.commit)).toBe('cadre <cadre@localhost> / cadre <cadre@localhost>');
+
+      const named = repository();
+      execFileSync('git', ['config', 'user.name', 'Alice'], { cwd: named });
+      const n = await createWorktree({ repo: named, plan: 'p', task: 't' });
+      writeFileSync(path.join(n.path, 'a.txt'), 'a');
+      expect(author(named, (await commitWorktree({ path: n.path, message: 'a' })).commit as string)).toBe('Alice <cadre@localhost> / Alice <cadre@localhost>');
+
+      execFileSync('git', ['config', 'user.email', 'alice@example.com'], { cwd: named });
+      writeFileSync(path.join(n.path, 'b.txt'), 'b');
+      expect(author(named, (await commitWorktree({ path: n.path, message: 'b' })).commit as string)).toBe('Alice <alice@example.com> / Alice <alice@example.com>');
+    } finally {
+      for (const [key, value] of [['HOME', saved.home], ['XDG_CONFIG_HOME', saved.xdg]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+      rmSync(emptyHome, { recursive: true, force: true });
+    }
   });
 
   test('two tasks on two branches, both merged into main', async () => {
