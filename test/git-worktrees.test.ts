@@ -140,6 +140,57 @@ describe('git worktrees', () => {
     expect(await commitWorktree({ path: w.path, message: 'work' })).toMatchObject({ committed: true });
   });
 
+  test('a merge that meets a held lock is retryable and changes nothing; the retry merges', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'w.txt'), 'w');
+    const done = await commitWorktree({ path: w.path, message: 'w' });
+    const mainBefore = git(repo, 'rev-parse', 'main');
+    const lock = path.join(repo, '.git', 'index.lock');
+    writeFileSync(lock, '');
+    const busy = await applicationFailure(mergeWorktree({ repo, branch: w.branch }));
+    expect(busy).toMatchObject({ type: 'GitBusy', nonRetryable: false });
+    expect(git(repo, 'rev-parse', 'main')).toBe(mainBefore);
+    expect(git(repo, 'rev-parse', w.branch)).toBe(done.commit);
+    rmSync(lock);
+    expect(await mergeWorktree({ repo, branch: w.branch })).toMatchObject({ into: 'main', upToDate: false });
+    expect(readFileSync(path.join(repo, 'w.txt'), 'utf8')).toBe('w');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  });
+
+  test('a merge that git left half-done on a lock is cleared by the retry; anyone else\'s merge in progress is refused', async () => {
+    const repo = repository();
+    const mine = await createWorktree({ repo, plan: 'p', task: 'mine' });
+    const theirs = await createWorktree({ repo, plan: 'p', task: 'theirs' });
+    for (const w of [mine, theirs]) {
+      writeFileSync(path.join(w.path, `${w.branch.split('/')[2]}.txt`), 'x');
+      await commitWorktree({ path: w.path, message: 'x' });
+    }
+    const mainBefore = git(repo, 'rev-parse', 'main');
+    // What a merge meeting a held lock leaves: MERGE_HEAD, and an abort that failed on the lock.
+    const leaveHalfMerge = (branch: string) => {
+      const lock = path.join(repo, '.git', 'index.lock');
+      writeFileSync(lock, '');
+      expect(() => git(repo, 'merge', '--no-ff', '--no-edit', branch)).toThrow();
+      rmSync(lock);
+      expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(true);
+    };
+
+    leaveHalfMerge(theirs.branch);
+    const refused = await applicationFailure(mergeWorktree({ repo, branch: mine.branch }));
+    expect(refused).toMatchObject({ type: 'WorktreeConflict', nonRetryable: true });
+    expect(refused.message).toContain(`${repo} has a merge of ${git(repo, 'rev-parse', theirs.branch)} in progress`);
+    expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(true);
+    expect(git(repo, 'rev-parse', 'main')).toBe(mainBefore);
+    git(repo, 'merge', '--abort');
+
+    leaveHalfMerge(mine.branch);
+    expect(await mergeWorktree({ repo, branch: mine.branch })).toMatchObject({ into: 'main', upToDate: false });
+    expect(git(repo, 'rev-parse', 'main^2')).toBe(git(repo, 'rev-parse', mine.branch));
+    expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(false);
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  });
+
   test('commits and merges use the repository identity, and cadre for whatever is not configured', async () => {
     // No global git config: a home without one. (simple-git drops ambient GIT_* variables such as
     // GIT_CONFIG_GLOBAL before it spawns git, so HOME is what moves the global config away.)

@@ -35,7 +35,8 @@ export async function run(git: Git, args: string[], doing: string): Promise<stri
 
 export function gitFailure(err: unknown, doing: string) {
   const message = (err instanceof Error ? err.message : String(err)).trim().split('\n').slice(0, 6).join('; ');
-  if (/index\.lock|Unable to create .*\.lock|could not lock/i.test(message)) {
+  // git 2.39's merge says only "Unable to write index" when another process holds index.lock.
+  if (/index\.lock|Unable to create .*\.lock|could not lock|Unable to write (new )?index/i.test(message)) {
     return transient(ErrorTypes.GitBusy, `${doing}: another git process holds a lock (${message})`);
   }
   return permanent(ErrorTypes.GitFailed, `${doing}: ${message}`);
