@@ -1,5 +1,7 @@
 /** Worktree operations on real temporary repositories, checked with git itself. */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
 import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
@@ -105,6 +107,123 @@ describe('git worktrees', () => {
     expect(await runTool('git.reset', {}, ctx)).toEqual({ commit: w.baseCommit });
     expect(existsSync(path.join(w.path, 'again.txt'))).toBe(false);
     expect((await applicationFailure(runTool('git.reset', {}, { ...ctx, worktree: false }))).message).toBe('git.reset runs in a worktree: give the step a "worktree"');
+  });
+
+  test('reset to a base given by the caller, or a refusal naming it', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'one.txt'), '1');
+    const one = await commitWorktree({ path: w.path, message: 'one' });
+    writeFileSync(path.join(w.path, 'two.txt'), '2');
+    await commitWorktree({ path: w.path, message: 'two' });
+    writeFileSync(path.join(w.path, 'stray.txt'), 'x');
+    expect(await resetWorktree({ path: w.path, base: 'HEAD~1' })).toEqual({ commit: one.commit });
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(one.commit);
+    expect(git(w.path, 'status', '--porcelain')).toBe('');
+    const bad = await applicationFailure(resetWorktree({ path: w.path, base: 'no-such-ref' }));
+    expect(bad).toMatchObject({ type: 'BadToolInput', nonRetryable: true });
+    expect(bad.message).toContain('base: "no-such-ref"');
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(one.commit);
+  });
+
+  test('a lock held by another git process is a retryable failure; the retry succeeds once it is gone', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'work.txt'), 'work');
+    const lock = path.resolve(w.path, git(w.path, 'rev-parse', '--git-path', 'index.lock'));
+    writeFileSync(lock, '');
+    const busy = await applicationFailure(commitWorktree({ path: w.path, message: 'work' }));
+    expect(busy).toMatchObject({ type: 'GitBusy', nonRetryable: false });
+    expect(busy.message).toContain('index.lock');
+    expect(git(w.path, 'rev-parse', 'HEAD')).toBe(w.baseCommit);
+    rmSync(lock);
+    expect(await commitWorktree({ path: w.path, message: 'work' })).toMatchObject({ committed: true });
+  });
+
+  test('a merge that meets a held lock is retryable and changes nothing; the retry merges', async () => {
+    const repo = repository();
+    const w = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(w.path, 'w.txt'), 'w');
+    const done = await commitWorktree({ path: w.path, message: 'w' });
+    const mainBefore = git(repo, 'rev-parse', 'main');
+    const lock = path.join(repo, '.git', 'index.lock');
+    writeFileSync(lock, '');
+    const busy = await applicationFailure(mergeWorktree({ repo, branch: w.branch }));
+    expect(busy).toMatchObject({ type: 'GitBusy', nonRetryable: false });
+    expect(git(repo, 'rev-parse', 'main')).toBe(mainBefore);
+    expect(git(repo, 'rev-parse', w.branch)).toBe(done.commit);
+    rmSync(lock);
+    expect(await mergeWorktree({ repo, branch: w.branch })).toMatchObject({ into: 'main', upToDate: false });
+    expect(readFileSync(path.join(repo, 'w.txt'), 'utf8')).toBe('w');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  });
+
+  test('a merge that git left half-done on a lock is cleared by the retry; anyone else\'s merge in progress is refused', async () => {
+    const repo = repository();
+    const mine = await createWorktree({ repo, plan: 'p', task: 'mine' });
+    const theirs = await createWorktree({ repo, plan: 'p', task: 'theirs' });
+    for (const w of [mine, theirs]) {
+      writeFileSync(path.join(w.path, `${w.branch.split('/')[2]}.txt`), 'x');
+      await commitWorktree({ path: w.path, message: 'x' });
+    }
+    const mainBefore = git(repo, 'rev-parse', 'main');
+    // What a merge meeting a held lock leaves: MERGE_HEAD, and an abort that failed on the lock.
+    const leaveHalfMerge = (branch: string) => {
+      const lock = path.join(repo, '.git', 'index.lock');
+      writeFileSync(lock, '');
+      expect(() => git(repo, 'merge', '--no-ff', '--no-edit', branch)).toThrow();
+      rmSync(lock);
+      expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(true);
+    };
+
+    leaveHalfMerge(theirs.branch);
+    const refused = await applicationFailure(mergeWorktree({ repo, branch: mine.branch }));
+    expect(refused).toMatchObject({ type: 'WorktreeConflict', nonRetryable: true });
+    expect(refused.message).toContain(`${repo} has a merge of ${git(repo, 'rev-parse', theirs.branch)} in progress`);
+    expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(true);
+    expect(git(repo, 'rev-parse', 'main')).toBe(mainBefore);
+    git(repo, 'merge', '--abort');
+
+    leaveHalfMerge(mine.branch);
+    expect(await mergeWorktree({ repo, branch: mine.branch })).toMatchObject({ into: 'main', upToDate: false });
+    expect(git(repo, 'rev-parse', 'main^2')).toBe(git(repo, 'rev-parse', mine.branch));
+    expect(existsSync(path.join(repo, '.git', 'MERGE_HEAD'))).toBe(false);
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  });
+
+  test('commits and merges use the repository identity, and cadre for whatever is not configured', async () => {
+    // No global git config: a home without one. (simple-git drops ambient GIT_* variables such as
+    // GIT_CONFIG_GLOBAL before it spawns git, so HOME is what moves the global config away.)
+    const saved = { home: process.env.HOME, xdg: process.env.XDG_CONFIG_HOME };
+    const emptyHome = mkdtempSync(path.join(os.tmpdir(), 'cadre-empty-home-'));
+    process.env.HOME = emptyHome;
+    process.env.XDG_CONFIG_HOME = emptyHome;
+    const author = (dir: string, rev: string) => git(dir, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', rev);
+    try {
+      const bare = repository();
+      const w = await createWorktree({ repo: bare, plan: 'p', task: 't' });
+      writeFileSync(path.join(w.path, 'a.txt'), 'a');
+      const done = await commitWorktree({ path: w.path, message: 'a' });
+      expect(author(bare, done.commit as string)).toBe('cadre <cadre@localhost> / cadre <cadre@localhost>');
+      const merged = await mergeWorktree({ repo: bare, branch: w.branch });
+      expect(author(bare, merged.commit)).toBe('cadre <cadre@localhost> / cadre <cadre@localhost>');
+
+      const named = repository();
+      execFileSync('git', ['config', 'user.name', 'Alice'], { cwd: named });
+      const n = await createWorktree({ repo: named, plan: 'p', task: 't' });
+      writeFileSync(path.join(n.path, 'a.txt'), 'a');
+      expect(author(named, (await commitWorktree({ path: n.path, message: 'a' })).commit as string)).toBe('Alice <cadre@localhost> / Alice <cadre@localhost>');
+
+      execFileSync('git', ['config', 'user.email', 'alice@example.com'], { cwd: named });
+      writeFileSync(path.join(n.path, 'b.txt'), 'b');
+      expect(author(named, (await commitWorktree({ path: n.path, message: 'b' })).commit as string)).toBe('Alice <alice@example.com> / Alice <alice@example.com>');
+    } finally {
+      for (const [key, value] of [['HOME', saved.home], ['XDG_CONFIG_HOME', saved.xdg]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+      rmSync(emptyHome, { recursive: true, force: true });
+    }
   });
 
   test('two tasks on two branches, both merged into main', async () => {

@@ -8,15 +8,20 @@ import { type SimpleGit, simpleGit } from 'simple-git';
 import { ErrorTypes, permanent, transient } from '../errors';
 
 /** Who commits when the repository names no one: commits and merges still work on a bare machine. */
-const FALLBACK_IDENTITY = ['user.name=cadre', 'user.email=cadre@localhost'];
+const FALLBACK_IDENTITY = { 'user.name': 'cadre', 'user.email': 'cadre@localhost' };
 
 export type Git = SimpleGit;
 
-/** A git client in `dir`; with the fallback identity unless the repository has its own. */
+/**
+ * A git client in `dir`, with the fallback identity for whichever of user.name and user.email the
+ * repository (or the machine) does not set. One git call reads both: every call costs a process.
+ */
 export async function gitAt(dir: string): Promise<Git> {
   const plain = simpleGit({ baseDir: dir });
-  const name = await plain.raw(['config', '--get', 'user.name']).catch(() => '');
-  return name.trim() ? plain : simpleGit({ baseDir: dir, config: FALLBACK_IDENTITY });
+  const configured = await plain.raw(['config', '--get-regexp', '^user\\.(name|email)$']).catch(() => '');
+  const set = new Set(configured.split('\n').map((line) => line.split(' ')[0]));
+  const missing = Object.entries(FALLBACK_IDENTITY).filter(([key]) => !set.has(key));
+  return missing.length === 0 ? plain : simpleGit({ baseDir: dir, config: missing.map(([key, value]) => `${key}=${value}`) });
 }
 
 /** Runs git, turning its refusals into typed failures that name what was being done. */
@@ -30,7 +35,8 @@ export async function run(git: Git, args: string[], doing: string): Promise<stri
 
 export function gitFailure(err: unknown, doing: string) {
   const message = (err instanceof Error ? err.message : String(err)).trim().split('\n').slice(0, 6).join('; ');
-  if (/index\.lock|Unable to create .*\.lock|could not lock/i.test(message)) {
+  // git 2.39's merge says only "Unable to write index" when another process holds index.lock.
+  if (/index\.lock|Unable to create .*\.lock|could not lock|Unable to write (new )?index/i.test(message)) {
     return transient(ErrorTypes.GitBusy, `${doing}: another git process holds a lock (${message})`);
   }
   return permanent(ErrorTypes.GitFailed, `${doing}: ${message}`);

@@ -5,10 +5,11 @@
  * taking a side: the merge is aborted, both branches stay as they were, and the failure lists
  * the files for a human.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitOf, gitAt, mainRepositoryRoot, run } from './git';
+import { ErrorTypes, permanent, transient } from '../errors';
+import { type Git, commitOf, gitAt, gitFailure, mainRepositoryRoot, run } from './git';
 import { defaultWorktreeBase } from './names';
 import { readMetadata, worktreeEntries } from './worktrees';
 
@@ -40,7 +41,9 @@ export async function mergeWorktree(request: MergeRequest): Promise<MergeResult>
     if (dirty.length > 0) {
       throw permanent(ErrorTypes.WorktreeDirty, `${into} is checked out at ${checkout.path} with uncommitted changes (${dirty.slice(0, 10).join(', ')}); commit or stash them, then merge again`, { files: dirty });
     }
-    return mergeIn(await gitAt(checkout.path), request.branch, into);
+    const there = await gitAt(checkout.path);
+    await readyToMerge(there, checkout.path, request.branch);
+    return mergeIn(there, request.branch, into);
   }
   const parent = defaultWorktreeBase(root);
   await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
@@ -53,6 +56,23 @@ export async function mergeWorktree(request: MergeRequest): Promise<MergeResult>
   } finally {
     await run(git, ['worktree', 'remove', '--force', temporary], 'removing the merge checkout');
   }
+}
+
+/**
+ * A checkout about to take a merge: no other git process holds its index, and no merge is in
+ * progress. git 2.39 leaves MERGE_HEAD behind when a merge cannot write the index, and the abort
+ * then fails on the same lock: such a leftover of this same branch, in a clean checkout, is
+ * aborted (nothing to lose); anyone else's merge in progress is refused.
+ */
+async function readyToMerge(git: Git, where: string, branch: string): Promise<void> {
+  const lock = path.resolve(where, (await run(git, ['rev-parse', '--git-path', 'index.lock'], 'locating the index lock')).trim());
+  if (existsSync(lock)) throw transient(ErrorTypes.GitBusy, `merging ${branch} in ${where}: another git process holds ${lock}`);
+  const pending = await commitOf(git, 'MERGE_HEAD');
+  if (!pending) return;
+  if (pending !== (await commitOf(git, `refs/heads/${branch}`))) {
+    throw permanent(ErrorTypes.WorktreeConflict, `${where} has a merge of ${pending} in progress; finish or abort it, then merge again`);
+  }
+  await run(git, ['merge', '--abort'], `aborting an unfinished merge of ${branch} in ${where}`);
 }
 
 /** The base recorded for the worktree that has `branch` checked out. */
@@ -79,7 +99,8 @@ async function mergeIn(git: Git, branch: string, into: string): Promise<MergeRes
       into,
     });
   }
-  if (failure) throw permanent(ErrorTypes.GitFailed, `merging ${branch} into ${into}: ${(failure as Error).message.trim()}`);
+  // Anything else git refused: a held lock is retryable, the rest permanent.
+  if (failure) throw gitFailure(failure, `merging ${branch} into ${into}`);
   const after = (await commitOf(git, 'HEAD')) as string;
   return { into, commit: after, upToDate: after === before };
 }

@@ -2,15 +2,15 @@
  * Worktrees cadre makes for tasks: `<base>/<plan>/<task>` on branch `cadre/<plan>/<task>`.
  * Each operation is safe to retry after a crash at any point: creation finds and checks what a
  * previous attempt made, removal of what is gone succeeds. The base a worktree started from is
- * kept in the repository's config (`branch.<branch>.cadreBase`, `.cadreBaseCommit`), so status,
- * merge and removal know it without a database.
+ * kept in the worktree's own git directory (`.git/worktrees/<name>/cadre.json`, removed with the
+ * worktree), so status, merge and removal know it without a database.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rmdir, writeFile } from 'node:fs/promises';
 import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitsIn, gitAt, gitFailure, isAncestor, repositoryRoot, run } from './git';
+import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, repositoryRoot, run } from './git';
 import { isInside, worktreeNames } from './names';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
@@ -238,11 +238,15 @@ export async function commitWorktree(request: { path: string; message: string; a
   return { committed: true, commit: (await run(git, ['rev-parse', 'HEAD'], 'reading the commit')).trim() };
 }
 
-/** Back to where the worktree started: its commits, changes and untracked files dropped (ignored files stay). */
-export async function resetWorktree(request: { path: string }): Promise<{ commit: string }> {
+/**
+ * Back to where the worktree started, or to `base` when given (a ref or commit): its commits,
+ * changes and untracked files dropped (ignored files stay).
+ */
+export async function resetWorktree(request: { path: string; base?: string }): Promise<{ commit: string }> {
   const { git, root } = await openWorktree(request.path);
-  const { baseCommit } = await baseOf(root);
-  await run(git, ['reset', '--quiet', '--hard', baseCommit], 'resetting to the base');
+  const target = request.base === undefined ? (await baseOf(root)).baseCommit : await commitOf(git, request.base);
+  if (!target) throw permanent(ErrorTypes.BadToolInput, `base: "${request.base}" names no commit in ${root}`);
+  await run(git, ['reset', '--quiet', '--hard', target], 'resetting to the base');
   await run(git, ['clean', '-fd', '--quiet'], 'removing untracked files');
-  return { commit: baseCommit };
+  return { commit: target };
 }
