@@ -50,7 +50,7 @@ export function classifyProviderError(err: unknown, ctx: ErrorContext): unknown 
   }
   if (isNetworkError(cause)) return transient(ErrorTypes.ModelUnavailable, `${label}: provider unreachable: ${redact(describe(cause), ctx.secrets)}`);
   // Anything else is a bug or a response we do not understand; retrying may help, and the message says what it was.
-  const error = cause instanceof Error ? cause : new Error(String(cause));
+  const error = isErrorLike(cause) ? cause : new Error(String(cause));
   return transient(error.name || 'Error', `${label}: ${redact(firstLine(error.message), ctx.secrets)}`);
 }
 
@@ -79,14 +79,19 @@ function isContextTooLong(err: APICallError): boolean {
   return /context_length_exceeded|context length|context window|prompt is too long|too many tokens/i.test(text);
 }
 
+// Shapes, not instanceof: fetch's errors may come from another realm (Node's undici, jest's vm).
 function isNetworkError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
+  if (!isErrorLike(err)) return false;
   const code = (err as { code?: string }).code ?? (err.cause as { code?: string } | undefined)?.code;
   return err.message === 'fetch failed' || /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|UND_ERR_)/.test(code ?? '');
 }
 
+function isErrorLike(err: unknown): err is Error {
+  return typeof err === 'object' && err !== null && typeof (err as Error).message === 'string';
+}
+
 function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || err.name.includes('Cancel'));
+  return isErrorLike(err) && typeof err.name === 'string' && (err.name === 'AbortError' || err.name.includes('Cancel'));
 }
 
 function describe(err: unknown): string {
