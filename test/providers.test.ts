@@ -6,7 +6,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
+import { createActivities } from '../src/activities';
 import { ErrorTypes } from '../src/activities/errors';
 import { type ModelSettings, modelSettings, parseModelsSection } from '../src/providers/config';
 import { retryAfterMs } from '../src/providers/errors';
@@ -27,7 +29,10 @@ beforeEach(() => server.requests.splice(0));
 async function failureOf(work: Promise<unknown>): Promise<ApplicationFailure> {
   const err = await work.then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
+  // No failure, whatever its cause, may carry the key into history.
+  const failure = err as ApplicationFailure;
+  expect(JSON.stringify({ message: failure.message, details: failure.details, stack: failure.stack })).not.toContain(KEY);
+  return failure;
 }
 
 const hello: ModelTurnRequest = { model: 'openai:gpt-4o-mini', system: 'Be brief.', messages: [{ role: 'user', content: 'Say hi' }] };
@@ -286,5 +291,38 @@ describe('config', () => {
     const result = await modelTurn({ ...hello, model: 'openai-compatible:local' }, modelSettings(section, {}));
     expect(result.text).toBe('local hello');
     expect(server.requests[0].body.model).toBe('llama3');
+  });
+});
+
+describe('the modelTurn activity', () => {
+  test('registered in createActivities, it answers through the configured provider', async () => {
+    const { modelTurn: activity } = createActivities({ models: settings });
+    server.enqueue({ text: 'via the activity', usage: { inputTokens: 2, outputTokens: 3 } });
+    const result = await new MockActivityEnvironment().run(activity, hello);
+    expect(result).toEqual({ text: 'via the activity', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 2, outputTokens: 3 } });
+  });
+
+  test('cancelling the activity aborts the HTTP request', async () => {
+    const { modelTurn: activity } = createActivities({ models: settings });
+    server.enqueue({ hangMs: 30_000 });
+    const env = new MockActivityEnvironment();
+    const started = Date.now();
+    const running = env.run(activity, hello);
+    while (server.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    env.cancel();
+    await expect(running).rejects.toBeDefined();
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  test('a bad cadre.config.yaml fails the activity with its path, not retryable', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-config-'));
+    const configPath = path.join(dir, 'cadre.config.yaml');
+    writeFileSync(configPath, 'models:\n  default: gpt-4o\n');
+    const { modelTurn: activity } = createActivities({ configPath });
+    const noModel: ModelTurnRequest = { messages: [{ role: 'user', content: 'hi' }] };
+    const failure = await failureOf(new MockActivityEnvironment().run(activity, noModel));
+    expect(failure.type).toBe(ErrorTypes.ModelConfigInvalid);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain('models.default: "gpt-4o" is not provider:model');
   });
 });

@@ -37,6 +37,8 @@ export const ErrorTypes = {
   WorktreeConflict: 'WorktreeConflict',
   /** Model configuration (cadre.config.yaml, CADRE_MODEL, keys) that cannot work: fix it, do not retry. */
   ModelConfigInvalid: 'ModelConfigInvalid',
+  /** A modelTurn request that is not well formed (messages, tools, schemas): a bug in the caller. */
+  BadModelRequest: 'BadModelRequest',
   /** The provider said slow down (HTTP 429): retried after its Retry-After. */
   ModelRateLimited: 'ModelRateLimited',
   /** The provider failed or could not be reached (5xx, network): retried. */

@@ -72,7 +72,7 @@ export function parseModelsSection(yamlText: string, source = 'cadre.config.yaml
 /** Joins a parsed section with the environment: keys, base URL and CADRE_MODEL. */
 export function modelSettings(section: ModelsSection = {}, env: Env = process.env): ModelSettings {
   const key = (name: string | undefined, fallback: string): string | undefined => nonEmpty(env[name ?? fallback]);
-  const openai = { baseURL: nonEmpty(env.OPENAI_BASE_URL) ?? section.openai?.baseURL, apiKey: key(section.openai?.apiKeyEnv, 'OPENAI_API_KEY') };
+  const openai = { baseURL: envUrl(env, 'OPENAI_BASE_URL') ?? section.openai?.baseURL, apiKey: key(section.openai?.apiKeyEnv, 'OPENAI_API_KEY') };
   const anthropic = { baseURL: section.anthropic?.baseURL, apiKey: key(section.anthropic?.apiKeyEnv, 'ANTHROPIC_API_KEY') };
   const compatible = Object.fromEntries(
     Object.entries(section.compatible ?? {}).map(([name, c]) => [name, { baseURL: c.baseURL, model: c.model, apiKey: c.apiKeyEnv ? nonEmpty(env[c.apiKeyEnv]) : undefined }]),
@@ -95,6 +95,12 @@ export function parseModelId(id: string, where = 'model'): ModelId {
     );
   }
   return { provider: provider as ProviderName, name };
+}
+
+function envUrl(env: Env, name: string): string | undefined {
+  const value = nonEmpty(env[name]);
+  if (value !== undefined && !httpUrl.safeParse(value).success) throw permanent(ErrorTypes.ModelConfigInvalid, `${name}: "${clip(value)}" must be an http(s) URL`);
+  return value;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -46,7 +46,7 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
   const parsed = modelTurnRequestSchema.safeParse(request);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(request)'}: ${issue.message}`);
-    throw permanent(ErrorTypes.BadToolInput, `modelTurn: invalid request: ${issues.join('; ')}`);
+    throw permanent(ErrorTypes.BadModelRequest, `modelTurn: invalid request: ${issues.join('; ')}`);
   }
   const req = parsed.data;
   const modelName = req.model ?? settings.defaultModel;
@@ -120,7 +120,7 @@ function schemaChecker(schema: Record<string, unknown>): (text: string, model: s
   try {
     zodSchema = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
   } catch (err) {
-    throw permanent(ErrorTypes.BadToolInput, `modelTurn: outputSchema is not a JSON Schema cadre can check: ${(err as Error).message}`);
+    throw permanent(ErrorTypes.BadModelRequest, `modelTurn: outputSchema is not a JSON Schema cadre can check: ${(err as Error).message}`);
   }
   return (text, model) => {
     let value: unknown;

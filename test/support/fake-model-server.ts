@@ -19,7 +19,12 @@ export interface FakeError {
   body?: unknown;
 }
 
-export type FakeResponse = FakeReply | FakeError;
+/** Answers nothing for `hangMs` (then 500), to test timeouts and cancellation. */
+export interface FakeHang {
+  hangMs: number;
+}
+
+export type FakeResponse = FakeReply | FakeError | FakeHang;
 
 export interface RecordedRequest {
   path: string;
@@ -52,6 +57,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       if (body.stream === true) return send(res, 400, { error: { message: 'fake server: streaming is not scripted' } });
       const next = queue.shift();
       if (!next) return send(res, 500, { error: { message: `fake server: no scripted response left for ${path}` } });
+      if ('hangMs' in next) {
+        const timer = setTimeout(() => send(res, 500, { error: { message: 'fake server: hung' } }), next.hangMs);
+        res.on('close', () => clearTimeout(timer));
+        return;
+      }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
       if (path === '/v1/chat/completions') return send(res, 200, openAiBody(next, String(body.model)));
       if (path === '/v1/messages') return send(res, 200, anthropicBody(next, String(body.model)));
@@ -64,7 +74,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
     enqueue: (...responses) => queue.push(...responses),
-    close: () => new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
+    close: () =>
+      new Promise((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((err) => (err ? reject(err) : resolve()));
+      }),
   };
 }
 
