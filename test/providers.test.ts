@@ -167,11 +167,13 @@ test('a provider nobody listens on is retryable', async () => {
 
 const verdict = { type: 'object', properties: { ok: { type: 'boolean' }, score: { type: 'number' } }, required: ['ok', 'score'], additionalProperties: false };
 
-test('structured output is parsed and checked against the schema', async () => {
+test.each(['openai:gpt-4o-mini', 'anthropic:claude-sonnet-4-5'])('%s: structured output is asked for with the schema, parsed and checked', async (model) => {
   server.enqueue({ text: '{"ok":true,"score":0.9}' });
-  const result = await modelTurn({ ...hello, outputSchema: verdict }, settings);
+  const result = await modelTurn({ ...hello, model, outputSchema: verdict }, settings);
   expect(result.output).toEqual({ ok: true, score: 0.9 });
-  expect(server.requests[0].body.response_format).toMatchObject({ type: 'json_schema' });
+  const { body } = server.requests[0];
+  const format = model.startsWith('openai') ? (body.response_format as { json_schema?: { schema?: unknown } }).json_schema?.schema : (body.output_config as { format?: { schema?: unknown } }).format?.schema;
+  expect(format).toMatchObject({ type: 'object', required: ['ok', 'score'] });
 });
 
 test('structured output that does not match the schema is StructuredOutputInvalid, naming what differed', async () => {
