@@ -92,6 +92,24 @@ test.each(['openai:gpt-4o-mini', 'anthropic:claude-sonnet-4-5'])('%s: two parall
   expect(schemaOf('list_dir')).toMatchObject({ type: 'object', properties: { dir: { type: 'string' } } });
 });
 
+test('tool calls the model made up are returned with the reason they cannot run', async () => {
+  server.enqueue({
+    toolCalls: [
+      { id: 'c1', name: 'rm_rf', args: { path: '/' } },
+      { id: 'c2', name: 'read_file', args: { path: 42 } },
+      { id: 'c3', name: 'read_file', args: '{"path": "a.txt"' },
+      { id: 'c4', name: 'read_file', args: { path: 'ok.txt' } },
+    ],
+  });
+  const result = await modelTurn({ ...hello, tools }, settings);
+  expect(result.toolCalls).toEqual([
+    { id: 'c1', name: 'rm_rf', args: { path: '/' }, error: 'no tool named "rm_rf" was offered (offered: read_file, list_dir)' },
+    { id: 'c2', name: 'read_file', args: { path: 42 }, error: expect.stringMatching(/^the arguments do not match read_file's schema: path: .*string/) },
+    { id: 'c3', name: 'read_file', args: {}, error: 'the arguments are not a JSON object: {"path": "a.txt"' },
+    { id: 'c4', name: 'read_file', args: { path: 'ok.txt' } },
+  ]);
+});
+
 test('tool results go back to the provider as tool messages', async () => {
   server.enqueue({ text: 'a.txt says hello' });
   await modelTurn(

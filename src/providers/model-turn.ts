@@ -10,7 +10,8 @@ import { classifyProviderError, redact } from './errors';
 import { languageModel } from './registry';
 
 const jsonObject = z.record(z.string(), z.unknown());
-const toolCallSchema = z.strictObject({ id: z.string().min(1), name: z.string().min(1), args: jsonObject });
+// `error` is what modelTurn said of a call it returned; a caller may send the call back as it got it.
+const toolCallSchema = z.strictObject({ id: z.string().min(1), name: z.string().min(1), args: jsonObject, error: z.string().optional() });
 
 const messageSchema = z.discriminatedUnion('role', [
   z.strictObject({ role: z.literal('user'), content: z.string() }),
@@ -31,6 +32,11 @@ export const modelTurnRequestSchema = z.strictObject({
 
 export type ModelTurnRequest = z.input<typeof modelTurnRequestSchema>;
 export type ModelMessageInput = z.infer<typeof messageSchema>;
+/**
+ * A call the model asked for. `error` says why it cannot be run as asked (a tool that was not
+ * offered, arguments that are not a JSON object or do not match the tool's schema): model output
+ * is not trusted, and the caller answers such a call with the error as its result instead of running it.
+ */
 export type ToolCall = z.infer<typeof toolCallSchema>;
 
 export interface ModelTurnResult {
@@ -65,7 +71,8 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
       maxRetries: 0,
       abortSignal: signal,
     });
-    const toolCalls = result.toolCalls.map((call) => ({ id: call.toolCallId, name: call.toolName, args: (call.input ?? {}) as Record<string, unknown> }));
+    const checkCall = toolCallChecker(req.tools ?? []);
+    const toolCalls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
     const turn: ModelTurnResult = {
       ...(result.text && { text: result.text }),
       toolCalls,
@@ -86,6 +93,37 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
 function toolSet(tools: NonNullable<z.infer<typeof modelTurnRequestSchema>['tools']>): ToolSet {
   // No execute functions: the model's calls come back to the caller, who runs them as activities.
   return Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema) })]));
+}
+
+type ModelTools = NonNullable<z.infer<typeof modelTurnRequestSchema>['tools']>;
+
+/** Checks the model's tool calls against the tools offered; a schema zod cannot read is left to the tool's own check. */
+function toolCallChecker(tools: ModelTools): (id: string, name: string, input: unknown) => ToolCall {
+  const checkers = new Map(tools.map((t) => [t.name, zodFromJsonSchema(t.inputSchema)]));
+  return (id, name, input) => {
+    const args = isPlainObject(input) ? input : {};
+    if (!checkers.has(name)) return { id, name, args, error: `no tool named ${JSON.stringify(clip(name))} was offered (offered: ${tools.map((t) => t.name).join(', ') || 'none'})` };
+    if (!isPlainObject(input)) return { id, name, args, error: `the arguments are not a JSON object: ${clip(typeof input === 'string' ? input : JSON.stringify(input) ?? String(input))}` };
+    const checked = checkers.get(name)?.safeParse(input);
+    if (checked && !checked.success) return { id, name, args, error: `the arguments do not match ${name}'s schema: ${issueList(checked.error.issues)}` };
+    return { id, name, args };
+  };
+}
+
+function zodFromJsonSchema(schema: Record<string, unknown>): z.ZodType | undefined {
+  try {
+    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function issueList(issues: z.core.$ZodIssue[]): string {
+  return issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
 }
 
 function toModelMessage(message: ModelMessageInput): ModelMessage {
@@ -131,8 +169,7 @@ function schemaChecker(schema: Record<string, unknown>): (text: string, model: s
     }
     const checked = zodSchema.safeParse(value);
     if (!checked.success) {
-      const issues = checked.error.issues.map((issue) => `${issue.path.join('.') || '(answer)'}: ${issue.message}`);
-      throw permanent(ErrorTypes.StructuredOutputInvalid, `${model}: the answer does not match the output schema: ${issues.join('; ')}`);
+      throw permanent(ErrorTypes.StructuredOutputInvalid, `${model}: the answer does not match the output schema: ${issueList(checked.error.issues)}`);
     }
     return checked.data;
   };

@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface FakeReply {
   text?: string;
-  toolCalls?: { id: string; name: string; args: Record<string, unknown> }[];
+  /** `args` as a string goes out as it is (OpenAI's `arguments` text), to send broken JSON. */
+  toolCalls?: { id: string; name: string; args: Record<string, unknown> | string }[];
   usage?: { inputTokens: number; outputTokens: number };
 }
 
@@ -101,7 +102,7 @@ function openAiBody(reply: FakeReply, model: string) {
           role: 'assistant',
           content: reply.text ?? null,
           ...(toolCalls.length > 0 && {
-            tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } })),
+            tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args) } })),
           }),
         },
         finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
