@@ -138,10 +138,12 @@ test('429 with Retry-After: 2 is retryable after 2 s', async () => {
   expect(server.requests).toHaveLength(1); // the AI SDK did not retry on its own
 });
 
-test('Retry-After as an HTTP date', () => {
+test('Retry-After as an HTTP date, in milliseconds, or too long', () => {
   const now = Date.parse('Sun, 22 Nov 2026 12:00:00 GMT');
   expect(retryAfterMs({ 'Retry-After': 'Sun, 22 Nov 2026 12:00:05 GMT' }, now)).toBe(5000);
   expect(retryAfterMs({ 'retry-after': 'soon' }, now)).toBeUndefined();
+  expect(retryAfterMs({ 'retry-after-ms': '1500', 'retry-after': '2' }, now)).toBe(1500);
+  expect(retryAfterMs({ 'retry-after': '99999999999' }, now)).toBe(3_600_000);
 });
 
 test('500 is retryable', async () => {

@@ -48,19 +48,29 @@ export function classifyProviderError(err: unknown, ctx: ErrorContext): unknown 
     if (status === undefined || status >= 500 || cause.isRetryable) return transient(ErrorTypes.ModelUnavailable, `${label}: provider unavailable (${status ?? 'no response'}): ${said}`, details);
     return permanent(ErrorTypes.ModelRequestRejected, `${label}: request rejected (${status}): ${said}`, details);
   }
+  if (isErrorLike(cause) && CALLER_ERRORS.has(cause.name)) return permanent(ErrorTypes.BadModelRequest, `${label}: ${redact(firstLine(cause.message), ctx.secrets)}`);
   if (isNetworkError(cause)) return transient(ErrorTypes.ModelUnavailable, `${label}: provider unreachable: ${redact(describe(cause), ctx.secrets)}`);
   // Anything else is a bug or a response we do not understand; retrying may help, and the message says what it was.
   const error = isErrorLike(cause) ? cause : new Error(String(cause));
   return transient(error.name || 'Error', `${label}: ${redact(firstLine(error.message), ctx.secrets)}`);
 }
 
-/** Retry-After as milliseconds: delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
+/** AI SDK errors that say the request itself cannot be made: the same request would fail again. */
+const CALLER_ERRORS = new Set(['AI_InvalidPromptError', 'AI_InvalidArgumentError', 'AI_UnsupportedFunctionalityError', 'AI_UnsupportedModelVersionError', 'AI_InvalidMessageRoleError']);
+
+/** A header's word is not trusted beyond this: an activity's own timeouts bound the wait anyway. */
+const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
+
+/** Retry-After as milliseconds: `retry-after-ms` (OpenAI), else delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
 export function retryAfterMs(headers: Record<string, string> | undefined, now = Date.now()): number | undefined {
-  const value = headers && Object.entries(headers).find(([name]) => name.toLowerCase() === 'retry-after')?.[1]?.trim();
+  const header = (wanted: string) => headers && Object.entries(headers).find(([name]) => name.toLowerCase() === wanted)?.[1]?.trim();
+  const ms = header('retry-after-ms');
+  if (ms && /^\d+(\.\d+)?$/.test(ms)) return Math.min(MAX_RETRY_AFTER_MS, Math.round(Number(ms)));
+  const value = header('retry-after');
   if (!value) return undefined;
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.min(MAX_RETRY_AFTER_MS, Math.round(Number(value) * 1000));
   const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  return Number.isNaN(date) ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, date - now));
 }
 
 /** Replaces every secret in `text`; keys are long and random, so a plain search is exact. */
