@@ -8,7 +8,7 @@ import type { BlobStore } from '../store/blobs';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from './git';
-import { type ModelTurnRequest, type ModelTurnResult, modelTurn } from '../providers/model-turn';
+import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn';
 import { type ModelDeps, lazyModelSettings } from './models';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
@@ -56,7 +56,11 @@ export function createActivities(deps: ActivityDeps = {}) {
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
     modelTurn: (request: ModelTurnRequest): Promise<ModelTurnResult> =>
-      heartbeating(async () => modelTurn(request, modelSettings(), Context.current().cancellationSignal)),
+      heartbeating(async () => {
+        // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
+        const { modelTurn } = await import('../providers/model-turn');
+        return modelTurn(request, modelSettings(), Context.current().cancellationSignal);
+      }),
 
     async runTool(request: ToolRequest): Promise<ToolResult> {
       const ctx = Context.current();
