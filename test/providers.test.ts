@@ -212,6 +212,10 @@ test('a hostile request is refused before any call', async () => {
   const failure = await failureOf(modelTurn({ model: 'openai:gpt-4o-mini', messages: [{ role: 'system', content: 'x' } as never] }, settings));
   expect(failure.nonRetryable).toBe(true);
   expect(failure.message).toContain('messages.0');
+  const twice = await failureOf(modelTurn({ ...hello, tools: [tools[0], tools[0]] }, settings));
+  expect(twice.message).toContain('tools: tool names must be unique');
+  const dotted = await failureOf(modelTurn({ ...hello, tools: [{ ...tools[0], name: 'fs.read' }] }, settings));
+  expect(dotted.message).toContain('tools.0.name: must be 1-64 letters');
   expect(server.requests).toHaveLength(0);
 });
 

@@ -24,7 +24,10 @@ export const modelTurnRequestSchema = z.strictObject({
   model: z.string().min(1).optional(),
   system: z.string().optional(),
   messages: z.array(messageSchema).min(1),
-  tools: z.array(z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (what providers accept)'), description: z.string().optional(), inputSchema: jsonObject })).optional(),
+  tools: z
+    .array(z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (what providers accept)'), description: z.string().optional(), inputSchema: jsonObject }))
+    .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, 'tool names must be unique')
+    .optional(),
   /** JSON Schema the final answer must match. */
   outputSchema: jsonObject.optional(),
   maxOutputTokens: z.int().positive().optional(),
@@ -90,7 +93,7 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
   }
 }
 
-function toolSet(tools: NonNullable<z.infer<typeof modelTurnRequestSchema>['tools']>): ToolSet {
+function toolSet(tools: ModelTools): ToolSet {
   // No execute functions: the model's calls come back to the caller, who runs them as activities.
   return Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema) })]));
 }
