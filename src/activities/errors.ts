@@ -35,6 +35,26 @@ export const ErrorTypes = {
   WorktreeDirty: 'WorktreeDirty',
   /** Something else is where a worktree should be (another branch, a directory with files). */
   WorktreeConflict: 'WorktreeConflict',
+  /** Model configuration (cadre.config.yaml, CADRE_MODEL, keys) that cannot work: fix it, do not retry. */
+  ModelConfigInvalid: 'ModelConfigInvalid',
+  /** A modelTurn request that is not well formed (messages, tools, schemas): a bug in the caller. */
+  BadModelRequest: 'BadModelRequest',
+  /** The provider said slow down (HTTP 429): retried after its Retry-After. */
+  ModelRateLimited: 'ModelRateLimited',
+  /** The provider failed or could not be reached (5xx, network): retried. */
+  ModelUnavailable: 'ModelUnavailable',
+  /** The provider refused the key (401/403). */
+  ModelAuthFailed: 'ModelAuthFailed',
+  /** The provider does not know the model (404). */
+  ModelNotFound: 'ModelNotFound',
+  /** The conversation is longer than the model's context window. */
+  ModelContextTooLong: 'ModelContextTooLong',
+  /** Any other request the provider rejected (4xx): the same request would be rejected again. */
+  ModelRequestRejected: 'ModelRequestRejected',
+  /** The model's final answer does not match the requested output schema. */
+  StructuredOutputInvalid: 'StructuredOutputInvalid',
+  /** The conversation departed from a scripted model's scenario. */
+  ScriptMismatch: 'ScriptMismatch',
 } as const;
 
 export function permanent(type: string, message: string, details?: unknown): ApplicationFailure {

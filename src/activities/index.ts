@@ -8,10 +8,13 @@ import type { BlobStore } from '../store/blobs';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from './git';
+import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn';
+import { type ModelDeps, lazyModelSettings } from './models';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
 export type { ConditionRequest, ValueRequest } from './values';
+export type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn';
 
 export interface ToolRequest {
   tool: string;
@@ -42,14 +45,22 @@ export interface ToolFailureDetails {
 const HEARTBEAT_EVERY_MS = 1000;
 
 /** Dependencies of the activities; more join as cadre grows (model clients, git, audit sinks). */
-export type ActivityDeps = StoreOptions;
+export type ActivityDeps = StoreOptions & ModelDeps;
 
 export function createActivities(deps: ActivityDeps = {}) {
+  const modelSettings = lazyModelSettings(deps);
   return {
     ...valueActivities(deps),
     // A run's worktree leases (workflows/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
+    // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
+    modelTurn: (request: ModelTurnRequest): Promise<ModelTurnResult> =>
+      heartbeating(async () => {
+        // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
+        const { modelTurn } = await import('../providers/model-turn');
+        return modelTurn(request, modelSettings(), Context.current().cancellationSignal);
+      }),
 
     async runTool(request: ToolRequest): Promise<ToolResult> {
       const ctx = Context.current();

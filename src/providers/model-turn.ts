@@ -1,0 +1,183 @@
+/**
+ * One model call (not a loop): plain JSON in, plain JSON out, so it can be an activity whose
+ * input and result sit in workflow history. The caller runs the tools the model asks for.
+ */
+import { type ModelMessage, Output, type ToolSet, generateText, jsonSchema, tool, NoObjectGeneratedError } from 'ai';
+import { z } from 'zod';
+import { ErrorTypes, permanent } from '../activities/errors';
+import { type ModelSettings, parseModelId } from './config';
+import { classifyProviderError, redact } from './errors';
+import { languageModel } from './registry';
+
+const jsonObject = z.record(z.string(), z.unknown());
+// `error` is what modelTurn said of a call it returned; a caller may send the call back as it got it.
+const toolCallSchema = z.strictObject({ id: z.string().min(1), name: z.string().min(1), args: jsonObject, error: z.string().optional() });
+
+const messageSchema = z.discriminatedUnion('role', [
+  z.strictObject({ role: z.literal('user'), content: z.string() }),
+  z.strictObject({ role: z.literal('assistant'), content: z.string().optional(), toolCalls: z.array(toolCallSchema).optional() }),
+  z.strictObject({ role: z.literal('tool'), toolCallId: z.string().min(1), toolName: z.string().min(1), result: z.unknown(), isError: z.boolean().optional() }),
+]);
+
+export const modelTurnRequestSchema = z.strictObject({
+  /** `provider:model`; without it, CADRE_MODEL or models.default. */
+  model: z.string().min(1).optional(),
+  system: z.string().optional(),
+  messages: z.array(messageSchema).min(1),
+  tools: z
+    .array(z.strictObject({ name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (what providers accept)'), description: z.string().optional(), inputSchema: jsonObject }))
+    .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, 'tool names must be unique')
+    .optional(),
+  /** JSON Schema the final answer must match. */
+  outputSchema: jsonObject.optional(),
+  maxOutputTokens: z.int().positive().optional(),
+});
+
+export type ModelTurnRequest = z.input<typeof modelTurnRequestSchema>;
+export type ModelMessageInput = z.infer<typeof messageSchema>;
+/**
+ * A call the model asked for. `error` says why it cannot be run as asked (a tool that was not
+ * offered, arguments that are not a JSON object or do not match the tool's schema): model output
+ * is not trusted, and the caller answers such a call with the error as its result instead of running it.
+ */
+export type ToolCall = z.infer<typeof toolCallSchema>;
+
+export interface ModelTurnResult {
+  text?: string;
+  /** The final answer parsed and checked against `outputSchema`, when one was given. */
+  output?: unknown;
+  toolCalls: ToolCall[];
+  finishReason: string;
+  usage: { inputTokens: number; outputTokens: number };
+}
+
+export async function modelTurn(request: ModelTurnRequest, settings: ModelSettings, signal?: AbortSignal): Promise<ModelTurnResult> {
+  const parsed = modelTurnRequestSchema.safeParse(request);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(request)'}: ${issue.message}`);
+    throw permanent(ErrorTypes.BadModelRequest, `modelTurn: invalid request: ${issues.join('; ')}`);
+  }
+  const req = parsed.data;
+  const modelName = req.model ?? settings.defaultModel;
+  if (!modelName) throw permanent(ErrorTypes.ModelConfigInvalid, 'modelTurn: no model: name one in the request, set CADRE_MODEL, or set models.default in cadre.config.yaml');
+  const id = parseModelId(modelName);
+  const outputCheck = req.outputSchema ? schemaChecker(req.outputSchema) : undefined;
+  try {
+    const result = await generateText({
+      model: languageModel(id, settings),
+      system: req.system,
+      messages: req.messages.map(toModelMessage),
+      tools: req.tools && toolSet(req.tools),
+      ...(req.outputSchema && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
+      maxOutputTokens: req.maxOutputTokens,
+      // Temporal's retry policy owns retries (with the provider's Retry-After).
+      maxRetries: 0,
+      abortSignal: signal,
+    });
+    const checkCall = toolCallChecker(req.tools ?? []);
+    const toolCalls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
+    const turn: ModelTurnResult = {
+      ...(result.text && { text: result.text }),
+      toolCalls,
+      finishReason: result.finishReason,
+      usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
+    };
+    // Only a final answer (no tool calls) is held to the output schema.
+    if (outputCheck && toolCalls.length === 0) turn.output = outputCheck(result.text, id.name);
+    return turn;
+  } catch (err) {
+    if (NoObjectGeneratedError.isInstance(err)) {
+      throw permanent(ErrorTypes.StructuredOutputInvalid, `${id.provider}:${id.name}: the answer is not the JSON the output schema asks for: ${redact(clip(err.text ?? ''), settings.secrets)}`);
+    }
+    throw classifyProviderError(err, { provider: id.provider, model: id.name, secrets: settings.secrets });
+  }
+}
+
+function toolSet(tools: ModelTools): ToolSet {
+  // No execute functions: the model's calls come back to the caller, who runs them as activities.
+  return Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema) })]));
+}
+
+type ModelTools = NonNullable<z.infer<typeof modelTurnRequestSchema>['tools']>;
+
+/** Checks the model's tool calls against the tools offered; a schema zod cannot read is left to the tool's own check. */
+function toolCallChecker(tools: ModelTools): (id: string, name: string, input: unknown) => ToolCall {
+  const checkers = new Map(tools.map((t) => [t.name, zodFromJsonSchema(t.inputSchema)]));
+  return (id, name, input) => {
+    const args = isPlainObject(input) ? input : {};
+    if (!checkers.has(name)) return { id, name, args, error: `no tool named ${JSON.stringify(clip(name))} was offered (offered: ${tools.map((t) => t.name).join(', ') || 'none'})` };
+    if (!isPlainObject(input)) return { id, name, args, error: `the arguments are not a JSON object: ${clip(typeof input === 'string' ? input : JSON.stringify(input) ?? String(input))}` };
+    const checked = checkers.get(name)?.safeParse(input);
+    if (checked && !checked.success) return { id, name, args, error: `the arguments do not match ${name}'s schema: ${issueList(checked.error.issues)}` };
+    return { id, name, args };
+  };
+}
+
+function zodFromJsonSchema(schema: Record<string, unknown>): z.ZodType | undefined {
+  try {
+    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function issueList(issues: z.core.$ZodIssue[]): string {
+  return issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+}
+
+function toModelMessage(message: ModelMessageInput): ModelMessage {
+  switch (message.role) {
+    case 'user':
+      return { role: 'user', content: message.content };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: [
+          ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
+          ...(message.toolCalls ?? []).map((call) => ({ type: 'tool-call' as const, toolCallId: call.id, toolName: call.name, input: call.args })),
+        ],
+      };
+    case 'tool':
+      return {
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: message.toolCallId, toolName: message.toolName, output: toolOutput(message.result, message.isError) }],
+      };
+  }
+}
+
+function toolOutput(result: unknown, isError: boolean | undefined) {
+  if (typeof result === 'string') return isError ? { type: 'error-text' as const, value: result } : { type: 'text' as const, value: result };
+  const value = (result ?? null) as import('@ai-sdk/provider').JSONValue;
+  return isError ? { type: 'error-json' as const, value } : { type: 'json' as const, value };
+}
+
+/** A checker for the final answer: JSON Schema to zod, so mismatches come with paths. */
+function schemaChecker(schema: Record<string, unknown>): (text: string, model: string) => unknown {
+  let zodSchema: z.ZodType;
+  try {
+    zodSchema = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch (err) {
+    throw permanent(ErrorTypes.BadModelRequest, `modelTurn: outputSchema is not a JSON Schema cadre can check: ${(err as Error).message}`);
+  }
+  return (text, model) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw permanent(ErrorTypes.StructuredOutputInvalid, `${model}: the answer is not JSON: ${JSON.stringify(clip(text))}`);
+    }
+    const checked = zodSchema.safeParse(value);
+    if (!checked.success) {
+      throw permanent(ErrorTypes.StructuredOutputInvalid, `${model}: the answer does not match the output schema: ${issueList(checked.error.issues)}`);
+    }
+    return checked.data;
+  };
+}
+
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}

@@ -1,0 +1,354 @@
+/**
+ * The provider layer through the real AI SDK clients over HTTP to a fake model server,
+ * and the scripted model from a scenario file.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { createActivities } from '../src/activities';
+import { ErrorTypes } from '../src/activities/errors';
+import { type ModelSettings, modelSettings, parseModelsSection } from '../src/providers/config';
+import { retryAfterMs } from '../src/providers/errors';
+import { type ModelTurnRequest, modelTurn } from '../src/providers/model-turn';
+import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
+
+const KEY = 'sk-test-SECRET-4f9a2c7e1b';
+let server: FakeModelServer;
+let settings: ModelSettings;
+
+beforeAll(async () => {
+  server = await startFakeModelServer();
+  settings = modelSettings({ anthropic: { baseURL: server.baseURL } }, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL, ANTHROPIC_API_KEY: KEY });
+});
+afterAll(() => server.close());
+beforeEach(() => server.requests.splice(0));
+
+async function failureOf(work: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await work.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  // No failure, whatever its cause, may carry the key into history.
+  const failure = err as ApplicationFailure;
+  expect(JSON.stringify({ message: failure.message, details: failure.details, stack: failure.stack })).not.toContain(KEY);
+  return failure;
+}
+
+const hello: ModelTurnRequest = { model: 'openai:gpt-4o-mini', system: 'Be brief.', messages: [{ role: 'user', content: 'Say hi' }] };
+
+test('an OpenAI text turn, not streamed, with the key as bearer', async () => {
+  server.enqueue({ text: 'hi there', usage: { inputTokens: 12, outputTokens: 3 } });
+  const result = await modelTurn(hello, settings);
+  expect(result).toEqual({ text: 'hi there', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 12, outputTokens: 3 } });
+  const [request] = server.requests;
+  expect(request.path).toBe('/v1/chat/completions');
+  expect(request.body.stream).toBeFalsy();
+  expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
+  expect(request.body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi' }]);
+  expect(JSON.stringify(result)).not.toContain(KEY);
+});
+
+test('an Anthropic text turn', async () => {
+  server.enqueue({ text: 'hello from claude', usage: { inputTokens: 7, outputTokens: 4 } });
+  const result = await modelTurn({ ...hello, model: 'anthropic:claude-sonnet-4-5' }, settings);
+  expect(result).toEqual({ text: 'hello from claude', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 7, outputTokens: 4 } });
+  const [request] = server.requests;
+  expect(request.path).toBe('/v1/messages');
+  expect(request.headers['x-api-key']).toBe(KEY);
+  expect(request.body.system).toEqual([{ type: 'text', text: 'Be brief.' }]);
+  expect(request.body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Say hi' }] }]);
+});
+
+const readFileInput = z.object({ path: z.string().describe('file to read'), maxBytes: z.int().positive().optional() });
+const tools = [
+  { name: 'read_file', description: 'Read a file', inputSchema: z.toJSONSchema(readFileInput) as Record<string, unknown> },
+  { name: 'list_dir', description: 'List a directory', inputSchema: z.toJSONSchema(z.object({ dir: z.string() })) as Record<string, unknown> },
+];
+
+test.each(['openai:gpt-4o-mini', 'anthropic:claude-sonnet-4-5'])('%s: two parallel tool calls come back, tools go out as JSON Schema', async (model) => {
+  server.enqueue({
+    toolCalls: [
+      { id: 'call_a', name: 'read_file', args: { path: 'a.txt' } },
+      { id: 'call_b', name: 'list_dir', args: { dir: 'src' } },
+    ],
+  });
+  const result = await modelTurn({ model, messages: [{ role: 'user', content: 'look around' }], tools }, settings);
+  expect(result.toolCalls).toEqual([
+    { id: 'call_a', name: 'read_file', args: { path: 'a.txt' } },
+    { id: 'call_b', name: 'list_dir', args: { dir: 'src' } },
+  ]);
+  expect(result.finishReason).toBe('tool-calls');
+  const sent = server.requests[0].body.tools as Record<string, unknown>[];
+  const schemaOf = (name: string) => {
+    const t = sent.find((x) => (x.function as { name?: string } | undefined)?.name === name || x.name === name)!;
+    return (t.function as { parameters?: unknown } | undefined)?.parameters ?? t.input_schema;
+  };
+  expect(schemaOf('read_file')).toMatchObject({
+    type: 'object',
+    properties: { path: { type: 'string', description: 'file to read' }, maxBytes: { type: 'integer', exclusiveMinimum: 0 } },
+    required: ['path'],
+  });
+  expect(schemaOf('list_dir')).toMatchObject({ type: 'object', properties: { dir: { type: 'string' } } });
+});
+
+test('tool calls the model made up are returned with the reason they cannot run', async () => {
+  server.enqueue({
+    toolCalls: [
+      { id: 'c1', name: 'rm_rf', args: { path: '/' } },
+      { id: 'c2', name: 'read_file', args: { path: 42 } },
+      { id: 'c3', name: 'read_file', args: '{"path": "a.txt"' },
+      { id: 'c4', name: 'read_file', args: { path: 'ok.txt' } },
+    ],
+  });
+  const result = await modelTurn({ ...hello, tools }, settings);
+  expect(result.toolCalls).toEqual([
+    { id: 'c1', name: 'rm_rf', args: { path: '/' }, error: 'no tool named "rm_rf" was offered (offered: read_file, list_dir)' },
+    { id: 'c2', name: 'read_file', args: { path: 42 }, error: expect.stringMatching(/^the arguments do not match read_file's schema: path: .*string/) },
+    { id: 'c3', name: 'read_file', args: {}, error: 'the arguments are not a JSON object: {"path": "a.txt"' },
+    { id: 'c4', name: 'read_file', args: { path: 'ok.txt' } },
+  ]);
+});
+
+test('tool results go back to the provider as tool messages', async () => {
+  server.enqueue({ text: 'a.txt says hello' });
+  await modelTurn(
+    {
+      model: 'openai:gpt-4o-mini',
+      messages: [
+        { role: 'user', content: 'read a.txt' },
+        { role: 'assistant', toolCalls: [{ id: 'call_a', name: 'read_file', args: { path: 'a.txt' } }] },
+        { role: 'tool', toolCallId: 'call_a', toolName: 'read_file', result: { content: 'hello' } },
+      ],
+      tools,
+    },
+    settings,
+  );
+  const messages = server.requests[0].body.messages as Record<string, unknown>[];
+  expect(messages[1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_a', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }] });
+  expect(messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_a', content: '{"content":"hello"}' });
+});
+
+test('429 with Retry-After: 2 is retryable after 2 s', async () => {
+  server.enqueue({ status: 429, headers: { 'retry-after': '2' }, body: { error: { message: 'Rate limit reached', type: 'rate_limit' } } });
+  const failure = await failureOf(modelTurn(hello, settings));
+  expect(failure.type).toBe(ErrorTypes.ModelRateLimited);
+  expect(failure.nonRetryable).toBe(false);
+  expect(failure.nextRetryDelay).toBe(2000);
+  expect(server.requests).toHaveLength(1); // the AI SDK did not retry on its own
+});
+
+test('Retry-After as an HTTP date, in milliseconds, or too long', () => {
+  const now = Date.parse('Sun, 22 Nov 2026 12:00:00 GMT');
+  expect(retryAfterMs({ 'Retry-After': 'Sun, 22 Nov 2026 12:00:05 GMT' }, now)).toBe(5000);
+  expect(retryAfterMs({ 'retry-after': 'soon' }, now)).toBeUndefined();
+  expect(retryAfterMs({ 'retry-after-ms': '1500', 'retry-after': '2' }, now)).toBe(1500);
+  expect(retryAfterMs({ 'retry-after': '99999999999' }, now)).toBe(3_600_000);
+});
+
+test('500 is retryable', async () => {
+  server.enqueue({ status: 500, body: { error: { message: 'boom' } } });
+  const failure = await failureOf(modelTurn(hello, settings));
+  expect(failure.type).toBe(ErrorTypes.ModelUnavailable);
+  expect(failure.nonRetryable).toBe(false);
+});
+
+test('401 is not retryable, names the fix and never repeats the key', async () => {
+  // The fake echoes the whole key, as a careless provider might.
+  server.enqueue({ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}`, type: 'invalid_request_error', code: 'invalid_api_key' } } });
+  const failure = await failureOf(modelTurn(hello, settings));
+  expect(failure.type).toBe(ErrorTypes.ModelAuthFailed);
+  expect(failure.nonRetryable).toBe(true);
+  expect(failure.message).toContain('set OPENAI_API_KEY');
+  expect(JSON.stringify({ message: failure.message, details: failure.details, stack: failure.stack })).not.toContain(KEY);
+});
+
+test('a 400 that echoes the key is scrubbed; context length and unknown model name their fix', async () => {
+  server.enqueue(
+    { status: 400, body: { error: { message: `This model's maximum context length is 128000 tokens (key ${KEY})`, code: 'context_length_exceeded' } } },
+    { status: 404, body: { error: { message: 'The model `gpt-9` does not exist', code: 'model_not_found' } } },
+  );
+  const tooLong = await failureOf(modelTurn(hello, settings));
+  expect(tooLong.type).toBe(ErrorTypes.ModelContextTooLong);
+  expect(tooLong.nonRetryable).toBe(true);
+  expect(tooLong.message).not.toContain(KEY);
+  const unknown = await failureOf(modelTurn({ ...hello, model: 'openai:gpt-9' }, settings));
+  expect(unknown.type).toBe(ErrorTypes.ModelNotFound);
+  expect(unknown.nonRetryable).toBe(true);
+  expect(unknown.message).toContain('check the model name');
+});
+
+test('a provider nobody listens on is retryable', async () => {
+  const closed = modelSettings({}, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
+  const failure = await failureOf(modelTurn(hello, closed));
+  expect(failure.type).toBe(ErrorTypes.ModelUnavailable);
+  expect(failure.nonRetryable).toBe(false);
+});
+
+const verdict = { type: 'object', properties: { ok: { type: 'boolean' }, score: { type: 'number' } }, required: ['ok', 'score'], additionalProperties: false };
+
+test.each(['openai:gpt-4o-mini', 'anthropic:claude-sonnet-4-5'])('%s: structured output is asked for with the schema, parsed and checked', async (model) => {
+  server.enqueue({ text: '{"ok":true,"score":0.9}' });
+  const result = await modelTurn({ ...hello, model, outputSchema: verdict }, settings);
+  expect(result.output).toEqual({ ok: true, score: 0.9 });
+  const { body } = server.requests[0];
+  const format = model.startsWith('openai') ? (body.response_format as { json_schema?: { schema?: unknown } }).json_schema?.schema : (body.output_config as { format?: { schema?: unknown } }).format?.schema;
+  expect(format).toMatchObject({ type: 'object', required: ['ok', 'score'] });
+});
+
+test('structured output that does not match the schema is StructuredOutputInvalid, naming what differed', async () => {
+  server.enqueue({ text: '{"ok":"yes"}' }, { text: 'not json at all' });
+  const mismatch = await failureOf(modelTurn({ ...hello, outputSchema: verdict }, settings));
+  expect(mismatch.type).toBe(ErrorTypes.StructuredOutputInvalid);
+  expect(mismatch.nonRetryable).toBe(true);
+  expect(mismatch.message).toMatch(/ok: .*boolean/);
+  expect(mismatch.message).toMatch(/score/);
+  const notJson = await failureOf(modelTurn({ ...hello, outputSchema: verdict }, settings));
+  expect(notJson.type).toBe(ErrorTypes.StructuredOutputInvalid);
+  expect(notJson.message).toContain('not json at all');
+});
+
+test('a hostile request is refused before any call', async () => {
+  const failure = await failureOf(modelTurn({ model: 'openai:gpt-4o-mini', messages: [{ role: 'system', content: 'x' } as never] }, settings));
+  expect(failure.nonRetryable).toBe(true);
+  expect(failure.message).toContain('messages.0');
+  const twice = await failureOf(modelTurn({ ...hello, tools: [tools[0], tools[0]] }, settings));
+  expect(twice.message).toContain('tools: tool names must be unique');
+  const dotted = await failureOf(modelTurn({ ...hello, tools: [{ ...tools[0], name: 'fs.read' }] }, settings));
+  expect(dotted.message).toContain('tools.0.name: must be 1-64 letters');
+  expect(server.requests).toHaveLength(0);
+});
+
+describe('scripted model', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-scripted-'));
+  const scenario = path.join(dir, 'fix-bug.yaml');
+  writeFileSync(
+    scenario,
+    [
+      'turns:',
+      '  - expect: { lastRole: user, lastContains: "fix the bug", tools: [read_file, list_dir] }',
+      '    reply:',
+      '      toolCalls: [{ name: read_file, args: { path: app.ts } }]',
+      '      usage: { inputTokens: 30, outputTokens: 5 }',
+      '  - expect: { lastRole: tool, lastContains: "const x = 1" }',
+      '    reply: { text: "found it", toolCalls: [{ name: list_dir, args: { dir: src } }, { name: read_file, args: { path: b.ts } }] }',
+      '  - expect: { lastRole: tool }',
+      '    reply: { text: "done" }',
+    ].join('\n'),
+  );
+  const model = `scripted:${scenario}`;
+  const scripted = modelSettings({}, {});
+  const turn1 = [{ role: 'user' as const, content: 'please fix the bug in app.ts' }];
+
+  test('replays a three-turn script', async () => {
+    const first = await modelTurn({ model, messages: turn1, tools }, scripted);
+    expect(first).toEqual({ toolCalls: [{ id: 'call_1_1', name: 'read_file', args: { path: 'app.ts' } }], finishReason: 'tool-calls', usage: { inputTokens: 30, outputTokens: 5 } });
+    const turn2 = [...turn1, { role: 'assistant' as const, toolCalls: first.toolCalls }, { role: 'tool' as const, toolCallId: 'call_1_1', toolName: 'read_file', result: 'const x = 1;' }];
+    const second = await modelTurn({ model, messages: turn2, tools }, scripted);
+    expect(second.text).toBe('found it');
+    expect(second.toolCalls.map((c) => c.name)).toEqual(['list_dir', 'read_file']);
+    const turn3 = [
+      ...turn2,
+      { role: 'assistant' as const, content: 'found it', toolCalls: second.toolCalls },
+      ...second.toolCalls.map((c) => ({ role: 'tool' as const, toolCallId: c.id, toolName: c.name, result: { ok: true } })),
+    ];
+    const third = await modelTurn({ model, messages: turn3, tools }, scripted);
+    expect(third).toEqual({ text: 'done', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } });
+    // Deterministic: the same conversation gets the same answer again (a retried activity).
+    expect(await modelTurn({ model, messages: turn2, tools }, scripted)).toEqual(second);
+    const exhausted = await failureOf(modelTurn({ model, messages: [...turn3, { role: 'assistant', content: 'done' }, { role: 'user', content: 'more?' }] }, scripted));
+    expect(exhausted.type).toBe(ErrorTypes.ScriptMismatch);
+    expect(exhausted.message).toContain('turn 4 of 3: the script is exhausted');
+  });
+
+  test('fails honestly when the conversation departs from the script', async () => {
+    const wrongText = await failureOf(modelTurn({ model, messages: [{ role: 'user', content: 'write a poem' }], tools }, scripted));
+    expect(wrongText.type).toBe(ErrorTypes.ScriptMismatch);
+    expect(wrongText.nonRetryable).toBe(true);
+    expect(wrongText.message).toContain('turn 1 of 3: expected the last message to contain "fix the bug", got user message "write a poem"');
+    const wrongTools = await failureOf(modelTurn({ model, messages: turn1, tools: tools.slice(0, 1) }, scripted));
+    expect(wrongTools.message).toContain('turn 1 of 3: expected tools [list_dir, read_file], offered [read_file]');
+  });
+
+  test('a scenario that is not valid names its path', async () => {
+    const bad = path.join(dir, 'bad.yaml');
+    writeFileSync(bad, 'turns:\n  - reply: { toolCalls: [{ args: {} }] }\n');
+    const failure = await failureOf(modelTurn({ model: `scripted:${bad}`, messages: turn1 }, scripted));
+    expect(failure.type).toBe(ErrorTypes.ModelConfigInvalid);
+    expect(failure.message).toContain('turns[0].reply.toolCalls[0].name');
+  });
+});
+
+describe('config', () => {
+  test('errors name their path', () => {
+    const yaml = ['models:', '  openai: { baseURL: "ftp://x" }', '  compatible:', '    local: { apiKey: "sk-oops" }'].join('\n');
+    const err = (() => {
+      try {
+        parseModelsSection(yaml);
+      } catch (e) {
+        return e as ApplicationFailure;
+      }
+      throw new Error('expected a failure');
+    })();
+    expect(err.type).toBe(ErrorTypes.ModelConfigInvalid);
+    expect(err.message).toContain('models.openai.baseURL: must be an http(s) URL');
+    expect(err.message).toContain('models.compatible.local.baseURL');
+    expect(err.message).toContain('models.compatible.local.apiKey: keys do not go in config files');
+    expect(err.message).not.toContain('sk-oops');
+  });
+
+  test('CADRE_MODEL is the default model and must be provider:model', async () => {
+    expect(() => modelSettings({}, { CADRE_MODEL: 'gpt-4o' })).toThrow(/CADRE_MODEL: "gpt-4o" is not provider:model/);
+    server.enqueue({ text: 'from the default' });
+    const withDefault = modelSettings({}, { CADRE_MODEL: 'openai:gpt-4o-mini', OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL });
+    expect((await modelTurn({ messages: [{ role: 'user', content: 'hi' }] }, withDefault)).text).toBe('from the default');
+    expect(server.requests[0].body.model).toBe('gpt-4o-mini');
+  });
+
+  test('a missing key names the variable to set', async () => {
+    const failure = await failureOf(modelTurn(hello, modelSettings({}, {})));
+    expect(failure.type).toBe(ErrorTypes.ModelConfigInvalid);
+    expect(failure.message).toContain('set OPENAI_API_KEY');
+  });
+
+  test('an openai-compatible endpoint from the config file', async () => {
+    const section = parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: llama3 }\n`);
+    server.enqueue({ text: 'local hello' });
+    const result = await modelTurn({ ...hello, model: 'openai-compatible:local' }, modelSettings(section, {}));
+    expect(result.text).toBe('local hello');
+    expect(server.requests[0].body.model).toBe('llama3');
+  });
+});
+
+describe('the modelTurn activity', () => {
+  test('registered in createActivities, it answers through the configured provider', async () => {
+    const { modelTurn: activity } = createActivities({ models: settings });
+    server.enqueue({ text: 'via the activity', usage: { inputTokens: 2, outputTokens: 3 } });
+    const result = await new MockActivityEnvironment().run(activity, hello);
+    expect(result).toEqual({ text: 'via the activity', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 2, outputTokens: 3 } });
+  });
+
+  test('cancelling the activity aborts the HTTP request', async () => {
+    const { modelTurn: activity } = createActivities({ models: settings });
+    server.enqueue({ hangMs: 30_000 });
+    const env = new MockActivityEnvironment();
+    const started = Date.now();
+    const running = env.run(activity, hello);
+    while (server.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    env.cancel();
+    await expect(running).rejects.toBeDefined();
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  test('a bad cadre.config.yaml fails the activity with its path, not retryable', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-config-'));
+    const configPath = path.join(dir, 'cadre.config.yaml');
+    writeFileSync(configPath, 'models:\n  default: gpt-4o\n');
+    const { modelTurn: activity } = createActivities({ configPath });
+    const noModel: ModelTurnRequest = { messages: [{ role: 'user', content: 'hi' }] };
+    const failure = await failureOf(new MockActivityEnvironment().run(activity, noModel));
+    expect(failure.type).toBe(ErrorTypes.ModelConfigInvalid);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain('models.default: "gpt-4o" is not provider:model');
+  });
+});
