@@ -42,27 +42,52 @@ export function gitFailure(err: unknown, doing: string) {
   return permanent(ErrorTypes.GitFailed, `${doing}: ${message}`);
 }
 
-/** The top of the repository at `repo`, symlinks resolved; a permanent failure when it is none. */
-export async function repositoryRoot(repo: string): Promise<string> {
+export interface RepositoryLocation {
+  /** The top of the checkout `repo` is in (a worktree's own top for a worktree), symlinks resolved. */
+  top: string;
+  /** The repository's main checkout (for a worktree, the repository it was made from). */
+  root: string;
+  /** With a `rev`: its commit, and the name of the branch checked out ("HEAD" when detached). */
+  commit?: string;
+  current?: string;
+}
+
+/**
+ * Where `repo` is, in one git call; with `rev`, also that revision's commit and the current
+ * branch. A missing path, a directory outside any repository or an unknown revision is a
+ * permanent failure naming it.
+ */
+export async function locateRepository(repo: string, rev?: string): Promise<RepositoryLocation> {
   let dir: string;
   try {
     dir = await realpath(repo);
   } catch {
     throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} does not exist`);
   }
-  const top = await simpleGit({ baseDir: dir })
-    .raw(['rev-parse', '--show-toplevel'])
-    .catch(() => undefined);
-  if (!top) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
-  return realpath(top.trim());
+  const args = ['rev-parse', '--show-toplevel', '--git-common-dir', ...(rev === undefined ? [] : [`${rev}^{commit}`, '--abbrev-ref', 'HEAD'])];
+  let lines: string[];
+  try {
+    lines = (await simpleGit({ baseDir: dir }).raw(args)).trim().split('\n');
+  } catch (err) {
+    if (/not a git repository/i.test(String((err as Error).message))) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
+    throw permanent(ErrorTypes.BadToolInput, `base: "${rev}" names no commit in ${repo}`);
+  }
+  const [topLine, common, commit, current] = lines;
+  if (!topLine) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
+  const top = await realpath(topLine);
+  const commonDir = await realpath(path.resolve(top, common));
+  const root = path.basename(commonDir) === '.git' ? path.dirname(commonDir) : commonDir;
+  return { top, root, ...(rev !== undefined && { commit, current }) };
+}
+
+/** The top of the checkout at `repo`, symlinks resolved. */
+export async function repositoryRoot(repo: string): Promise<string> {
+  return (await locateRepository(repo)).top;
 }
 
 /** The main checkout of the repository `dir` belongs to (for a worktree, the repository it was made from). */
 export async function mainRepositoryRoot(dir: string): Promise<string> {
-  const top = await repositoryRoot(dir);
-  const common = (await simpleGit({ baseDir: top }).raw(['rev-parse', '--git-common-dir'])).trim();
-  const resolved = await realpath(path.resolve(top, common));
-  return path.basename(resolved) === '.git' ? path.dirname(resolved) : resolved;
+  return (await locateRepository(dir)).root;
 }
 
 /** The commit a ref names, or undefined. */

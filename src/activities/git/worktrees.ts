@@ -10,7 +10,7 @@ import { mkdir, readdir, readFile, realpath, rmdir, writeFile } from 'node:fs/pr
 import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
-import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, repositoryRoot, run } from './git';
+import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, repositoryRoot, run } from './git';
 import { isInside, worktreeNames } from './names';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
@@ -96,30 +96,12 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
   return { path: target, branch: names.branch, base, baseCommit, created: true };
 }
 
-/**
- * The repository's main checkout, the base and its commit, in one git call: the checkout's top,
- * its common git directory, the base's commit and the current branch's name.
- */
+/** The repository's main checkout, the base and its commit, in one git call. */
 async function resolveRepository(repo: string, wanted: string | undefined): Promise<{ root: string; base: string; baseCommit: string }> {
-  let dir: string;
-  try {
-    dir = await realpath(repo);
-  } catch {
-    throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} does not exist`);
-  }
-  let lines: string[];
-  try {
-    lines = (await simpleGit({ baseDir: dir }).raw(['rev-parse', '--show-toplevel', '--git-common-dir', `${wanted ?? 'HEAD'}^{commit}`, '--abbrev-ref', 'HEAD'])).trim().split('\n');
-  } catch (err) {
-    const message = String((err as Error).message);
-    if (/not a git repository/i.test(message)) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
-    throw permanent(ErrorTypes.BadToolInput, `base: "${wanted ?? 'HEAD'}" names no commit in ${repo}`);
-  }
-  const [top, common, baseCommit, current] = lines;
-  const commonDir = await realpath(path.resolve(top, common));
-  const root = path.basename(commonDir) === '.git' ? path.dirname(commonDir) : commonDir;
+  const { root, commit, current } = await locateRepository(repo, wanted ?? 'HEAD');
+  const baseCommit = commit as string;
   // With no base given, the branch checked out (or, detached, its commit).
-  const base = wanted ?? (current === 'HEAD' ? baseCommit : current);
+  const base = wanted ?? (current === 'HEAD' ? baseCommit : (current as string));
   return { root, base, baseCommit };
 }
 
