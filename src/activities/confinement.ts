@@ -286,3 +286,9 @@ function sameFile(info: Stats, id: FileId): boolean {
 function quote(p: string): string {
   return JSON.stringify(p);
 }
+
+/** Whether `child` is `parent` or under it, for paths already resolved (no symlinks, "." or ".."). */
+export function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel));
+}

@@ -62,41 +62,40 @@ export function createActivities(deps: ActivityDeps = {}) {
         return modelTurn(request, modelSettings(), Context.current().cancellationSignal);
       }),
 
-    async runTool(request: ToolRequest): Promise<ToolResult> {
-      const ctx = Context.current();
-      const attempt = ctx.info.attempt;
-      // Heartbeats let the server notice a dead worker within the heartbeat timeout
-      // and deliver cancellation; the SDK throttles them. Local activities cannot heartbeat
-      // (they are cancelled through their workflow task instead).
-      const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
-      // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
-      const store = request.inlineLimit === undefined ? undefined : lazyStore(request.workspace, deps);
-      try {
-        const params = store ? await readParams(request.params, store) : request.params;
-        const output = await runTool(request.tool, params, {
-          workspace: request.workspace,
-          ...(request.worktree && { worktree: true }),
-          stepId: request.stepId,
-          attempt,
-          signal: ctx.cancellationSignal,
-          limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
-        });
-        return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt };
-      } catch (err) {
-        throw await withAttempt(err, attempt, store, request.inlineLimit);
-      } finally {
-        clearInterval(beat);
-      }
-    },
+    runTool: (request: ToolRequest): Promise<ToolResult> =>
+      heartbeating(async () => {
+        const ctx = Context.current();
+        const attempt = ctx.info.attempt;
+        // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
+        const store = request.inlineLimit === undefined ? undefined : lazyStore(request.workspace, deps);
+        try {
+          const params = store ? await readParams(request.params, store) : request.params;
+          const output = await runTool(request.tool, params, {
+            workspace: request.workspace,
+            ...(request.worktree && { worktree: true }),
+            stepId: request.stepId,
+            attempt,
+            signal: ctx.cancellationSignal,
+            limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
+          });
+          return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt };
+        } catch (err) {
+          throw await withAttempt(err, attempt, store, request.inlineLimit);
+        }
+      }),
   };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
 
-/** Runs `work` while heartbeating, so the server notices a dead worker within the heartbeat timeout. */
+/**
+ * Runs `work` while heartbeating: the server notices a dead worker within the heartbeat timeout
+ * and can deliver cancellation; the SDK throttles the beats. Local activities cannot heartbeat
+ * (they are cancelled through their workflow task instead).
+ */
 async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+  const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
   try {
     return await work();
   } finally {

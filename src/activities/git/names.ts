@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { isInside } from '../confinement';
 import { ErrorTypes, permanent } from '../errors';
 
 const MAX_NAME = 60;
@@ -45,7 +46,3 @@ export function worktreeNames(repoRoot: string, plan: string, task: string, base
   return { path: path.join(base, p, t), branch: `cadre/${p}/${t}` };
 }
 
-export function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel));
-}

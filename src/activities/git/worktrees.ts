@@ -11,7 +11,8 @@ import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
 import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, repositoryRoot, run } from './git';
-import { isInside, worktreeNames } from './names';
+import { isInside } from '../confinement';
+import { worktreeNames } from './names';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
 

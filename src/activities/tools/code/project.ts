@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { isInside } from '../../confinement';
 import { ErrorTypes, permanent } from '../../errors';
 
 const SOURCE = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
@@ -105,8 +106,7 @@ export function locationAt(project: CodeProject, fileName: string, position: num
 }
 
 export function isInProject(project: CodeProject, fileName: string): boolean {
-  const rel = path.relative(project.root, fileName);
-  return rel !== '' && rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel) && !rel.split(path.sep).includes('node_modules');
+  return fileName !== project.root && isInside(fileName, project.root) && !path.relative(project.root, fileName).split(path.sep).includes('node_modules');
 }
 
 /** The identifiers named `symbol` in a file, declarations first. */
