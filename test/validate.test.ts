@@ -117,11 +117,51 @@ steps:
   - { id: a, tool: shell, with: { command: "true" } }
 `),
     ).toEqual([
-      'steps[0]: a step needs either "tool" or "ask"',
-      'steps[1].ask: a step has either "tool" or "ask", not both',
+      'steps[0]: a step needs one of "tool", "ask", "agent", "decide"',
+      'steps[1].ask: a step has one of "tool", "ask", "agent", "decide"; this one also has "tool"',
       'steps[2].forEach: an "ask" step cannot loop with forEach',
       'steps[3].id: duplicate step id "a"',
     ]);
+  });
+
+  test('agent and decide steps: known tools, approvals for their own tools, templates read upstream steps', () => {
+    expect(
+      issues(`
+name: p
+steps:
+  - { id: a, agent: { prompt: "read {{ steps.b.output }}", tools: [fs.read, rm], model: gpt-4o, maxTurns: 0 } }
+  - { id: b, agent: { prompt: go, tools: [shell, fs.read], approvals: { fs.write: ask, fs.read: { "*": deny }, shell: { "git push*": maybe } } } }
+  - { id: c, decide: { prompt: "urgent?", choices: [yes] } }
+  - { id: d, decide: { prompt: "{{ steps.c.output }}", choices: [a, b] }, with: { x: 1 } }
+  - { id: e, agent: { prompt: go, propmt: typo } }
+`),
+    ).toEqual([
+      'steps[0].agent.model: a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml',
+      'steps[0].agent.maxTurns: Too small: expected number to be >=1',
+      'steps[0].agent.tools[1]: unknown tool "rm" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search)',
+      'steps[1].agent.approvals.shell: a policy is allow, deny or ask (shell also takes a map of command globs to those, e.g. { "git push*": ask })',
+      'steps[1].agent.approvals.fs.write: "fs.write" is not one of the agent\'s tools (shell, fs.read)',
+      'steps[1].agent.approvals.fs.read: only shell takes command globs; other tools take allow, deny or ask',
+      'steps[2].decide.choices: Too small: expected array to have >=2 items',
+      'steps[3].with: "with" needs a "tool"',
+      'steps[4].agent.propmt: unknown field "propmt" (did you mean "prompt"?)',
+    ]);
+    const ok = validatePlan(
+      YAML.parse(`
+name: p
+steps:
+  - { id: fetch, tool: shell, with: { command: "cat mail.txt" } }
+  - { id: triage, decide: { prompt: "Urgent? {{ steps.fetch.output.stdout }}", choices: [urgent, routine] } }
+  - { id: reply, when: "steps.triage.output == 'urgent'", agent: { prompt: "Draft a reply", tools: [fs.write], approvals: { fs.write: ask } } }
+`),
+      { baseDir: '/work' },
+    );
+    if (!ok.ok) throw new Error(formatIssues(ok.issues));
+    expect(ok.plan.steps.map((s) => s.needs)).toEqual([[], ['fetch'], ['triage']]);
+    expect(ok.plan.steps[2].action).toEqual({
+      kind: 'agent',
+      agent: { prompt: 'Draft a reply', tools: ['fs.write'], maxTurns: 20, approvals: { 'fs.write': 'ask' }, approvalTimeout: '24h' },
+    });
   });
 
   test('YAML and JSON syntax errors name the line or the reason', () => {

@@ -10,11 +10,13 @@ import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from './git';
 import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn';
 import { type ModelDeps, lazyModelSettings } from './models';
+import { agentToolset } from './tools/agent-toolset';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
 export type { ConditionRequest, ValueRequest } from './values';
-export type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn';
+export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
+export type { AgentTool } from './tools/agent-toolset';
 
 export interface ToolRequest {
   tool: string;
@@ -61,6 +63,9 @@ export function createActivities(deps: ActivityDeps = {}) {
         const { modelTurn } = await import('../providers/model-turn');
         return modelTurn(request, modelSettings(), Context.current().cancellationSignal);
       }),
+
+    // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
+    agentToolset: async (request: { tools: string[] }) => agentToolset(request.tools),
 
     runTool: (request: ToolRequest): Promise<ToolResult> =>
       heartbeating(async () => {

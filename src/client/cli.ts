@@ -265,6 +265,36 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('approve <id> <waitId>')
+    .description("let an agent's tool call that waits for approval run")
+    .action(async (id: string, waitId: string) => {
+      await withRun(id, async (client) => {
+        await client.answer(id, waitId, 'approve');
+        out(`approved ${waitId}`);
+      });
+    });
+
+  program
+    .command('deny <id> <waitId>')
+    .description("refuse an agent's tool call; the agent reads the denial (and the reason) as the call's result")
+    .option('--reason <text>', 'why, for the agent to read')
+    .action(async (id: string, waitId: string, opts: { reason?: string }) => {
+      await withRun(id, async (client) => {
+        await client.answer(id, waitId, opts.reason ? `deny:${opts.reason}` : 'deny');
+        out(`denied ${waitId}`);
+      });
+    });
+
+  program
+    .command('audit <id>')
+    .description("a run's audit log: its agents' messages, model turns, tool calls and approvals, as JSON lines without content")
+    .option('--dir <path>', 'where the worker writes audit logs (default: CADRE_AUDIT_DIR or ~/.cadre/audit)')
+    .action(async (id: string, opts: { dir?: string }) => {
+      const lines = CadreClient.readAuditLog(id, opts.dir);
+      for (const line of lines) out(line);
+    });
+
+  program
     .command('pause <id>')
     .description('let running steps finish and start no new ones')
     .action(async (id: string) => {

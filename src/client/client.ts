@@ -3,7 +3,7 @@
  * pause, resume and cancel them. The `cadre` CLI is a thin layer over this.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
@@ -17,7 +17,8 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { CompiledPlan } from '../spec/types';
+import { temporal } from '@temporalio/proto';
+import type { CompiledPlan, StepAction } from '../spec/types';
 import { resolveInputs } from '../spec/inputs';
 import { utf8Length } from '../spec/limits';
 import { checkStartPayload } from '../spec/payload';
@@ -26,14 +27,17 @@ import { formatIssues } from '../spec/validate';
 import {
   CadrePlan,
   CadreStatus,
+  agentDiagnosticsQuery,
   answerUpdate,
   diagnosticsQuery,
   pauseUpdate,
   resumeUpdate,
+  type AgentSummary,
   type Diagnostics,
   type RunStatus,
 } from '../workflows/definitions';
 import { hasDeferred } from '../spec/refs';
+import { auditDir, auditFile } from '../store/audit-files';
 import { materialize, storesIn } from '../store/values';
 import { taskQueue as defaultTaskQueue } from '../worker/worker';
 import { howItEnded, markEnded, minimalRecord } from './ended-runs';
@@ -260,17 +264,44 @@ export class CadreClient {
     }
   }
 
+  /** Running agent steps get their agent's turns, tool calls and running tools (the plan learns them when the agent ends). */
+  private async withAgentProgress(d: Diagnostics): Promise<void> {
+    const live = d.steps.filter((s) => s.agent && (s.status === 'running' || s.status === 'waiting'));
+    await Promise.all(
+      live.map(async (step) => {
+        const agent = step.agent as AgentSummary;
+        try {
+          const a = await this.bounded(QUERY_TIMEOUT_MS, () => this.client.workflow.getHandle(agent.workflowId).query(agentDiagnosticsQuery));
+          step.agent = { ...agent, turns: a.turns, toolCalls: a.toolCalls, usage: a.usage, running: a.running };
+        } catch {
+          // not started yet, or just ended: the plan's own record stands
+        }
+      }),
+    );
+  }
+
+  /** The audit log of a run (its agents' model turns, tool calls, approvals): JSONL lines, no content. */
+  static readAuditLog(workflowId: string, dir = auditDir()): string[] {
+    const file = auditFile(dir, workflowId);
+    if (!existsSync(file)) throw new CadreError(`no audit log for ${workflowId} in ${dir} (runs without agents write none; set CADRE_AUDIT_DIR as the worker does)`);
+    return readFileSync(file, 'utf8').split('\n').filter((line) => line.trim() !== '');
+  }
+
   private async liveDiagnostics(description: WorkflowExecutionDescription): Promise<Diagnostics> {
     const handle = this.client.workflow.getHandle(description.workflowId);
     try {
       const diagnostics = await this.bounded(QUERY_TIMEOUT_MS, () => handle.query(diagnosticsQuery));
+      await this.withAgentProgress(diagnostics);
       return withRetries(withClientClock(diagnostics), description.raw.pendingActivities ?? []);
     } catch (err) {
       if (isFailingWorkflowTask(err)) throw new CadreError(await this.stuckRun(description));
       if (!(err instanceof TimedOut)) throw err;
       // While a failing task's next attempt runs, the server holds the query instead of refusing it.
       const now = await this.describe(description.workflowId);
-      if ((now.raw.pendingWorkflowTask?.attempt ?? 1) > 1) throw new CadreError(await this.stuckRun(now));
+      if ((now.raw.pendingWorkflowTask?.attempt ?? 1) > 1) {
+        const stuck = await this.stuckRun(now, { onlyIfWorkflowFailed: true });
+        if (stuck) throw new CadreError(stuck);
+      }
       throw new CadreError(
         `run ${description.workflowId} is running, but no worker answered within ${QUERY_TIMEOUT_MS / 1000}s: ` +
           `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}")`,
@@ -278,12 +309,21 @@ export class CadreClient {
     }
   }
 
-  /** Why a run cannot answer: its workflow task keeps failing (a worker with other or broken workflow code). */
-  private async stuckRun(description: WorkflowExecutionDescription): Promise<string> {
+  /**
+   * Why a run cannot answer: its workflow task keeps failing (a worker with other or broken workflow
+   * code). With `onlyIfWorkflowFailed`, undefined when the last retried task timed out or was closed
+   * by the server's own housekeeping: a loaded worker, not a stuck run.
+   */
+  private async stuckRun(description: WorkflowExecutionDescription): Promise<string>;
+  private async stuckRun(description: WorkflowExecutionDescription, options: { onlyIfWorkflowFailed: true }): Promise<string | undefined>;
+  private async stuckRun(description: WorkflowExecutionDescription, options?: { onlyIfWorkflowFailed: true }): Promise<string | undefined> {
     const id = description.workflowId;
     const attempt = description.raw.pendingWorkflowTask?.attempt ?? 1;
     const events = (await this.client.workflow.getHandle(id).fetchHistory()).events ?? [];
-    const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).pop()?.workflowTaskFailedEventAttributes?.failure?.message;
+    const last = events.filter((e) => e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes).pop();
+    const attributes = last?.workflowTaskFailedEventAttributes;
+    if (options?.onlyIfWorkflowFailed && (!attributes || SERVER_TASK_CLOSES.has(attributes.cause ?? 0))) return undefined;
+    const failed = attributes?.failure?.message;
     const why = failed ? `: ${failed.split('\n')[0]}` : '';
     return (
       `run ${id} cannot answer: its workflow task has failed ${attempt} time${attempt === 1 ? '' : 's'}${why}. ` +
@@ -382,7 +422,7 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
   const more = (shown: number) => `- … and ${formatCount(plan.steps.length - shown)} more steps (the run's input holds the whole plan)`;
   let bytes = utf8Length(lines.join('\n'));
   for (const [i, step] of plan.steps.entries()) {
-    const action = step.action.kind === 'ask' ? `ask "${brief(step.action.ask.question, 80)}"` : step.action.tool;
+    const action = describeAction(step.action);
     const needs = step.needs.length > 5 ? `${step.needs.slice(0, 5).join(', ')} and ${step.needs.length - 5} more` : step.needs.join(', ');
     const extras = [step.needs.length > 0 && `after ${needs}`, step.when && `when ${brief(step.when, 80)}`, step.forEach !== undefined && 'for each item']
       .filter(Boolean)
@@ -433,6 +473,14 @@ function withClientClock(diagnostics: Diagnostics): Diagnostics {
 class TimedOut extends Error {}
 
 /** The server refuses queries of a run whose workflow task is failing (FAILED_PRECONDITION). */
+const TaskFailedCause = temporal.api.enums.v1.WorkflowTaskFailedCause;
+/** Workflow tasks the server closes as housekeeping (a loaded worker, a lost sticky queue): the run goes on. */
+const SERVER_TASK_CLOSES = new Set<number>([
+  TaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND,
+  TaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE,
+  TaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+]);
+
 function isFailingWorkflowTask(err: unknown): boolean {
   for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
     if ((e as { code?: unknown }).code === grpcStatus.FAILED_PRECONDITION) return true;
@@ -461,4 +509,17 @@ export function errorChain(err: unknown): string {
     if (!parts.includes(e.message)) parts.push(e.message);
   }
   return parts.join(': ');
+}
+
+function describeAction(action: StepAction): string {
+  switch (action.kind) {
+    case 'ask':
+      return `ask "${brief(action.ask.question, 80)}"`;
+    case 'agent':
+      return `agent${action.agent.role ? ` (${brief(action.agent.role, 40)})` : ''}${action.agent.tools.length ? ` with ${action.agent.tools.join(', ')}` : ''}`;
+    case 'decide':
+      return `decide: ${action.decide.choices.map((c) => brief(c, 20)).join(' | ')}`;
+    case 'tool':
+      return action.tool;
+  }
 }

@@ -1,6 +1,6 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
-import type { Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
+import type { AgentSummary, Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
 import { STEP_MARKS, describeWait } from '../workflows/details';
 import { isFinal } from './run-status';
 
@@ -8,6 +8,7 @@ export function stepLine(step: StepRecord): string {
   const parts = [`${STEP_MARKS[step.status]} ${step.id.padEnd(16)} ${step.status.padEnd(9)}`];
   if (step.attempts > 0) parts.push(`${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`);
   if (step.items) parts.push(`${step.items.completed}/${step.items.total} items`);
+  if (step.agent?.turns !== undefined) parts.push(agentLine(step.agent));
   if (step.durationMs !== undefined) parts.push(formatMs(step.durationMs));
   if (step.retrying) {
     parts.push(`(attempt ${step.retrying.attempt}${step.retrying.lastFailure ? `, last error: ${step.retrying.lastFailure}` : ''})`);
@@ -15,6 +16,12 @@ export function stepLine(step: StepRecord): string {
   if (step.note) parts.push(`(${step.note})`);
   if (step.error && step.status !== 'completed') parts.push(`— ${step.error}`);
   return parts.join('  ');
+}
+
+function agentLine(agent: AgentSummary): string {
+  const tokens = agent.usage ? agent.usage.inputTokens + agent.usage.outputTokens : 0;
+  const running = agent.running?.length ? `, running ${agent.running.join(', ')}` : '';
+  return `${agent.turns} turn${agent.turns === 1 ? '' : 's'}, ${agent.toolCalls ?? 0} tool calls, ${tokens} tokens${running}`;
 }
 
 export function answerHint(workflowId: string, w: Waiting): string {
@@ -46,7 +53,7 @@ export class ProgressPrinter {
 
   update(d: Diagnostics): void {
     for (const step of d.steps) {
-      const key = `${step.status}|${step.attempts}|${step.items?.completed ?? ''}|${step.retrying?.attempt ?? ''}`;
+      const key = `${step.status}|${step.attempts}|${step.items?.completed ?? ''}|${step.retrying?.attempt ?? ''}|${step.agent?.turns ?? ''}|${step.agent?.toolCalls ?? ''}`;
       if (this.seen.get(step.id) !== key) {
         if (step.status !== 'pending' || this.seen.has(step.id)) this.write(`  ${stepLine(step)}`);
         this.seen.set(step.id, key);

@@ -92,7 +92,8 @@ export class PlanChecker {
         this.issue([i, 'forEach'], 'forEach must be a list or one template such as "{{ steps.x.output.json.items }}"');
       } else this.templateRefs(step.forEach, `steps[${i}].forEach`, id, undefined).forEach(need);
     }
-    for (const field of ['with', 'ask'] as const) {
+    if (step.agent !== null && typeof step.agent === 'object') this.checkAgent(step.agent, i);
+    for (const field of ['with', 'ask', 'agent', 'decide'] as const) {
       this.progress.path = `steps[${i}].${field}`;
       this.templateRefs(step[field], `steps[${i}].${field}`, id, loopVar).forEach(need);
     }
@@ -101,6 +102,20 @@ export class PlanChecker {
       this.expressionRefs(step.when, i, id, loopVar).forEach(need);
     }
     if (id) this.needs.set(id, [...needs]);
+  }
+
+  /** An agent's tools are built-in tools; its approvals name tools it has. */
+  private checkAgent(agent: Partial<NonNullable<StepFile['agent']>>, i: number): void {
+    const tools = Array.isArray(agent.tools) ? agent.tools : [];
+    tools.forEach((tool, j) => {
+      if (typeof tool === 'string' && !isToolName(tool)) this.issue([i, 'agent', 'tools', j], `unknown tool "${shorten(tool)}" (known tools: ${TOOL_NAMES.join(', ')})`);
+    });
+    const approvals = agent.approvals;
+    if (approvals === null || typeof approvals !== 'object') return;
+    for (const [tool, policy] of Object.entries(approvals)) {
+      if (!tools.includes(tool)) this.issue([i, 'agent', 'approvals', tool], `"${shorten(tool)}" is not one of the agent's tools (${tools.join(', ') || 'none'})`);
+      else if (typeof policy === 'object' && tool !== 'shell') this.issue([i, 'agent', 'approvals', tool], 'only shell takes command globs; other tools take allow, deny or ask');
+    }
   }
 
   private checkParams(tool: keyof typeof toolParams, params: unknown, at: (string | number)[]): void {

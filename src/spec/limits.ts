@@ -79,6 +79,8 @@ export const MAX_EXPRESSION_DEPTH = 64;
 export const MAX_TEMPLATE_LENGTH = 2000;
 /** A question is read by a person; runPlan fails an ask whose resolved question is longer. */
 export const MAX_QUESTION_BYTES = 64 * 1024;
+/** An agent's prompt (after templates): bigger inputs belong in files the agent reads with its tools. */
+export const MAX_PROMPT_BYTES = 256 * 1024;
 /**
  * The start request carries the compiled plan and its inputs as one JSON payload; keep room
  * under PAYLOAD_LIMIT_BYTES for the payload's metadata.

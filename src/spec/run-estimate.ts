@@ -105,7 +105,9 @@ function stepCost(plan: CompiledPlan, step: CompiledStep, i: number): StepCost {
   const undo = step.compensate ? activityCost(plan, step.compensate.with, step) : { events: 0, bytes: 0 };
   const action = step.action;
   if (action.kind === 'ask') return { path, events: COST.ask.events, bytes: COST.ask.bytes + jsonBytes(action.ask) };
-  const unit = action.tool === 'sleep' ? COST.timer : activityCost(plan, action.with, step);
+  // An agent's turns live in its own child workflow's history: the plan pays one child per run of the step.
+  const unit =
+    action.kind === 'tool' ? (action.tool === 'sleep' ? COST.timer : activityCost(plan, action.with, step)) : { events: COST.child.events, bytes: COST.child.bytes + jsonBytes(action) };
   if (!Array.isArray(step.forEach)) return { path, events: unit.events + undo.events, bytes: unit.bytes + undo.bytes };
   const items = step.forEach;
   const itemsBytes = jsonBytes(items);
@@ -163,7 +165,7 @@ export function parallelismIssue(plan: CompiledPlan): PlanIssue | undefined {
 }
 
 function activitiesAtOnce(step: CompiledStep): number {
-  if (step.action.kind === 'ask' || step.action.tool === 'sleep') return 0;
+  if (step.action.kind !== 'tool' || step.action.tool === 'sleep') return 0;
   if (step.forEach === undefined) return 1;
   const width = step.concurrency ?? DEFAULT_FOREACH_CONCURRENCY;
   return Array.isArray(step.forEach) ? Math.min(width, step.forEach.length) : width;

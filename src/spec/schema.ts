@@ -12,8 +12,10 @@ import {
   utf8Length,
 } from './limits';
 import { formatBytes, formatCount, shorten } from './text';
-import { ON_FAILURE, ON_TIMEOUT } from './types';
+import { APPROVAL_POLICIES, MAX_AGENT_TURNS, ON_FAILURE, ON_TIMEOUT } from './types';
 
+/** What a step does: exactly one of these. */
+const STEP_KINDS = ['tool', 'ask', 'agent', 'decide'] as const;
 export const STEP_ID = /^[A-Za-z][A-Za-z0-9_]*$/;
 export const MAX_CONCURRENCY = 200;
 export const PLAN_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
@@ -60,6 +62,43 @@ const ask = z.strictObject({
   timeout: duration.optional(),
 });
 
+const approvalPolicy = z.enum(APPROVAL_POLICIES);
+
+/** Per tool `allow | deny | ask`; `shell` may instead map command globs to policies (first match wins). */
+const approvals = z.record(
+  z.string().min(1).max(MAX_STEP_ID_LENGTH),
+  z.union([approvalPolicy, z.record(z.string().min(1).max(1000), approvalPolicy)], {
+    error: 'a policy is allow, deny or ask (shell also takes a map of command globs to those, e.g. { "git push*": ask })',
+  }),
+);
+
+const modelName = z.string().min(3).max(1000).regex(/^[a-z-]+:\S/, 'a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml');
+
+/** An LLM agent: model turn, tool calls, tool results, next turn, until a final answer. */
+const agent = z.strictObject({
+  role: z.string().min(1).max(MAX_STEP_ID_LENGTH).optional(),
+  prompt: z.string().min(1),
+  system: z.string().min(1).optional(),
+  /** Built-in tools the agent may call (fs.read, shell, ...); none: it only answers. */
+  tools: z.array(z.string().min(1)).max(64).optional(),
+  model: modelName.optional(),
+  maxTurns: z.int().min(1).max(MAX_AGENT_TURNS).optional(),
+  /** Input plus output tokens over every turn; past it the step fails. */
+  maxTokens: z.int().min(1).optional(),
+  /** A JSON Schema the final answer must match; the answer becomes the step's output as JSON. */
+  output: z.record(z.string(), z.unknown()).optional(),
+  approvals: approvals.optional(),
+  /** How long an `ask` approval waits before it counts as denied. */
+  approvalTimeout: duration.optional(),
+});
+
+/** An LLM decision: the output is exactly one of the choices. */
+const decide = z.strictObject({
+  prompt: z.string().min(1),
+  choices: z.array(z.string().min(1).max(200)).min(2).max(50),
+  model: modelName.optional(),
+});
+
 /** A git worktree the step's tools run in; steps naming the same repo and task share one. */
 export const worktreeSchema = z.strictObject({
   repo: z.string().min(1).max(4096).refine((v) => !v.includes('\0'), 'contains a NUL byte'),
@@ -97,16 +136,17 @@ export const stepSchema = z
     tool: toolCall.tool.optional(),
     with: toolCall.with,
     ask: ask.optional(),
+    agent: agent.optional(),
+    decide: decide.optional(),
     compensate: z.strictObject(toolCall).optional(),
     worktree: worktreeSchema.optional(),
     ...policies,
   })
   .superRefine((step, ctx) => {
-    if (step.tool === undefined && step.ask === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'a step needs either "tool" or "ask"', path: [] });
-    }
-    if (step.tool !== undefined && step.ask !== undefined) {
-      ctx.addIssue({ code: 'custom', message: 'a step has either "tool" or "ask", not both', path: ['ask'] });
+    const kinds = STEP_KINDS.filter((kind) => step[kind] !== undefined);
+    if (kinds.length === 0) ctx.addIssue({ code: 'custom', message: `a step needs one of ${STEP_KINDS.map((k) => `"${k}"`).join(', ')}`, path: [] });
+    for (const extra of kinds.slice(1)) {
+      ctx.addIssue({ code: 'custom', message: `a step has one of ${STEP_KINDS.map((k) => `"${k}"`).join(', ')}; this one also has "${kinds[0]}"`, path: [extra] });
     }
     if (step.with !== undefined && step.tool === undefined) {
       ctx.addIssue({ code: 'custom', message: '"with" needs a "tool"', path: ['with'] });
@@ -117,8 +157,8 @@ export const stepSchema = z
     if (step.forEach !== undefined && step.ask !== undefined) {
       ctx.addIssue({ code: 'custom', message: 'an "ask" step cannot loop with forEach', path: ['forEach'] });
     }
-    if (step.worktree !== undefined && step.tool === undefined) {
-      ctx.addIssue({ code: 'custom', message: '"worktree" needs a "tool": only tools run in a worktree', path: ['worktree'] });
+    if (step.worktree !== undefined && step.tool === undefined && step.agent === undefined) {
+      ctx.addIssue({ code: 'custom', message: '"worktree" needs a "tool" or an "agent": only tools run in a worktree', path: ['worktree'] });
     }
     if (step.tool?.startsWith('git.') && step.worktree === undefined) {
       ctx.addIssue({ code: 'custom', message: `${step.tool} runs in a worktree: give the step a "worktree"`, path: ['worktree'] });
@@ -156,7 +196,7 @@ export const planSchema = z.strictObject({
 
 /** Every field name the plan format knows, for suggestions when a field is unknown. */
 export const FIELD_NAMES = [
-  ...new Set([planSchema, stepSchema, ask, retry, input, worktreeSchema].flatMap((schema) => Object.keys(schema.shape))),
+  ...new Set([planSchema, stepSchema, ask, agent, decide, retry, input, worktreeSchema].flatMap((schema) => Object.keys(schema.shape))),
 ];
 
 export type PlanFile = z.infer<typeof planSchema>;

@@ -27,6 +27,41 @@ export interface AskSpec {
   timeout?: string;
 }
 
+export const APPROVAL_POLICIES = ['allow', 'deny', 'ask'] as const;
+export type ApprovalPolicy = (typeof APPROVAL_POLICIES)[number];
+/** Per tool; `shell` may map command globs to policies instead (first match wins, unmatched: allow). */
+export type Approvals = Record<string, ApprovalPolicy | Record<string, ApprovalPolicy>>;
+export const MAX_AGENT_TURNS = 200;
+export const DEFAULT_AGENT_TURNS = 20;
+/** An approval nobody gives within this counts as a denial. */
+export const DEFAULT_APPROVAL_TIMEOUT = '24h';
+
+export interface AgentSpec {
+  role?: string;
+  /** Templated like `with`. */
+  prompt: string;
+  system?: string;
+  tools: string[];
+  model?: string;
+  maxTurns: number;
+  maxTokens?: number;
+  output?: Record<string, unknown>;
+  approvals: Approvals;
+  approvalTimeout: string;
+}
+
+export interface DecideSpec {
+  prompt: string;
+  choices: string[];
+  model?: string;
+}
+
+export type StepAction =
+  | ({ kind: 'tool' } & ToolCall)
+  | { kind: 'ask'; ask: AskSpec }
+  | { kind: 'agent'; agent: AgentSpec }
+  | { kind: 'decide'; decide: DecideSpec };
+
 export interface CompiledStep {
   id: string;
   /** Every step this one waits for: `dependsOn` plus steps named in templates and `when`. */
@@ -41,7 +76,7 @@ export interface CompiledStep {
   retry: RetrySpec;
   onFailure: OnFailure;
   onTimeout: OnTimeout;
-  action: ({ kind: 'tool' } & ToolCall) | { kind: 'ask'; ask: AskSpec };
+  action: StepAction;
   compensate?: ToolCall;
   worktree?: WorktreeSpec;
 }

@@ -15,7 +15,7 @@ import { policyLimitIssues } from './policy-limits';
 import { historyWarnings, parallelismIssue } from './run-estimate';
 import { FIELD_NAMES, planSchema, type PlanFile, type StepFile } from './schema';
 import { formatCount, shorten } from './text';
-import type { CompiledPlan, CompiledStep, InputSpec } from './types';
+import { type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, type InputSpec, type StepAction } from './types';
 
 export { formatIssues, formatPath, type PlanIssue };
 
@@ -119,7 +119,7 @@ function valueIssues(plan: Record<string, unknown>): PlanIssue[] {
     }
   }
   rawSteps(plan).forEach((step, i) => {
-    for (const field of ['with', 'ask', 'forEach'] as const) issues.push(...jsonValueIssues(step[field], `steps[${i}].${field}`));
+    for (const field of ['with', 'ask', 'agent', 'decide', 'forEach'] as const) issues.push(...jsonValueIssues(step[field], `steps[${i}].${field}`));
     const compensate = step.compensate as { with?: unknown } | undefined;
     if (compensate !== null && typeof compensate === 'object') issues.push(...jsonValueIssues(compensate.with, `steps[${i}].compensate.with`));
   });
@@ -181,7 +181,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     retry: { ...defaults.retry, ...step.retry },
     onFailure: step.onFailure ?? defaults.onFailure ?? 'abort',
     onTimeout: step.onTimeout ?? defaults.onTimeout ?? 'abort',
-    action: step.ask ? { kind: 'ask', ask: step.ask } : { kind: 'tool', tool: step.tool as string, with: step.with ?? {} },
+    action: compileAction(step),
     ...(step.compensate && { compensate: { tool: step.compensate.tool, with: step.compensate.with ?? {} } }),
     ...(step.worktree && {
       worktree: {
@@ -202,6 +202,16 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     steps,
     ...(plan.output !== undefined && { output: plan.output }),
   };
+}
+
+function compileAction(step: StepFile): StepAction {
+  if (step.ask) return { kind: 'ask', ask: step.ask };
+  if (step.decide) return { kind: 'decide', decide: step.decide };
+  if (step.agent) {
+    const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, ...rest } = step.agent;
+    return { kind: 'agent', agent: { ...rest, tools, maxTurns, approvals, approvalTimeout } };
+  }
+  return { kind: 'tool', tool: step.tool as string, with: step.with ?? {} };
 }
 
 /** Asks wait for a human without limit unless they set their own timeout; plan defaults do not apply. */

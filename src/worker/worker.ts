@@ -1,6 +1,7 @@
 /** Builds a cadre worker: the plan workflows plus every activity, on one task queue. */
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivities } from '../activities';
+import { type ActivityDeps, createActivities } from '../activities';
+import { auditSinks } from './audit-log';
 
 export const DEFAULT_TASK_QUEUE = 'cadre';
 
@@ -14,6 +15,10 @@ export interface CadreWorkerOptions {
   taskQueue?: string;
   /** A bundle built once with `bundleWorkflowCode` (tests); otherwise the worker bundles at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Activity dependencies besides the blob store (model settings in tests). */
+  activityDeps?: ActivityDeps;
+  /** Where audit logs go; default CADRE_AUDIT_DIR or ~/.cadre/audit. */
+  auditDir?: string;
   /** Extra worker options (tests and benchmarks). */
   overrides?: Partial<WorkerOptions>;
 }
@@ -27,7 +32,8 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       taskQueue: options.taskQueue ?? taskQueue(),
       ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
       // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
-      activities: createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined }),
+      activities: createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...options.activityDeps }),
+      sinks: auditSinks(options.auditDir),
       // Let running tools finish on Ctrl-C before the worker goes.
       shutdownGraceTime: '10s',
       ...options.overrides,

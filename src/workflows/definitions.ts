@@ -1,6 +1,6 @@
 /** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -25,6 +25,8 @@ export interface StepRecord {
   note?: string;
   /** forEach progress. */
   items?: { total: number; completed: number };
+  /** An agent or decide step: its child workflow, and once it ended what it used. */
+  agent?: AgentSummary;
   /**
    * A running tool on its second or later attempt: filled in by the client from Temporal's
    * pending activities (the workflow learns of attempts only when they end).
@@ -32,7 +34,7 @@ export interface StepRecord {
   retrying?: { attempt: number; lastFailure?: string };
 }
 
-export type WaitKind = 'ask' | 'failure' | 'timeout';
+export type WaitKind = 'ask' | 'failure' | 'timeout' | 'approval';
 
 /** Something the run waits on a human for. Answer it with the `answer` update, by `id`. */
 export interface Waiting {
@@ -41,6 +43,20 @@ export interface Waiting {
   prompt: string;
   choices?: string[];
   since: string;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface AgentSummary {
+  workflowId: string;
+  turns?: number;
+  toolCalls?: number;
+  usage?: TokenUsage;
+  /** Tools running now: filled in by clients from the agent's own query while it runs. */
+  running?: string[];
 }
 
 export interface CompensationRecord {
@@ -92,7 +108,7 @@ export type PlanResult = Diagnostics & { status: 'completed' };
 export interface Answer {
   /** The `id` of an entry in `diagnostics.waiting` (the step id). */
   waitId: string;
-  /** The answer; for failures `retry|skip|abort`, for timeouts also `extend` or `extend:<duration>`. */
+  /** The answer; for failures `retry|skip|abort`, for timeouts also `extend` or `extend:<duration>`, for approvals `approve` or `deny[:reason]`. */
   value: string;
 }
 
@@ -100,6 +116,30 @@ export const diagnosticsQuery = defineQuery<Diagnostics>('diagnostics');
 export const answerUpdate = defineUpdate<{ accepted: true }, [Answer]>('answer');
 export const pauseUpdate = defineUpdate<{ paused: boolean }>('pause');
 export const resumeUpdate = defineUpdate<{ paused: boolean }>('resume');
+
+/** What an agent (`agentTask`) is doing: its `agentDiagnostics` query. */
+export interface AgentDiagnostics {
+  step: string;
+  kind: 'agent' | 'decide';
+  status: 'running' | 'waiting' | 'completed' | 'failed';
+  turns: number;
+  maxTurns: number;
+  toolCalls: number;
+  usage: TokenUsage;
+  /** Tools running now. */
+  running: string[];
+  /** Tool calls waiting for approval (kind `approval`); answer `approve` or `deny[:reason]`. */
+  waiting: Waiting[];
+  startedAt: string;
+}
+
+export const agentDiagnosticsQuery = defineQuery<AgentDiagnostics>('agentDiagnostics');
+/** An agent tells the plan run what it waits for, so the run shows it and routes answers to it. */
+export const agentWaitsSignal = defineSignal<[{ workflowId: string; waits: Waiting[] }]>('agentWaits');
+/** The plan run passes on an answer (already validated there) to the agent that waits for it. */
+export const agentAnswerSignal = defineSignal<[Answer]>('agentAnswer');
+
+export const APPROVAL_CHOICES = ['approve', 'deny'];
 
 /** Search attributes cadre registers on the namespace (see `cadre setup`). */
 export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');

@@ -18,10 +18,9 @@ const MAX_LINE_CHARS = 300;
 
 /** A question as one line (`Archive 4 emails? [yes/no]`) and the command that answers it. */
 export function describeWait(workflowId: string, w: Waiting): { question: string; command: string } {
-  return {
-    question: `${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}`,
-    command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}`,
-  };
+  const question = `${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}`;
+  if (w.kind === 'approval') return { question, command: `cadre approve ${workflowId} ${w.id}  (or: cadre deny ${workflowId} ${w.id} --reason "...")` };
+  return { question, command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}` };
 }
 
 export interface DetailsInput {

@@ -20,10 +20,11 @@ import {
 import type { Activities, ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import { evaluateCondition } from '../spec/expressions';
-import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../spec/limits';
+import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_PROMPT_BYTES, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
-import type { AskSpec, CompiledPlan, CompiledStep, RunPlanInput, ToolCall } from '../spec/types';
+import type { AskSpec, CompiledPlan, CompiledStep, RunPlanInput, StepAction, ToolCall } from '../spec/types';
+import { AgentSteps } from './agent-steps';
 import { isoAt, nowMs } from './clock';
 import {
   CadreStatus,
@@ -111,6 +112,8 @@ class PlanRun {
   private version = 0;
   /** Git worktrees the steps work in (steps with `worktree`). */
   private readonly worktrees: WorktreeLeases;
+  /** Agent and decide steps' child workflows, and what they wait for. */
+  private readonly agents: AgentSteps;
 
   constructor(private readonly input: RunPlanInput) {
     this.plan = input.plan;
@@ -130,14 +133,19 @@ class PlanRun {
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
+    this.agents = new AgentSteps((id, waiting) => this.agentWaiting(id, waiting));
     setHandler(diagnosticsQuery, () => this.diagnostics());
     setHandler(
       answerUpdate,
-      ({ waitId, value }) => {
-        this.waits.accept(waitId, value);
+      async ({ waitId, value }) => {
+        if (this.agents.knows(waitId)) await this.agents.forward(waitId, value);
+        else this.waits.accept(waitId, value);
         return { accepted: true as const };
       },
-      { validator: (answer) => this.waits.validate(answer?.waitId, answer?.value) },
+      {
+        validator: (answer) =>
+          this.agents.knows(answer?.waitId) ? this.agents.validate(answer?.waitId, answer?.value) : this.waits.validate(answer?.waitId, answer?.value),
+      },
     );
     setHandler(pauseUpdate, () => this.setPaused(true));
     setHandler(resumeUpdate, () => this.setPaused(false));
@@ -315,7 +323,8 @@ class PlanRun {
       this.changed();
     };
     // A human may take a day: asks wait without limit unless the step sets a timeout.
-    let timeout = step.timeout ?? (step.action.kind === 'ask' ? undefined : DEFAULT_STEP_TIMEOUT);
+    // Agents too: they may wait on approvals, and maxTurns and each call's own timeouts bound them.
+    let timeout = step.timeout ?? (step.action.kind === 'ask' || step.action.kind === 'agent' ? undefined : DEFAULT_STEP_TIMEOUT);
     let extensions = 0;
     const itemResults = new Map<number, unknown>();
     for (;;) {
@@ -399,6 +408,9 @@ class PlanRun {
     if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD && step.worktree) {
       throw new StepFailedError({ message: `a forEach in a worktree runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
     }
+    if (items.length > FOREACH_CHILD_THRESHOLD && step.action.kind !== 'tool') {
+      throw new StepFailedError({ message: `a forEach of ${step.action.kind} steps runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
+    }
     if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
     const record = this.record(step.id);
     record.items = { total: items.length, completed: results.size };
@@ -469,6 +481,7 @@ class PlanRun {
   private runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
     const action = step.action;
     if (action.kind === 'ask') return this.runAsk(step, action.ask, scope, timeout);
+    if (action.kind === 'agent' || action.kind === 'decide') return this.runAgent(step, action, scope, timeout, label);
     const limit = timeout ?? DEFAULT_STEP_TIMEOUT;
     const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
     if (action.tool === 'sleep') return this.runSleep(step, params, limit);
@@ -487,9 +500,41 @@ class PlanRun {
     return this.worktrees.lease(step.worktree, step.id).then((worktree) => callTool({ ...call, workspace: worktree.path, worktree: true }));
   }
 
+  /** An agent or decide step: an `agentTask` child workflow, in the step's worktree when it has one. */
+  private async runAgent(step: CompiledStep, action: Extract<StepAction, { kind: 'agent' | 'decide' }>, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
+    const template = action.kind === 'agent' ? action.agent.prompt : action.decide.prompt;
+    const text = this.questionText(resolveTemplates(template, scope, this.templates), MAX_PROMPT_BYTES, 'prompt');
+    const prompt = typeof text === 'string' ? text : await text;
+    const worktree = step.worktree ? await this.worktrees.lease(step.worktree, step.id) : undefined;
+    const record = this.record(step.id);
+    record.attempts += 1;
+    const run = this.activityIds.next(label).activityId ?? label;
+    return this.agents.run(
+      {
+        step,
+        workflowId: `${workflowInfo().workflowId}/${run}`,
+        input: { step: label, action, prompt, workspace: worktree?.path ?? this.plan.workspace, ...(worktree && { worktree: true }) },
+        ...(timeout !== undefined && { timeout }),
+      },
+      (summary) => {
+        record.agent = summary;
+        this.changed();
+      },
+    );
+  }
+
+  /** An agent that starts or stops waiting for approval shows it as its step's status. */
+  private agentWaiting(id: string, waiting: boolean): void {
+    const status = this.record(id).status;
+    if (waiting && status === 'running') this.setStatus(id, 'waiting');
+    else if (!waiting && status === 'waiting' && !this.waits.list().some((w) => w.id === id)) this.setStatus(id, 'running');
+    this.changed();
+    this.publishStatus();
+  }
+
   /** Asks and sleeps count their attempt when they start, so a record shows it while they wait. */
   private async runAsk(step: CompiledStep, ask: AskSpec, scope: Record<string, unknown>, timeout: string | undefined): Promise<ToolResult> {
-    const text = this.questionText(resolveTemplates(ask.question, scope, this.templates));
+    const text = this.questionText(resolveTemplates(ask.question, scope, this.templates), MAX_QUESTION_BYTES, 'question');
     const question = typeof text === 'string' ? text : await text;
     this.record(step.id).attempts += 1;
     const answer = await this.waitForHuman(step.id, 'ask', question, ask.choices, timeout);
@@ -508,14 +553,14 @@ class PlanRun {
     return this.hardened ? { inlineLimit: BLOB_THRESHOLD_BYTES } : {};
   }
 
-  /** A question as text; read through an activity (awaited) only when it quotes a stored output. */
-  private questionText(resolved: unknown): string | Promise<string> {
-    if (!this.hardened || !hasDeferred(resolved)) return String(resolved);
-    return this.resolveValue(resolved, MAX_QUESTION_BYTES).then((text) => {
+  /** A question or prompt as text; read through an activity (awaited) only when it quotes a stored output. */
+  private questionText(resolved: unknown, limit: number, what: string): string | Promise<string> {
+    if (!this.hardened || !hasDeferred(resolved)) return what === 'question' ? String(resolved) : asText(resolved);
+    return this.resolveValue(resolved, limit).then((text) => {
       if (isStored(text)) {
-        throw new StepFailedError({ message: `the question is ${describeStored(text)}; a question holds at most ${MAX_QUESTION_BYTES} bytes`, timedOut: false, attempts: 0 });
+        throw new StepFailedError({ message: `the ${what} is ${describeStored(text)}; a ${what} holds at most ${limit} bytes`, timedOut: false, attempts: 0 });
       }
-      return String(text);
+      return what === 'question' ? String(text) : asText(text);
     });
   }
 
@@ -600,7 +645,7 @@ class PlanRun {
 
   private status(): PlanStatus {
     if (this.finalStatus) return this.finalStatus;
-    if (this.waits.size > 0) return 'waiting';
+    if (this.waits.size > 0 || this.agents.waiting > 0) return 'waiting';
     return this.paused ? 'paused' : 'running';
   }
 
@@ -616,12 +661,16 @@ class PlanRun {
         total: this.plan.steps.length,
         counts: this.counts,
         steps: all ? this.plan.steps.map((s) => this.record(s.id)) : [...this.notable].map((id) => this.record(id)),
-        waiting: this.waits.list(),
+        waiting: this.waitingList(),
       }),
     );
     if (status === this.publishedStatus) return;
     this.publishedStatus = status;
     upsertSearchAttributes([{ key: CadreStatus, value: status }]);
+  }
+
+  private waitingList() {
+    return this.agents.waiting > 0 ? [...this.waits.list(), ...this.agents.list()] : this.waits.list();
   }
 
   private stepRecords(): StepRecord[] {
@@ -638,7 +687,7 @@ class PlanRun {
       ...(this.endedAtMs !== undefined && { endedAt: isoAt(this.endedAtMs) }),
       elapsedMs: end - this.startedAtMs,
       steps: this.stepRecords(),
-      waiting: this.waits.list(),
+      waiting: this.waitingList(),
       errors: [...this.errors],
       compensations: [...this.compensations],
       ...(this.output !== undefined && { output: this.output }),
@@ -654,6 +703,11 @@ class PlanRun {
     const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
     return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
   }
+}
+
+/** A prompt read from a template: text as it is, anything else as JSON. */
+function asText(value: unknown): string {
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
 }
 
 function describeValue(value: unknown): string {

@@ -1,5 +1,5 @@
 /** Activity options of a step, from its plan settings. Pure. */
-import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions, RetryPolicy } from '@temporalio/workflow';
 import { durationMs } from '../spec/duration';
 import { checkActivityOptions } from '../spec/limits';
 import type { CompiledStep } from '../spec/types';
@@ -18,19 +18,12 @@ export const COMPENSATION_TIMEOUT = '5m';
  * bad options by failing the workflow task, forever; a StepFailedError fails the step with the reason.
  */
 export function toolActivityOptions(step: CompiledStep, timeout: string, summary: string): ActivityOptions {
-  const retry = step.retry;
   const timeoutMs = durationMs(timeout);
   const options = {
     scheduleToCloseTimeout: timeoutMs,
     heartbeatTimeout: Math.min(HEARTBEAT_TIMEOUT_MS, timeoutMs),
     summary,
-    retry: {
-      maximumAttempts: step.onFailure === 'retry' ? 0 : (retry.maximumAttempts ?? DEFAULT_MAX_ATTEMPTS),
-      initialInterval: durationMs(retry.initialInterval ?? '1s'),
-      backoffCoefficient: retry.backoffCoefficient ?? 2,
-      ...(retry.maximumInterval && { maximumInterval: durationMs(retry.maximumInterval) }),
-      ...(retry.nonRetryableErrorTypes && { nonRetryableErrorTypes: retry.nonRetryableErrorTypes }),
-    },
+    retry: retryPolicy(step, DEFAULT_MAX_ATTEMPTS),
   };
   const problems = checkActivityOptions({ ...options, activityId: summary });
   if (problems.length > 0) {
@@ -38,6 +31,18 @@ export function toolActivityOptions(step: CompiledStep, timeout: string, summary
     throw new StepFailedError({ message, timedOut: false, attempts: 0 });
   }
   return options;
+}
+
+/** The step's retry policy; `onFailure: retry` retries without limit. */
+export function retryPolicy(step: CompiledStep, defaultAttempts: number): RetryPolicy & { initialInterval: number; maximumInterval?: number } {
+  const retry = step.retry;
+  return {
+    maximumAttempts: step.onFailure === 'retry' ? 0 : (retry.maximumAttempts ?? defaultAttempts),
+    initialInterval: durationMs(retry.initialInterval ?? '1s'),
+    backoffCoefficient: retry.backoffCoefficient ?? 2,
+    ...(retry.maximumInterval && { maximumInterval: durationMs(retry.maximumInterval) }),
+    ...(retry.nonRetryableErrorTypes && { nonRetryableErrorTypes: retry.nonRetryableErrorTypes }),
+  };
 }
 
 /**

@@ -51,6 +51,16 @@ export class HumanWaits {
     this.open.clear();
   }
 
+  /** Whether `id` waits or was answered: this set of waits is the one to validate an answer to it. */
+  knows(id: string): boolean {
+    return this.open.has(id) || this.lastAnswer.has(id);
+  }
+
+  /** Closes a wait without an answer (another workflow that waited has moved on). */
+  close(id: string): void {
+    this.open.delete(id);
+  }
+
   /**
    * Waits for an answer to `id`; undefined when `timeout` passes first. `hooks` run right after
    * the wait opens and right after it closes (the run shows its status there).
@@ -72,9 +82,9 @@ export class HumanWaits {
   }
 
   /** Opens a wait without waiting on it (the workflow waits in `wait`; tests drive it directly). */
-  openWait({ id, kind, prompt, choices }: WaitRequest): void {
+  openWait({ id, kind, prompt, choices }: WaitRequest, since = isoAt(nowMs())): void {
     this.answers.delete(id);
-    this.open.set(id, { id, kind, prompt, ...(choices && { choices }), since: isoAt(nowMs()) });
+    this.open.set(id, { id, kind, prompt, ...(choices && { choices }), since });
   }
 
   /** The `answer` update's handler: runs only for answers its validator accepted. */
@@ -103,9 +113,15 @@ export class HumanWaits {
       throw rejected(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
     }
     if (!waiting.choices) return;
-    const [choice, extra] = value.split(':');
+    const colon = value.indexOf(':');
+    const choice = colon < 0 ? value : value.slice(0, colon);
+    const extra = colon < 0 ? undefined : value.slice(colon + 1);
     if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
       throw rejected(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
+    }
+    if (waiting.kind === 'approval') {
+      if (extra !== undefined && choice !== 'deny') throw rejected(`"${shorten(value)}": only deny takes a reason, as in deny:not on main`);
+      return;
     }
     if (waiting.kind !== 'ask' && extra !== undefined) {
       if (choice !== 'extend' || !isDuration(extra)) throw rejected(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);

@@ -29,6 +29,8 @@ export type FakeResponse = FakeReply | FakeError | FakeHang;
 
 export interface RecordedRequest {
   path: string;
+  /** Date.now() when the request arrived. */
+  at: number;
   headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
 }
@@ -54,7 +56,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         return send(res, 400, { error: { message: 'fake server: body is not JSON' } });
       }
       const path = req.url ?? '';
-      requests.push({ path, headers: req.headers, body });
+      requests.push({ path, at: Date.now(), headers: req.headers, body });
       if (body.stream === true) return send(res, 400, { error: { message: 'fake server: streaming is not scripted' } });
       const next = queue.shift();
       if (!next) return send(res, 500, { error: { message: `fake server: no scripted response left for ${path}` } });

@@ -10,7 +10,7 @@ import { CadreClient } from '../../src/client/client';
 import type { CompiledPlan } from '../../src/spec/types';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import type { Diagnostics } from '../../src/workflows/definitions';
-import { createCadreWorker } from '../../src/worker/worker';
+import { type CadreWorkerOptions, createCadreWorker } from '../../src/worker/worker';
 import { TSX } from './tsx';
 
 let counter = 0;
@@ -35,7 +35,10 @@ export interface Harness {
   taskQueue: string;
 }
 
-export async function startWorker(taskQueue: string): Promise<{ worker: Worker; connection: NativeConnection }> {
+/** What a test may give its worker: model settings, an audit directory. */
+export type WorkerSetup = Pick<CadreWorkerOptions, 'activityDeps' | 'auditDir'>;
+
+export async function startWorker(taskQueue: string, setup: WorkerSetup = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
   // Failed attempts are expected in these tests and asserted on; keep worker logs to errors.
   installConciseLogging('ERROR');
   return createCadreWorker({
@@ -43,13 +46,16 @@ export async function startWorker(taskQueue: string): Promise<{ worker: Worker; 
     namespace: process.env.CADRE_TEST_NAMESPACE as string,
     taskQueue,
     workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string },
+    // Tests write audit logs to a temporary directory unless they name one.
+    auditDir: setup.auditDir ?? path.join(os.tmpdir(), 'cadre-test-audit'),
+    ...(setup.activityDeps && { activityDeps: setup.activityDeps }),
   });
 }
 
 /** Runs `fn` while a worker polls a task queue of its own. */
-export async function withWorker<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
+export async function withWorker<T>(fn: (h: Harness) => Promise<T>, setup: WorkerSetup = {}): Promise<T> {
   const taskQueue = uniqueId('tq');
-  const { worker, connection } = await startWorker(taskQueue);
+  const { worker, connection } = await startWorker(taskQueue, setup);
   const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
   try {
     return await worker.runUntil(fn({ client, taskQueue }));

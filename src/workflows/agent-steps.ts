@@ -1,0 +1,115 @@
+/**
+ * The agent and decide steps of a plan run: each runs an `agentTask` child workflow. The run
+ * mirrors what its agents wait for (they signal it), so `diagnostics.waiting`, the run's status
+ * and `cadre list --status waiting` show a tool call waiting for approval, and an answer sent to
+ * the run is checked there and passed on to the agent.
+ */
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
+import type { ToolResult } from '../activities';
+import { durationMs } from '../spec/duration';
+import type { CompiledStep } from '../spec/types';
+import { type AgentResult, type AgentTaskInput, agentTask } from './agent-task';
+import { type AgentSummary, type Waiting, agentAnswerSignal, agentWaitsSignal } from './definitions';
+import { retryPolicy } from './step-options';
+import { HumanWaits } from './waits';
+
+/** A failed agent is not re-run unless the step asks: every turn would be paid again. */
+const DEFAULT_AGENT_ATTEMPTS = 1;
+
+export interface AgentStart {
+  step: CompiledStep;
+  /** The child's workflow id. */
+  workflowId: string;
+  input: AgentTaskInput;
+  timeout?: string;
+}
+
+export class AgentSteps {
+  /** Agent workflow id → the step it runs for. */
+  private readonly children = new Map<string, string>();
+  /** What the agents wait for, by wait id; answers are checked here before they go on. */
+  private readonly waits = new HumanWaits(true, () => undefined);
+  private readonly owners = new Map<string, string>();
+
+  constructor(private readonly onWaiting: (step: string, waiting: boolean) => void) {
+    setHandler(agentWaitsSignal, ({ workflowId, waits }) => this.update(workflowId, waits));
+  }
+
+  get waiting(): number {
+    return this.waits.size;
+  }
+
+  list(): Waiting[] {
+    return this.waits.list();
+  }
+
+  knows(waitId: unknown): boolean {
+    return typeof waitId === 'string' && this.waits.knows(waitId);
+  }
+
+  validate(waitId: unknown, value: unknown): void {
+    this.waits.validate(waitId, value);
+  }
+
+  /** Records the answer (the first one wins) and passes it on to the agent that waits for it. */
+  async forward(waitId: string, value: string): Promise<void> {
+    const workflowId = this.owners.get(waitId) as string;
+    this.waits.accept(waitId, value);
+    this.changed(workflowId);
+    await getExternalWorkflowHandle(workflowId).signal(agentAnswerSignal, { waitId, value });
+  }
+
+  async run({ step, workflowId, input, timeout }: AgentStart, started: (summary: AgentSummary) => void): Promise<ToolResult> {
+    this.children.set(workflowId, step.id);
+    started({ workflowId });
+    try {
+      const result: AgentResult = await executeChild(agentTask, {
+        workflowId,
+        args: [input],
+        ...(timeout !== undefined && { workflowExecutionTimeout: durationMs(timeout) }),
+        retry: retryPolicy(step, DEFAULT_AGENT_ATTEMPTS),
+      });
+      const { output, ...summary } = result;
+      started(summary);
+      return { output, attempt: 0 };
+    } catch (err) {
+      // A failed agent sends what it used in its failure's details.
+      const summary = summaryOf(err);
+      if (summary) started(summary);
+      throw err;
+    } finally {
+      for (const [id, owner] of this.owners) {
+        if (owner === workflowId) this.waits.close(id);
+      }
+      this.changed(workflowId);
+    }
+  }
+
+  private update(workflowId: string, waits: Waiting[]): void {
+    if (!this.children.has(workflowId)) return;
+    const current = new Set(waits.map((w) => w.id));
+    for (const [id, owner] of this.owners) {
+      if (owner === workflowId && !current.has(id)) this.waits.close(id);
+    }
+    for (const wait of waits) {
+      // A wait answered here stays answered, whatever a signal sent before the answer arrived says.
+      if (this.waits.knows(wait.id)) continue;
+      this.owners.set(wait.id, workflowId);
+      this.waits.openWait(wait, wait.since);
+    }
+    this.changed(workflowId);
+  }
+
+  private changed(workflowId: string): void {
+    const step = this.children.get(workflowId);
+    if (step === undefined) return;
+    const waiting = [...this.owners].some(([id, owner]) => owner === workflowId && this.waits.list().some((w) => w.id === id));
+    this.onWaiting(step, waiting);
+  }
+}
+
+function summaryOf(err: unknown): AgentSummary | undefined {
+  if (!(err instanceof ChildWorkflowFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
+  const details = err.cause.details?.[0] as Partial<AgentSummary> | undefined;
+  return typeof details?.workflowId === 'string' && typeof details.turns === 'number' ? (details as AgentSummary) : undefined;
+}

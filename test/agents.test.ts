@@ -1,0 +1,376 @@
+/**
+ * Agent and decide steps on the dev server: the agentTask child workflow's model ⇄ tools loop,
+ * through the real AI SDK clients over HTTP to a fake OpenAI/Anthropic server, with approvals and
+ * the content-free audit log.
+ */
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { modelSettings } from '../src/providers/config';
+import { auditFile } from '../src/store/audit-files';
+import { auditSinks } from '../src/worker/audit-log';
+import type { Diagnostics } from '../src/workflows/definitions';
+import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
+import { runCadre, testServerEnv } from './support/cli';
+import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+
+const KEY = 'sk-test-agents-7c1d9e';
+let server: FakeModelServer;
+let auditDir: string;
+
+beforeAll(async () => {
+  server = await startFakeModelServer();
+});
+afterAll(() => server.close());
+beforeEach(() => {
+  server.requests.splice(0);
+  auditDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-audit-'));
+});
+
+function withAgents<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
+  const models = modelSettings({ anthropic: { baseURL: server.baseURL } }, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL, ANTHROPIC_API_KEY: KEY });
+  return withWorker(fn, { activityDeps: { models }, auditDir });
+}
+
+/** The messages the model was sent in request `i`, as OpenAI chat messages. */
+function messagesOf(request: RecordedRequest): { role: string; content?: unknown; tool_call_id?: string }[] {
+  return request.body.messages as { role: string; content?: unknown; tool_call_id?: string }[];
+}
+
+function toolResults(request: RecordedRequest): Record<string, string> {
+  return Object.fromEntries(messagesOf(request).filter((m) => m.role === 'tool').map((m) => [m.tool_call_id as string, String(m.content)]));
+}
+
+function auditLines(workflowId: string): Record<string, unknown>[] {
+  const file = auditFile(auditDir, workflowId);
+  return readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('agent steps', () => {
+  test('a multi-turn tool loop: two tool calls of one turn both run, results go back, the final answer is the output', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'notes.txt'), 'MARKER-FILE-CONTENT-51f2');
+    const plan = compile(
+      `
+name: agent-loop
+steps:
+  - id: writer
+    agent:
+      prompt: "MARKER-PROMPT-9a3e: summarise notes.txt"
+      system: "MARKER-SYSTEM-44b0"
+      model: openai:gpt-4o-mini
+      tools: [fs.read, fs.write, shell]
+`,
+      ws,
+    );
+    server.enqueue(
+      { toolCalls: [{ id: 'c1', name: 'fs_read', args: { path: 'notes.txt' } }], usage: { inputTokens: 10, outputTokens: 5 } },
+      {
+        toolCalls: [
+          { id: 'c2', name: 'fs_write', args: { path: 'summary.txt', content: 'MARKER-ARGUMENT-0c7d' } },
+          { id: 'c3', name: 'shell', args: { command: 'echo MARKER-SHELL-OUT-8e21' } },
+        ],
+        usage: { inputTokens: 20, outputTokens: 6 },
+      },
+      { text: 'MARKER-ANSWER-3b9f', usage: { inputTokens: 30, outputTokens: 7 } },
+    );
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      const writer = step(d, 'writer');
+      expect(d.steps[0].status).toBe('completed');
+      expect(writer.agent).toEqual({ workflowId: `${id}/writer`, turns: 3, toolCalls: 3, usage: { inputTokens: 60, outputTokens: 18 } });
+      expect(readFileSync(path.join(ws, 'summary.txt'), 'utf8')).toBe('MARKER-ARGUMENT-0c7d');
+      expect(server.requests).toHaveLength(3);
+      // The tools were offered under names providers take, with JSON Schemas from zod.
+      const offered = (server.requests[0].body.tools as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).map((t) => t.function);
+      expect(offered.map((t) => t.name).sort()).toEqual(['fs_read', 'fs_write', 'shell']);
+      expect(Object.keys(offered.find((t) => t.name === 'fs_read')?.parameters.properties ?? {})).toEqual(['path']);
+      expect(toolResults(server.requests[1]).c1).toContain('MARKER-FILE-CONTENT-51f2');
+      // Both calls of turn two ran, and their results went back together.
+      const third = toolResults(server.requests[2]);
+      expect(Object.keys(third).sort()).toEqual(['c1', 'c2', 'c3']);
+      expect(third.c3).toContain('MARKER-SHELL-OUT-8e21');
+      expect(JSON.stringify(d.steps)).not.toContain('MARKER-PROMPT');
+
+      // The audit log holds every tool call, and none of the content.
+      const lines = auditLines(id);
+      const text = readFileSync(auditFile(auditDir, id), 'utf8');
+      for (const marker of ['MARKER-PROMPT', 'MARKER-SYSTEM', 'MARKER-FILE-CONTENT', 'MARKER-ARGUMENT', 'MARKER-SHELL-OUT', 'MARKER-ANSWER', 'notes.txt', 'summary.txt', 'echo']) {
+        expect(text).not.toContain(marker);
+      }
+      const started = lines.filter((l) => l.event === 'tool.started').map((l) => `${l.call} ${l.tool}`);
+      expect(started.sort()).toEqual(['1.1 fs.read', '2.1 fs.write', '2.2 shell']);
+      expect(lines.filter((l) => l.event === 'tool.finished' && l.outcome === 'ok')).toHaveLength(3);
+      expect(lines.filter((l) => l.event === 'model.turn').map((l) => [l.turn, l.inputTokens, l.outputTokens])).toEqual([
+        [1, 10, 5],
+        [2, 20, 6],
+        [3, 30, 7],
+      ]);
+      expect(lines[0]).toMatchObject({ event: 'message.received', step: 'writer', run: id, chars: 'MARKER-PROMPT-9a3e: summarise notes.txt'.length });
+      expect(lines.at(-1)).toMatchObject({ event: 'agent.finished', outcome: 'completed' });
+
+      // Replaying the agent's history writes nothing more.
+      const before = text;
+      const history = await h.client.client.workflow.getHandle(`${id}/writer`).fetchHistory();
+      await Worker.runReplayHistory({ workflowsPath: require.resolve('../src/workflows'), sinks: auditSinks(auditDir) }, history, `${id}/writer`);
+      expect(readFileSync(auditFile(auditDir, id), 'utf8')).toBe(before);
+    });
+  });
+
+  test('bad tool calls reach the model as error results: invalid arguments, an unknown tool, a failing tool', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: agent-errors
+steps:
+  - { id: a, agent: { prompt: go, model: "openai:gpt-4o-mini", tools: [fs.read] } }
+`,
+      ws,
+    );
+    server.enqueue(
+      {
+        toolCalls: [
+          { id: 'bad', name: 'fs_read', args: { file: 'x' } },
+          { id: 'made_up', name: 'rm_rf', args: {} },
+          { id: 'missing', name: 'fs_read', args: { path: 'nope.txt' } },
+          { id: 'escape', name: 'fs_read', args: { path: '../../etc/passwd' } },
+        ],
+      },
+      { text: 'done' },
+    );
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(d.output).toBeUndefined();
+      const results = toolResults(server.requests[1]);
+      expect(results.bad).toContain("do not match fs_read's schema");
+      expect(results.made_up).toContain('no tool named "rm_rf" was offered');
+      expect(results.missing).toContain('FileNotFound');
+      expect(results.escape).toContain('OutsideWorkspace');
+      const refused = auditLines(id).filter((l) => l.event === 'tool.refused').map((l) => l.outcome);
+      expect(refused.sort()).toEqual(['invalid_arguments', 'unknown_tool']);
+    });
+  });
+
+  test('structured output: a matching answer is the output; one that does not match fails the step at once, saying so', async () => {
+    const ws = tempWorkspace();
+    const schema = `{ type: object, properties: { urgent: { type: boolean }, reason: { type: string } }, required: [urgent, reason], additionalProperties: false }`;
+    const plan = compile(
+      `
+name: agent-output
+steps:
+  - { id: first, agent: { prompt: "triage", model: "anthropic:claude-sonnet-4-5", output: ${schema} } }
+  - { id: second, dependsOn: [first], agent: { prompt: "again: {{ steps.first.output.reason }}", model: "anthropic:claude-sonnet-4-5", output: ${schema} } }
+`,
+      ws,
+    );
+    server.enqueue({ text: '{"urgent": true, "reason": "server down"}' }, { text: '{"urgent": "very"}' });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
+      expect(step(d, 'first').status).toBe('completed');
+      expect(d.status).toBe('failed');
+      expect(step(d, 'second').error).toContain('StructuredOutputInvalid');
+      expect(step(d, 'second').error).toContain('does not match the output schema');
+      expect(server.requests.map((r) => r.path)).toEqual(['/v1/messages', '/v1/messages']);
+      // The first step's structured output fed the second prompt.
+      expect(JSON.stringify(server.requests[1].body.messages)).toContain('again: server down');
+    });
+  });
+
+  test('a 429 with Retry-After: 2 is retried after at least 2 s; a 401 fails at once naming the fix', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: agent-http
+steps:
+  - { id: limited, agent: { prompt: hi, model: "openai:gpt-4o-mini" } }
+  - { id: refused, dependsOn: [limited], agent: { prompt: hi, model: "openai:gpt-4o-mini" } }
+`,
+      ws,
+    );
+    server.enqueue({ status: 429, headers: { 'retry-after': '2' } }, { text: 'after the wait' }, { status: 401, body: { error: { message: 'Incorrect API key' } } });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
+      expect(step(d, 'limited').status).toBe('completed');
+      expect(server.requests[1].at - server.requests[0].at).toBeGreaterThanOrEqual(2000);
+      expect(d.status).toBe('failed');
+      expect(step(d, 'refused').error).toContain('ModelAuthFailed');
+      expect(step(d, 'refused').error).toContain('set OPENAI_API_KEY to a valid key');
+      expect(step(d, 'refused').error).not.toContain(KEY);
+      expect(server.requests).toHaveLength(3);
+    });
+  });
+
+  test('maxTurns and the token budget end an agent with the reason', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: agent-limits
+steps:
+  - { id: turns, agent: { prompt: go, model: "openai:gpt-4o-mini", tools: [fs.read], maxTurns: 2 }, onFailure: skip }
+  - { id: tokens, dependsOn: [turns], agent: { prompt: go, model: "openai:gpt-4o-mini", maxTokens: 100 } }
+`,
+      ws,
+    );
+    const loop = { toolCalls: [{ id: 'l', name: 'fs_read', args: { path: 'x' } }] };
+    server.enqueue(loop, loop, { text: 'long', usage: { inputTokens: 90, outputTokens: 20 } });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
+      expect(step(d, 'turns').status).toBe('skipped');
+      expect(d.errors[0].message).toContain('AgentTurnLimit: no final answer after 2 model turns: raise agent.maxTurns');
+      expect(step(d, 'turns').agent?.turns).toBe(2);
+      expect(step(d, 'tokens').error).toContain('AgentTokenBudget: used 110 tokens over 1 turns; the budget is 100');
+      expect(server.requests).toHaveLength(3);
+    });
+  });
+});
+
+describe('decide steps', () => {
+  test('the output is exactly one of the choices; another answer gets one more turn', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: decide
+steps:
+  - { id: triage, decide: { prompt: "Is this email urgent? {{ inputs.email }}", choices: [urgent, routine], model: "openai:gpt-4o-mini" } }
+  - { id: page, dependsOn: [triage], when: "steps.triage.output == 'urgent'", tool: shell, with: { command: "echo paged" } }
+inputs: { email: { type: string } }
+`,
+      ws,
+    );
+    server.enqueue({ text: 'It seems rather pressing.' }, { text: 'Urgent.' });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan, { email: 'the site is down' });
+      const d = await h.client.result(id);
+      expect(step(d, 'triage').status).toBe('completed');
+      expect(step(d, 'page').status).toBe('completed');
+      expect(JSON.stringify(server.requests[0].body.messages)).toContain('Is this email urgent? the site is down');
+      expect(JSON.stringify(server.requests[1].body.messages)).toContain('Answer with exactly one of: urgent, routine');
+    });
+  });
+});
+
+describe('approvals', () => {
+  test('ask waits for a person: the run shows the call and is listed as waiting; a denial reaches the model with its reason, an approval runs the tool', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: approvals
+steps:
+  - id: deploy
+    agent:
+      prompt: deploy it
+      model: openai:gpt-4o-mini
+      tools: [shell]
+      approvals: { shell: { "rm *": deny, "echo *": ask } }
+`,
+      ws,
+    );
+    server.enqueue(
+      { toolCalls: [{ id: 'first', name: 'shell', args: { command: 'echo first > first.txt' } }] },
+      { toolCalls: [{ id: 'second', name: 'shell', args: { command: 'echo second > second.txt' } }, { id: 'wipe', name: 'shell', args: { command: 'rm -rf /tmp/x' } }] },
+      { text: 'deployed' },
+    );
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const waitFor = (callId: string) => waitUntil(h, id, (d: Diagnostics) => d.waiting.some((w) => w.id === `deploy/call-${callId}`));
+      let d = await waitFor('1.1');
+      expect(d.status).toBe('waiting');
+      expect(step(d, 'deploy').status).toBe('waiting');
+      expect(d.waiting[0]).toMatchObject({ kind: 'approval', choices: ['approve', 'deny'] });
+      expect(d.waiting[0].prompt).toContain('Allow shell with {"command":"echo first > first.txt"}?');
+      const listed = await waitUntilListed(h, id);
+      expect(listed).toContain(id);
+      await expect(h.client.answer(id, 'deploy/call-1.1', 'maybe')).rejects.toThrow('"maybe" is not one of: approve, deny');
+      await h.client.answer(id, 'deploy/call-1.1', 'deny:not on a Friday');
+      await expect(h.client.answer(id, 'deploy/call-1.1', 'approve')).rejects.toThrow('already answered');
+      d = await waitFor('2.1');
+      await h.client.answer(id, 'deploy/call-2.1', 'approve');
+      d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(existsSync(path.join(ws, 'first.txt'))).toBe(false);
+      expect(readFileSync(path.join(ws, 'second.txt'), 'utf8')).toBe('second\n');
+      expect(toolResults(server.requests[1]).first).toContain('denied by a person: not on a Friday');
+      expect(toolResults(server.requests[2]).wipe).toContain('denied: the approval policy of this step denies shell');
+      const approvals = auditLines(id).filter((l) => String(l.event).startsWith('approval.')).map((l) => `${String(l.event)} ${String(l.call)} ${String(l.outcome ?? '')}`.trim());
+      expect(approvals.sort()).toEqual(['approval.asked 1.1', 'approval.asked 2.1', 'approval.decided 1.1 denied', 'approval.decided 2.1 approved', 'approval.decided 2.2 denied_by_policy']);
+      expect(readFileSync(auditFile(auditDir, id), 'utf8')).not.toContain('Friday');
+    });
+  });
+
+  test('from the CLI: status shows the waiting call with the commands; deny --reason, approve, audit', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: approvals-cli
+steps:
+  - { id: ship, agent: { prompt: ship it, model: "openai:gpt-4o-mini", tools: [fs.write], approvals: { fs.write: ask } } }
+`,
+      ws,
+    );
+    server.enqueue(
+      { toolCalls: [{ id: 'one', name: 'fs_write', args: { path: 'one.txt', content: '1' } }] },
+      { toolCalls: [{ id: 'two', name: 'fs_write', args: { path: 'two.txt', content: '2' } }] },
+      { text: 'shipped' },
+    );
+    const env = { ...testServerEnv(), CADRE_AUDIT_DIR: auditDir };
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      await waitUntil(h, id, (d) => d.waiting.length === 1);
+      const status = await runCadre(['status', id], ws, env);
+      expect(status.stdout).toContain('? ship/call-1.1: Allow fs.write with {"path":"one.txt","content":"1"}? approve, or deny[:reason] [approve/deny]');
+      expect(status.stdout).toContain(`cadre approve ${id} ship/call-1.1`);
+      expect(status.stdout).toMatch(/ship\s+waiting .*1 turn, 1 tool calls, 0 tokens/);
+      expect(await runCadre(['deny', id, 'ship/call-1.1', '--reason', 'use two.txt'], ws, env)).toMatchObject({ code: 0, stdout: 'denied ship/call-1.1\n' });
+      await waitUntil(h, id, (d) => d.waiting.some((w) => w.id === 'ship/call-2.1'));
+      expect(await runCadre(['approve', id, 'ship/call-2.1'], ws, env)).toMatchObject({ code: 0, stdout: 'approved ship/call-2.1\n' });
+      expect((await h.client.result(id)).status).toBe('completed');
+      expect(toolResults(server.requests[1]).one).toContain('denied by a person: use two.txt');
+      expect(readFileSync(path.join(ws, 'two.txt'), 'utf8')).toBe('2');
+      const audit = await runCadre(['audit', id], ws, env);
+      expect(audit.code).toBe(0);
+      const events = audit.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { event: string }).event);
+      expect(events.filter((e) => e === 'tool.started')).toHaveLength(1);
+      expect(events.filter((e) => e === 'approval.decided')).toHaveLength(2);
+      const missing = await runCadre(['audit', 'no-such-run'], ws, env);
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain('no audit log for no-such-run');
+    });
+  });
+
+  test('an approval nobody gives within approvalTimeout is a denial', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: approval-timeout
+steps:
+  - { id: a, agent: { prompt: go, model: "openai:gpt-4o-mini", tools: [fs.write], approvals: { fs.write: ask }, approvalTimeout: 1s } }
+`,
+      ws,
+    );
+    server.enqueue({ toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'x.txt', content: 'x' } }] }, { text: 'gave up' });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.output).toBeUndefined();
+      expect(existsSync(path.join(ws, 'x.txt'))).toBe(false);
+      expect(toolResults(server.requests[1]).w).toContain('denied: nobody approved fs.write within 1s');
+    });
+  });
+});
+
+async function waitUntilListed(h: Harness, id: string): Promise<string[]> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const ids = (await h.client.list({ status: 'waiting', limit: 100 })).map((r) => r.workflowId);
+    if (ids.includes(id) || Date.now() > deadline) return ids;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
