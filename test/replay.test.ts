@@ -15,7 +15,10 @@ beforeAll(() => installConciseLogging('ERROR'));
 describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {
     expect(histories.map((h) => h.workflowId).sort()).toEqual([
+      'agent-task',
+      'agent-task-decide',
       'run-items-chunk',
+      'run-plan-agents',
       'run-plan-cancelled',
       'run-plan-completed',
       'run-plan-foreach-chunks',

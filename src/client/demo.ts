@@ -59,10 +59,11 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
     const final = await client.watch(workflowId, (d) => {
       printer.update(d);
       for (const w of d.waiting) {
-        if (w.kind !== 'ask' || answered.has(w.id)) continue;
+        if ((w.kind !== 'ask' && w.kind !== 'approval') || answered.has(w.id)) continue;
         answered.add(w.id);
         const answer = w.choices?.[0] ?? 'yes';
-        out(`  (the demo answers "${answer}" for you, as \`cadre answer ${workflowId} ${w.id} ${answer}\` would)`);
+        const command = w.kind === 'approval' ? `cadre approve ${workflowId} ${w.id}` : `cadre answer ${workflowId} ${w.id} ${answer}`;
+        out(`  (the demo answers "${answer}" for you, as \`${command}\` would)`);
         void client.answer(workflowId, w.id, answer).catch((err: Error) => info(`answer failed: ${err.message}`));
       }
     });

@@ -181,7 +181,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     retry: { ...defaults.retry, ...step.retry },
     onFailure: step.onFailure ?? defaults.onFailure ?? 'abort',
     onTimeout: step.onTimeout ?? defaults.onTimeout ?? 'abort',
-    action: compileAction(step),
+    action: compileAction(step, options.baseDir),
     ...(step.compensate && { compensate: { tool: step.compensate.tool, with: step.compensate.with ?? {} } }),
     ...(step.worktree && {
       worktree: {
@@ -204,14 +204,20 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
   };
 }
 
-function compileAction(step: StepFile): StepAction {
+function compileAction(step: StepFile, baseDir: string): StepAction {
   if (step.ask) return { kind: 'ask', ask: step.ask };
-  if (step.decide) return { kind: 'decide', decide: step.decide };
+  if (step.decide) return { kind: 'decide', decide: { ...step.decide, ...(step.decide.model && { model: modelAt(step.decide.model, baseDir) }) } };
   if (step.agent) {
     const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, ...rest } = step.agent;
-    return { kind: 'agent', agent: { ...rest, tools, maxTurns, approvals, approvalTimeout } };
+    return { kind: 'agent', agent: { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals, approvalTimeout } };
   }
   return { kind: 'tool', tool: step.tool as string, with: step.with ?? {} };
+}
+
+/** A scripted model's scenario file is found beside the plan, wherever the worker runs. */
+function modelAt(model: string, baseDir: string): string {
+  const scripted = 'scripted:';
+  return model.startsWith(scripted) ? `${scripted}${path.resolve(baseDir, model.slice(scripted.length).trim())}` : model;
 }
 
 /** Asks wait for a human without limit unless they set their own timeout; plan defaults do not apply. */

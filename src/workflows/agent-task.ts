@@ -55,7 +55,8 @@ const DECIDE_TURNS = 3;
 
 const models = proxyActivities<Activities>({
   startToCloseTimeout: '5m',
-  heartbeatTimeout: '30s',
+  // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
+  heartbeatTimeout: '10s',
   summary: 'model turn',
   retry: {
     initialInterval: '1s',

@@ -51,6 +51,21 @@ steps:
 output: { enriched: "{{ steps.enrich.output[*].stdout }}", answer: "{{ steps.confirm.output }}" }
 `;
 
+/** Scripted models for the agent scenario: a decision, and an agent that reads, asks to write, writes. */
+function agentScenarios(workspace: string): void {
+  writeFileSync(path.join(workspace, 'notes.txt'), 'three notes\n');
+  writeFileSync(path.join(workspace, 'decide.yaml'), 'turns:\n  - reply: { text: "Go." }\n');
+  writeFileSync(
+    path.join(workspace, 'agent.yaml'),
+    `turns:
+  - reply: { toolCalls: [{ name: fs_read, args: { path: notes.txt } }, { name: shell, args: { command: "echo hi" } }], usage: { inputTokens: 10, outputTokens: 4 } }
+  - expect: { lastContains: "three notes" }
+    reply: { toolCalls: [{ name: fs_write, args: { path: out.txt, content: done } }], usage: { inputTokens: 20, outputTokens: 5 } }
+  - reply: { text: "wrote out.txt", usage: { inputTokens: 30, outputTokens: 3 } }
+`,
+  );
+}
+
 const scenarios: Scenario[] = [
   { name: 'run-plan-completed', plan: fullTour('replay-completed'), answers: { confirm: ['yes'], flaky: ['retry'] } },
   // Recorded after activities were named after steps (patch step-activity-ids).
@@ -111,6 +126,22 @@ output: "{{ steps.loop.output[1199].path }}"
 `,
     answers: {},
     children: { 'run-items-chunk': '/loop/0' },
+  },
+  // Agent steps: a decision, then an agent whose parallel tool calls run and whose write waits for approval.
+  {
+    name: 'run-plan-agents',
+    plan: `
+name: replay-agents
+steps:
+  - { id: gate, decide: { prompt: "Go or stop?", choices: [go, stop], model: "scripted:decide.yaml" } }
+  - id: act
+    when: "steps.gate.output == 'go'"
+    agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } }
+output: "{{ steps.act.output }}"
+`,
+    answers: { 'act/call-2.1': ['approve'] },
+    children: { 'agent-task': '/act', 'agent-task-decide': '/gate' },
+    setup: agentScenarios,
   },
 ];
 
