@@ -3,6 +3,7 @@ export { CadreClient, CadreError, UsageError, defaultWorkflowId, isFinal, type C
 export { PlanError, loadPlan, parsePlanText } from './spec/load';
 export { formatIssues, validatePlan, type PlanIssue, type ValidationResult } from './spec/validate';
 export type { CompiledPlan, CompiledStep, RunPlanInput } from './spec/types';
-export type { Answer, Diagnostics, PlanStatus, RunStatus, StepRecord, StepStatus, Waiting } from './workflows/definitions';
+export type { AgentDiagnostics, AgentSummary, Answer, Diagnostics, PlanStatus, RunStatus, StepRecord, StepStatus, TokenUsage, Waiting } from './workflows/definitions';
 export { createCadreWorker, taskQueue, type CadreWorkerOptions } from './worker/worker';
 export { startEmbedded, type Embedded } from './worker/embedded';
+export { defineTool, type CadreTool, type ToolRunContext } from './tools/define';

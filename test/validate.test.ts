@@ -138,7 +138,7 @@ steps:
     ).toEqual([
       'steps[0].agent.model: a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml',
       'steps[0].agent.maxTurns: Too small: expected number to be >=1',
-      'steps[0].agent.tools[1]: unknown tool "rm" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search)',
+      'steps[0].agent.tools[1]: unknown tool "rm" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>, mcp:<server>/*)',
       'steps[1].agent.approvals.shell: a policy is allow, deny or ask (shell also takes a map of command globs to those, e.g. { "git push*": ask })',
       'steps[1].agent.approvals.fs.write: "fs.write" is not one of the agent\'s tools (shell, fs.read)',
       'steps[1].agent.approvals.fs.read: only shell takes command globs; other tools take allow, deny or ask',

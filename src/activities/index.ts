@@ -9,7 +9,8 @@ import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from './git';
 import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn';
-import { type ModelDeps, lazyModelSettings } from './models';
+import { type ModelDeps, lazyCustomTools, lazyModelSettings } from './models';
+import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
@@ -51,6 +52,7 @@ export type ActivityDeps = StoreOptions & ModelDeps;
 
 export function createActivities(deps: ActivityDeps = {}) {
   const modelSettings = lazyModelSettings(deps);
+  const customTools = lazyCustomTools(deps);
   return {
     ...valueActivities(deps),
     // A run's worktree leases (workflows/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
@@ -65,7 +67,7 @@ export function createActivities(deps: ActivityDeps = {}) {
       }),
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
-    agentToolset: async (request: { tools: string[] }) => agentToolset(request.tools),
+    agentToolset: (request: { tools: string[] }) => agentToolset(request.tools, customTools),
 
     runTool: (request: ToolRequest): Promise<ToolResult> =>
       heartbeating(async () => {
@@ -75,7 +77,9 @@ export function createActivities(deps: ActivityDeps = {}) {
         const store = request.inlineLimit === undefined ? undefined : lazyStore(request.workspace, deps);
         try {
           const params = store ? await readParams(request.params, store) : request.params;
-          const output = await runTool(request.tool, params, {
+          const output = isCustomTool(request.tool)
+            ? await customTools().call(request.tool, params, { workspace: request.workspace, stepId: request.stepId, attempt, signal: ctx.cancellationSignal })
+            : await runTool(request.tool, params, {
             workspace: request.workspace,
             ...(request.worktree && { worktree: true }),
             stepId: request.stepId,

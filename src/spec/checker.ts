@@ -11,7 +11,7 @@ import { MAX_STEP_ID_LENGTH, MAX_TEMPLATE_LENGTH } from './limits';
 import type { StepFile } from './schema';
 import { TemplateError, isWholeTemplate, pathsInString, stringsIn } from './templates';
 import { shorten } from './text';
-import { TOOL_NAMES, isToolName, toolParams } from './tools';
+import { CUSTOM_TOOL, TOOL_NAMES, isToolName, toolParams } from './tools';
 
 const ROOTS_HELP = 'use steps.<id>, inputs.<name> or the loop variable';
 /** Suggestions compare names pairwise: bound the work a plan full of typos can cause. */
@@ -108,12 +108,15 @@ export class PlanChecker {
   private checkAgent(agent: Partial<NonNullable<StepFile['agent']>>, i: number): void {
     const tools = Array.isArray(agent.tools) ? agent.tools : [];
     tools.forEach((tool, j) => {
-      if (typeof tool === 'string' && !isToolName(tool)) this.issue([i, 'agent', 'tools', j], `unknown tool "${shorten(tool)}" (known tools: ${TOOL_NAMES.join(', ')})`);
+      if (typeof tool === 'string' && !isToolName(tool) && !CUSTOM_TOOL.test(tool)) {
+        this.issue([i, 'agent', 'tools', j], `unknown tool "${shorten(tool)}" (known tools: ${TOOL_NAMES.join(', ')}; the worker's own: ts:<name>, mcp:<server>/<tool>, mcp:<server>/*)`);
+      }
     });
     const approvals = agent.approvals;
     if (approvals === null || typeof approvals !== 'object') return;
     for (const [tool, policy] of Object.entries(approvals)) {
-      if (!tools.includes(tool)) this.issue([i, 'agent', 'approvals', tool], `"${shorten(tool)}" is not one of the agent's tools (${tools.join(', ') || 'none'})`);
+      const server = /^mcp:[^/]+\//.exec(tool)?.[0];
+      if (!tools.includes(tool) && !(server && tools.includes(`${server}*`))) this.issue([i, 'agent', 'approvals', tool], `"${shorten(tool)}" is not one of the agent's tools (${tools.join(', ') || 'none'})`);
       else if (typeof policy === 'object' && tool !== 'shell') this.issue([i, 'agent', 'approvals', tool], 'only shell takes command globs; other tools take allow, deny or ask');
     }
   }

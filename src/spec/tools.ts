@@ -118,3 +118,6 @@ export type CodeTraceDataFlowParams = z.infer<(typeof toolParams)['code.trace_da
 export type CodeSearchParams = z.infer<(typeof toolParams)['code.search']>;
 export type GitCommitParams = z.infer<(typeof toolParams)['git.commit']>;
 export type GitMergeParams = z.infer<(typeof toolParams)['git.merge']>;
+
+/** Tools the worker brings (cadre.config.yaml): `ts:<name>` (defineTool) and `mcp:<server>/<tool>` or `mcp:<server>/*`. */
+export const CUSTOM_TOOL = /^(ts:[A-Za-z][A-Za-z0-9_-]{0,63}|mcp:[a-z0-9][a-z0-9_-]{0,31}\/(\*|[A-Za-z0-9_.-]{1,128}))$/;

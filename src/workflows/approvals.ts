@@ -6,7 +6,9 @@ import type { ApprovalPolicy, Approvals } from '../spec/types';
 
 /** A tool without a policy is allowed: listing it in the agent's tools was the plan author's choice. */
 export function approvalFor(approvals: Approvals, tool: string, args: Record<string, unknown>): ApprovalPolicy {
-  const policy = approvals[tool];
+  // An MCP tool falls back to its server's `mcp:<server>/*` policy.
+  const server = /^mcp:[^/]+\//.exec(tool)?.[0];
+  const policy = approvals[tool] ?? (server ? approvals[`${server}*`] : undefined);
   if (policy === undefined) return 'allow';
   if (typeof policy === 'string') return policy;
   // Command globs (shell only): the first that matches the whole command decides; none matching allows.

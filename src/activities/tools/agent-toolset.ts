@@ -6,15 +6,10 @@
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors';
 import { type ToolName, TOOL_NAMES, isToolName, toolParams } from '../../spec/tools';
+import { type CustomTools, isCustomTool } from './custom/registry';
 
-export interface AgentTool {
-  /** What the model calls it. */
-  name: string;
-  /** The cadre tool it runs. */
-  tool: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-}
+export type { DescribedTool as AgentTool } from './custom/registry';
+import type { DescribedTool as AgentTool } from './custom/registry';
 
 const DESCRIPTIONS: Record<ToolName, string> = {
   shell: 'Run a shell command (bash -c) in the workspace. Returns stdout, stderr and the exit code.',
@@ -38,13 +33,24 @@ export function modelToolName(tool: string): string {
   return tool.replace(/[^A-Za-z0-9_-]/g, '_');
 }
 
-export function agentToolset(tools: string[]): AgentTool[] {
-  const unknown = tools.filter((tool) => !isToolName(tool));
-  if (unknown.length > 0) throw permanent(ErrorTypes.UnknownTool, `no tool named ${unknown.join(', ')} (known tools: ${TOOL_NAMES.join(', ')})`);
-  return [...new Set(tools)].map((tool) => ({
-    name: modelToolName(tool),
-    tool,
-    description: DESCRIPTIONS[tool as ToolName],
-    inputSchema: z.toJSONSchema(toolParams[tool as ToolName], { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
-  }));
+/** The tools named, built-in or custom (`ts:`, `mcp:`), as the model will see them; names must come out unique. */
+export async function agentToolset(tools: string[], custom: () => CustomTools): Promise<AgentTool[]> {
+  const unknown = tools.filter((tool) => !isToolName(tool) && !isCustomTool(tool));
+  if (unknown.length > 0) throw permanent(ErrorTypes.UnknownTool, `no tool named ${unknown.join(', ')} (known tools: ${TOOL_NAMES.join(', ')}, ts:<name>, mcp:<server>/<tool>)`);
+  const described: AgentTool[] = [];
+  for (const tool of new Set(tools)) {
+    if (isCustomTool(tool)) described.push(...(await custom().describe(tool)));
+    else described.push({ name: modelToolName(tool), tool, description: DESCRIPTIONS[tool as ToolName], inputSchema: builtInSchema(tool as ToolName) });
+  }
+  const seen = new Map<string, string>();
+  for (const t of described) {
+    const other = seen.get(t.name);
+    if (other !== undefined && other !== t.tool) throw permanent(ErrorTypes.UnknownTool, `${other} and ${t.tool} would both reach the model as "${t.name}": give one another name`);
+    seen.set(t.name, t.tool);
+  }
+  return described.filter((t, i) => described.findIndex((d) => d.tool === t.tool) === i);
+}
+
+function builtInSchema(tool: ToolName): Record<string, unknown> {
+  return z.toJSONSchema(toolParams[tool], { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
 }

@@ -1,0 +1,120 @@
+/**
+ * Connections to the MCP servers of cadre.config.yaml through the official SDK: one client per
+ * server per worker, opened on first use and opened again after it fails (a server that died).
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorTypes, permanent, transient } from '../../errors';
+import type { McpServerConfig } from './config';
+
+export interface McpToolInfo {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+export interface McpCallResult {
+  isError: boolean;
+  /** structuredContent when the tool gave one, else its text parts joined, else its content as it is. */
+  value: unknown;
+}
+
+export class McpServers {
+  private readonly clients = new Map<string, Promise<Client>>();
+
+  constructor(private readonly servers: Record<string, McpServerConfig>) {}
+
+  has(server: string): boolean {
+    return Object.prototype.hasOwnProperty.call(this.servers, server);
+  }
+
+  names(): string[] {
+    return Object.keys(this.servers);
+  }
+
+  async listTools(server: string): Promise<McpToolInfo[]> {
+    return this.withClient(server, async (client) => {
+      const tools: McpToolInfo[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : undefined);
+        tools.push(...page.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> })));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return tools;
+    });
+  }
+
+  async callTool(server: string, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
+    return this.withClient(server, async (client) => {
+      const result = await client.callTool({ name, arguments: args }, undefined, { signal, timeout: 10 * 60 * 1000, resetTimeoutOnProgress: true });
+      const content = (result.content ?? []) as { type: string; text?: string }[];
+      const texts = content.filter((c) => c.type === 'text').map((c) => c.text ?? '');
+      const value = result.structuredContent ?? (texts.length === content.length ? texts.join('\n') : content);
+      return { isError: result.isError === true, value };
+    });
+  }
+
+  async close(): Promise<void> {
+    const clients = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.allSettled(clients.map(async (c) => (await c).close()));
+  }
+
+  /** Runs `work` on the server's client; a failed connection or call drops the client so the next attempt reconnects. */
+  private async withClient<T>(server: string, work: (client: Client) => Promise<T>): Promise<T> {
+    const config = this.servers[server];
+    if (!config) throw permanent(ErrorTypes.UnknownTool, `no MCP server "${server}" in cadre.config.yaml (servers: ${this.names().join(', ') || 'none'})`);
+    let pending = this.clients.get(server);
+    if (!pending) {
+      pending = connect(server, config);
+      this.clients.set(server, pending);
+    }
+    try {
+      return await work(await pending);
+    } catch (err) {
+      // The server answered (unknown tool, bad arguments): the connection is fine and the same call would fail again.
+      if (isProtocolError(err)) throw permanent('McpToolError', `MCP server "${server}": ${(err as Error).message.split('\n')[0]}`);
+      this.clients.delete(server);
+      void pending.then((c) => c.close()).catch(() => undefined);
+      throw transient('McpServerUnavailable', `MCP server "${server}": ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+}
+
+async function connect(server: string, config: McpServerConfig): Promise<Client> {
+  const client = new Client({ name: 'cadre', version: '0.1.0' });
+  const transport =
+    'command' in config
+      ? new StdioClientTransport({
+          command: config.command,
+          args: config.args ?? [],
+          env: { ...inheritedEnv(), ...config.env },
+          ...(config.cwd && { cwd: config.cwd }),
+          stderr: 'inherit',
+        })
+      : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: headersFromEnv(server, config.headersFromEnv) } });
+  await client.connect(transport);
+  return client;
+}
+
+/** What a server process inherits: the worker's environment, as a child process normally would. */
+function inheritedEnv(): Record<string, string> {
+  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+function headersFromEnv(server: string, names: Record<string, string> = {}): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(names).map(([header, variable]) => {
+      const value = process.env[variable];
+      if (!value) throw permanent(ErrorTypes.ModelConfigInvalid, `MCP server "${server}": header ${header} reads ${variable}, which is not set`);
+      return [header, value];
+    }),
+  );
+}
+
+/** An error the server answered with (bad arguments, unknown tool): the connection is fine. */
+function isProtocolError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'number';
+}

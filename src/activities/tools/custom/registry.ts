@@ -1,0 +1,93 @@
+/**
+ * The tools beyond the built-in ones: TypeScript tools (`ts:<name>`, from `tools.modules`) and MCP
+ * servers' tools (`mcp:<server>/<tool>`, or `mcp:<server>/*` for all of them). One per worker,
+ * loaded on first use.
+ */
+import { z } from 'zod';
+import type { CadreTool, ToolRunContext } from '../../../tools/define';
+import { ErrorTypes, permanent } from '../../errors';
+import type { CustomToolsConfig } from './config';
+import { McpServers } from './mcp';
+import { loadToolModules } from './modules';
+
+export interface DescribedTool {
+  /** The name the model calls (providers take letters, digits, _ and -). */
+  name: string;
+  /** The name cadre runs it by. */
+  tool: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+export const TS_PREFIX = 'ts:';
+export const MCP_PREFIX = 'mcp:';
+
+export function isCustomTool(tool: string): boolean {
+  return tool.startsWith(TS_PREFIX) || tool.startsWith(MCP_PREFIX);
+}
+
+export class CustomTools {
+  private modules?: Promise<Map<string, CadreTool>>;
+  private readonly mcp: McpServers;
+
+  constructor(private readonly config: CustomToolsConfig) {
+    this.mcp = new McpServers(config.mcpServers);
+  }
+
+  async describe(tool: string): Promise<DescribedTool[]> {
+    if (tool.startsWith(TS_PREFIX)) {
+      const found = await this.typescriptTool(tool);
+      return [{ name: found.name, tool, description: found.description, inputSchema: z.toJSONSchema(found.parameters, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown> }];
+    }
+    const { server, name } = mcpName(tool);
+    const listed = await this.mcp.listTools(server);
+    const chosen = name === '*' ? listed : listed.filter((t) => t.name === name);
+    if (chosen.length === 0) {
+      throw permanent(ErrorTypes.UnknownTool, `MCP server "${server}" has no tool "${name}" (it has: ${listed.map((t) => t.name).join(', ') || 'none'})`);
+    }
+    return chosen.map((t) => ({ name: modelName(`${server}__${t.name}`), tool: `${MCP_PREFIX}${server}/${t.name}`, description: t.description ?? '', inputSchema: t.inputSchema }));
+  }
+
+  async call(tool: string, args: unknown, ctx: ToolRunContext): Promise<unknown> {
+    if (tool.startsWith(TS_PREFIX)) {
+      const found = await this.typescriptTool(tool);
+      const parsed = found.parameters.safeParse(args);
+      if (!parsed.success) {
+        throw permanent(ErrorTypes.BadToolInput, `bad parameters for ${tool}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'with'}: ${i.message}`).join('; ')}`);
+      }
+      return found.handler(parsed.data, ctx);
+    }
+    const { server, name } = mcpName(tool);
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) throw permanent(ErrorTypes.BadToolInput, `${tool} takes a JSON object of arguments`);
+    const result = await this.mcp.callTool(server, name, args as Record<string, unknown>, ctx.signal);
+    if (result.isError) throw permanent('McpToolError', `${tool}: ${typeof result.value === 'string' ? result.value : JSON.stringify(result.value)}`);
+    return result.value;
+  }
+
+  close(): Promise<void> {
+    return this.mcp.close();
+  }
+
+  private async typescriptTool(tool: string): Promise<CadreTool> {
+    this.modules ??= loadToolModules(this.config.modules);
+    const modules = await this.modules.catch((err: unknown) => {
+      this.modules = undefined; // a module fixed on disk is read again by the next attempt
+      throw err;
+    });
+    const found = modules.get(tool.slice(TS_PREFIX.length));
+    if (!found) throw permanent(ErrorTypes.UnknownTool, `no TypeScript tool "${tool.slice(TS_PREFIX.length)}" in tools.modules (known: ${[...modules.keys()].join(', ') || 'none'})`);
+    return found;
+  }
+}
+
+function mcpName(tool: string): { server: string; name: string } {
+  const rest = tool.slice(MCP_PREFIX.length);
+  const slash = rest.indexOf('/');
+  if (slash <= 0 || slash === rest.length - 1) throw permanent(ErrorTypes.UnknownTool, `"${tool}" is not mcp:<server>/<tool>`);
+  return { server: rest.slice(0, slash), name: rest.slice(slash + 1) };
+}
+
+/** Providers take 1-64 letters, digits, _ and -. */
+function modelName(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+}

@@ -1,0 +1,86 @@
+/**
+ * Tools the worker brings: a TypeScript tool made with defineTool, and the tools of an MCP server
+ * over stdio (the official SDK on both ends), called by an agent on the dev server.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { modelSettings } from '../src/providers/config';
+import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
+import { compile, startPlan, step, tempWorkspace, withWorker } from './support/harness';
+import { TSX } from './support/tsx';
+
+let server: FakeModelServer;
+beforeAll(async () => {
+  server = await startFakeModelServer();
+});
+afterAll(() => server.close());
+
+function toolResults(request: RecordedRequest): Record<string, string> {
+  const messages = request.body.messages as { role: string; content?: unknown; tool_call_id?: string }[];
+  return Object.fromEntries(messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id as string, String(m.content)]));
+}
+
+test('an agent calls a TypeScript tool and an MCP server’s tools; bad arguments come back as errors', async () => {
+  const ws = tempWorkspace();
+  const notes = path.join(ws, 'notes.txt');
+  const fixtures = path.join(__dirname, 'fixtures', 'tools');
+  const customTools = {
+    modules: [path.join(fixtures, 'weather.ts')],
+    mcpServers: { notes: { command: process.execPath, args: ['--import', TSX, path.join(fixtures, 'notes-mcp-server.ts')], env: { NOTES_FILE: notes } } },
+    baseDir: fixtures,
+  };
+  const models = modelSettings({}, { OPENAI_API_KEY: 'sk-test-tools', OPENAI_BASE_URL: server.baseURL });
+  const plan = compile(
+    `
+name: custom-tools
+steps:
+  - id: note
+    agent:
+      prompt: "note the weather in Oslo"
+      model: openai:gpt-4o-mini
+      tools: [ts:lookup_weather, "mcp:notes/*", fs.read]
+      approvals: { "mcp:notes/count_notes": deny }
+`,
+    ws,
+  );
+  server.enqueue(
+    {
+      toolCalls: [
+        { id: 'w', name: 'lookup_weather', args: { city: 'Oslo' } },
+        { id: 'n', name: 'notes__add_note', args: { text: 'snow in Oslo' } },
+      ],
+    },
+    {
+      toolCalls: [
+        { id: 'bad', name: 'lookup_weather', args: { city: 5 } },
+        { id: 'empty', name: 'notes__add_note', args: { text: '' } },
+        { id: 'count', name: 'notes__count_notes', args: {} },
+      ],
+    },
+    { text: 'noted' },
+  );
+  await withWorker(
+    async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect([d.status, d.reason]).toEqual(['completed', undefined]);
+      expect(step(d, 'note').agent?.toolCalls).toBe(5);
+    },
+    { activityDeps: { models, customTools } },
+  );
+  const offered = (server.requests[0].body.tools as { function: { name: string; description: string; parameters: { properties: Record<string, unknown> } } }[]).map((t) => t.function);
+  expect(offered.map((t) => t.name).sort()).toEqual(['fs_read', 'lookup_weather', 'notes__add_note', 'notes__count_notes']);
+  expect(offered.find((t) => t.name === 'notes__add_note')).toMatchObject({ description: 'Add a note.', parameters: { properties: { text: { type: 'string' } } } });
+  expect(offered.find((t) => t.name === 'lookup_weather')?.parameters.properties).toMatchObject({ city: { type: 'string' }, unit: { enum: ['C', 'F'] } });
+  const first = toolResults(server.requests[1]);
+  expect(JSON.parse(first.w)).toEqual({ city: 'Oslo', unit: 'C', forecast: 'snow', step: 'note' });
+  expect(first.n).toBe('noted: snow in Oslo');
+  const second = toolResults(server.requests[2]);
+  expect(second.bad).toContain("do not match lookup_weather's schema: city");
+  expect(second.empty).toContain("do not match notes__add_note's schema: text");
+  expect(second.count).toContain('denied: the approval policy of this step denies mcp:notes/count_notes');
+  expect(readFileSync(notes, 'utf8')).toBe('snow in Oslo\n');
+  // The server saw exactly the calls that were allowed and valid.
+  expect(readFileSync(`${notes}.calls`, 'utf8')).toBe('add_note\n');
+  expect(existsSync(path.join(ws, 'lookup_weather'))).toBe(false);
+});
