@@ -224,7 +224,7 @@ steps:
       const id = await startPlan(h, plan);
       const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
       expect(step(d, 'turns').status).toBe('skipped');
-      expect(d.errors[0].message).toContain('AgentTurnLimit: no final answer after 2 model turns: raise agent.maxTurns');
+      expect(d.errors[0].message).toContain('AgentTurnLimit: no final answer after 2 model turns: raise maxTurns or narrow the prompt');
       expect(step(d, 'turns').agent?.turns).toBe(2);
       expect(step(d, 'tokens').error).toContain('AgentTokenBudget: used 110 tokens over 1 turns; the budget is 100');
       expect(server.requests).toHaveLength(3);

@@ -5,6 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
+import { hasDeferred } from '../spec/refs';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from './git';
@@ -63,7 +64,9 @@ export function createActivities(deps: ActivityDeps = {}) {
       heartbeating(async () => {
         // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
         const { modelTurn } = await import('../providers/model-turn');
-        return modelTurn(request, modelSettings(), Context.current().cancellationSignal);
+        // Tool results a session stored outside history are read back here, never into history.
+        const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
+        return modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal);
       }),
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).

@@ -31,6 +31,8 @@ export const modelTurnRequestSchema = z.strictObject({
   /** JSON Schema the final answer must match. */
   outputSchema: jsonObject.optional(),
   maxOutputTokens: z.int().positive().optional(),
+  /** Whose blob store holds tool results stored outside history (read by the activity before the call). */
+  workspace: z.string().min(1).optional(),
 });
 
 export type ModelTurnRequest = z.input<typeof modelTurnRequestSchema>;
@@ -149,7 +151,15 @@ function toModelMessage(message: ModelMessageInput): ModelMessage {
   }
 }
 
+/** A tool result read back from the blob store can be far bigger than a model should be sent. */
+const MAX_TOOL_RESULT_CHARS = 64 * 1024;
+
 function toolOutput(result: unknown, isError: boolean | undefined) {
+  const text = typeof result === 'string' ? result : JSON.stringify(result);
+  if (text !== undefined && text.length > MAX_TOOL_RESULT_CHARS) {
+    const value = `${text.slice(0, MAX_TOOL_RESULT_CHARS)}… (${text.length - MAX_TOOL_RESULT_CHARS} more characters not shown; read the rest in parts)`;
+    return isError ? { type: 'error-text' as const, value } : { type: 'text' as const, value };
+  }
   if (typeof result === 'string') return isError ? { type: 'error-text' as const, value: result } : { type: 'text' as const, value: result };
   const value = (result ?? null) as import('@ai-sdk/provider').JSONValue;
   return isError ? { type: 'error-json' as const, value } : { type: 'json' as const, value };

@@ -1,0 +1,279 @@
+/**
+ * The agent loop in workflow code: model turn → the tool calls of that turn, in parallel → their
+ * results → the next turn, until a final answer, the turn limit or the token budget. Every model
+ * turn and tool call is an activity, so a worker that dies mid-loop costs nothing already done.
+ * Bad tool calls (unknown tool, invalid arguments, a tool's error, a denial) go back to the model
+ * as tool results; only cadre's own limits and a failing model end a loop. Used by `agentTask`
+ * (one answer) and `session` (one answer per message).
+ */
+import { ApplicationFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../activities';
+import { BLOB_THRESHOLD_BYTES } from '../spec/limits';
+import type { Approvals } from '../spec/types';
+import { approvalFor, matchChoice } from './approvals';
+import { audit, type AuditEvent } from './audit';
+import { isoAt, nowMs } from './clock';
+import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from './definitions';
+import { describeFailure } from './failures';
+import { HumanWaits } from './waits';
+
+export interface LoopSpec {
+  /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
+  label: string;
+  model?: string;
+  system?: string;
+  tools: string[];
+  approvals: Approvals;
+  approvalTimeout: string;
+  /** Model turns for one answer. */
+  maxTurns: number;
+  /** Input plus output tokens over the loop's whole life. */
+  maxTokens?: number;
+  /** JSON Schema of a structured final answer. */
+  output?: Record<string, unknown>;
+  /** A decision: the final answer must name one of these. */
+  choices?: string[];
+  workspace: string;
+  worktree?: boolean;
+  /** Tool outputs bigger than this go to the blob store and travel by reference (sessions keep history small). */
+  inlineLimit?: number;
+}
+
+export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
+
+/** Tool results are sent back to the model; this keeps a runaway one from filling history. */
+const MAX_RESULT_CHARS = 64 * 1024;
+/** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
+const MAX_PROMPT_ARGS_CHARS = 2000;
+
+const models = proxyActivities<Activities>({
+  startToCloseTimeout: '5m',
+  // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
+  heartbeatTimeout: '10s',
+  summary: 'model turn',
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '1m',
+    maximumAttempts: 8,
+    // Fixing these takes a person (a key, a model name, a shorter prompt); retrying only repeats the bill.
+    nonRetryableErrorTypes: [
+      'ModelConfigInvalid',
+      'BadModelRequest',
+      'ModelAuthFailed',
+      'ModelNotFound',
+      'ModelContextTooLong',
+      'ModelRequestRejected',
+      'StructuredOutputInvalid',
+      'ScriptMismatch',
+    ],
+  },
+});
+
+const toolset = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' });
+
+export class AgentLoop {
+  readonly usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+  readonly waits: HumanWaits;
+  turns = 0;
+  toolCalls = 0;
+  private readonly running = new Map<string, string>();
+  private offered?: Promise<AgentTool[]>;
+
+  constructor(
+    private readonly spec: LoopSpec,
+    private readonly hooks: { changed(): void; waitsChanged(): void },
+  ) {
+    this.waits = new HumanWaits(true, () => hooks.changed());
+  }
+
+  /** Tools running now. */
+  runningTools(): string[] {
+    return [...this.running.values()];
+  }
+
+  waiting(): Waiting[] {
+    return this.waits.list();
+  }
+
+  /** A final answer to the conversation in `messages`, appending the turns it took (assistant, tool and retry messages). */
+  async respond(messages: ModelMessageInput[], system?: string): Promise<unknown> {
+    const tools = await this.tools();
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    for (let turns = 0; ; turns++) {
+      if (turns >= this.spec.maxTurns) {
+        const decide = this.spec.choices !== undefined;
+        const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
+        throw ApplicationFailure.nonRetryable(`no final answer after ${turns} model turns${fix}`, decide ? 'DecisionInvalid' : 'AgentTurnLimit');
+      }
+      const turn = await this.modelTurn(messages, tools, system ?? this.spec.system);
+      messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });
+      this.checkBudget();
+      if (turn.toolCalls.length === 0) {
+        const answer = this.finalAnswer(turn);
+        if (answer.done) return answer.output;
+        messages.push({ role: 'user', content: answer.retry });
+        continue;
+      }
+      const results = await Promise.all(turn.toolCalls.map((call, index) => this.callTool(call, `${this.turns}.${index + 1}`, byName)));
+      messages.push(...results);
+    }
+  }
+
+  /** One model call outside the loop (a session's summary): counted and audited like a turn. */
+  async complete(messages: ModelMessageInput[], system: string): Promise<ModelTurnResult> {
+    return this.modelTurn(messages, [], system);
+  }
+
+  record(event: Omit<AuditEvent, 'at' | 'step'>): void {
+    audit.record({ at: isoAt(nowMs()), step: this.spec.label, ...event });
+  }
+
+  /** The tools offered, fixed the first time they are needed (history keeps the list for replay). */
+  private tools(): Promise<AgentTool[]> {
+    this.offered ??= this.spec.tools.length > 0 ? toolset.agentToolset({ tools: this.spec.tools }) : Promise.resolve([]);
+    return this.offered;
+  }
+
+  private async modelTurn(messages: ModelMessageInput[], tools: AgentTool[], system: string | undefined): Promise<ModelTurnResult> {
+    this.turns++;
+    this.hooks.changed();
+    const started = nowMs();
+    try {
+      const turn = await models.modelTurn({
+        ...(this.spec.model !== undefined && { model: this.spec.model }),
+        ...(system !== undefined && { system }),
+        messages,
+        ...(tools.length > 0 && { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) }),
+        ...(this.spec.output && { outputSchema: this.spec.output }),
+        // Tool outputs stored outside history are read back by the activity, in this workspace's store.
+        ...(this.spec.inlineLimit !== undefined && { workspace: this.spec.workspace }),
+      });
+      this.usage.inputTokens += turn.usage.inputTokens;
+      this.usage.outputTokens += turn.usage.outputTokens;
+      this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok' });
+      return turn;
+    } catch (err) {
+      if (!isCancellation(err)) this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
+      throw err;
+    }
+  }
+
+  private checkBudget(): void {
+    const budget = this.spec.maxTokens;
+    const used = this.usage.inputTokens + this.usage.outputTokens;
+    if (budget !== undefined && used > budget) {
+      throw ApplicationFailure.nonRetryable(`used ${used} tokens over ${this.turns} turns; the budget is ${budget} (maxTokens)`, 'AgentTokenBudget');
+    }
+  }
+
+  /** A final answer; a decision that is not one of its choices gets another turn to say it again. */
+  private finalAnswer(turn: ModelTurnResult): { done: true; output: unknown } | { done: false; retry: string } {
+    const choices = this.spec.choices;
+    if (!choices) return { done: true, output: turn.output !== undefined ? turn.output : (turn.text ?? '') };
+    const choice = matchChoice(turn.text ?? '', choices);
+    if (choice !== undefined) return { done: true, output: choice };
+    return { done: false, retry: `Answer with exactly one of: ${choices.join(', ')}. Nothing else.` };
+  }
+
+  // ---- tool calls -----------------------------------------------------------
+
+  private async callTool(call: ModelToolCall, callId: string, tools: Map<string, AgentTool>): Promise<ToolMessage> {
+    this.toolCalls++;
+    const reply = (result: unknown, isError = false): ToolMessage => ({
+      role: 'tool',
+      toolCallId: call.id,
+      toolName: call.name,
+      result: clipResult(result),
+      ...(isError && { isError: true }),
+    });
+    const tool = tools.get(call.name);
+    if (call.error !== undefined || !tool) {
+      this.record({ event: 'tool.refused', call: callId, outcome: tool ? 'invalid_arguments' : 'unknown_tool', ...(tool && { tool: tool.tool }) });
+      return reply(call.error ?? `no tool named ${call.name}`, true);
+    }
+    const denial = await this.approval(tool.tool, call.args, callId);
+    if (denial !== undefined) return reply(denial, true);
+    const started = nowMs();
+    this.running.set(callId, tool.tool);
+    this.record({ event: 'tool.started', call: callId, tool: tool.tool });
+    try {
+      const result = await this.toolActivities(tool.tool, callId).runTool({
+        tool: tool.tool,
+        params: call.args,
+        workspace: this.spec.workspace,
+        stepId: this.spec.label,
+        ...(this.spec.worktree && { worktree: true }),
+        ...(this.spec.inlineLimit !== undefined && { inlineLimit: this.spec.inlineLimit }),
+      });
+      this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok' });
+      return reply(result.output);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
+      return reply(describeFailure(err).message, true);
+    } finally {
+      this.running.delete(callId);
+    }
+  }
+
+  private toolActivities(tool: string, callId: string) {
+    return proxyActivities<Activities>({
+      activityId: `${this.spec.label}/${callId}`,
+      summary: `${this.spec.label}: ${tool}`,
+      scheduleToCloseTimeout: '10m',
+      heartbeatTimeout: '10s',
+      retry: { maximumAttempts: 3, initialInterval: '1s' },
+    });
+  }
+
+  /** Undefined when the call may run; otherwise the denial the model reads, reason included. */
+  private async approval(tool: string, args: Record<string, unknown>, callId: string): Promise<string | undefined> {
+    const policy = approvalFor(this.spec.approvals, tool, args);
+    if (policy === 'allow') return undefined;
+    if (policy === 'deny') {
+      this.record({ event: 'approval.decided', call: callId, tool, outcome: 'denied_by_policy' });
+      return `denied: the approval policy of this step denies ${tool} for these arguments`;
+    }
+    const id = `${this.spec.label}/call-${callId}`;
+    this.record({ event: 'approval.asked', call: callId, tool });
+    const shown = clip(JSON.stringify(args), MAX_PROMPT_ARGS_CHARS);
+    const timeout = this.spec.approvalTimeout;
+    const value = await this.waits.wait(
+      { id, kind: 'approval', prompt: `Allow ${tool} with ${shown}? approve, or deny[:reason]`, choices: APPROVAL_CHOICES, timeout },
+      { opened: () => this.hooks.waitsChanged(), closed: () => this.hooks.waitsChanged() },
+    );
+    if (value === undefined) {
+      this.record({ event: 'approval.decided', call: callId, tool, outcome: 'timed_out' });
+      return `denied: nobody approved ${tool} within ${timeout}`;
+    }
+    const colon = value.indexOf(':');
+    const decision = colon < 0 ? value : value.slice(0, colon);
+    this.record({ event: 'approval.decided', call: callId, tool, outcome: decision === 'approve' ? 'approved' : 'denied' });
+    if (decision === 'approve') return undefined;
+    const reason = colon < 0 ? '' : value.slice(colon + 1).trim();
+    return `denied by a person${reason ? `: ${reason}` : ''}`;
+  }
+}
+
+/** The ApplicationFailure in an error's causes (an activity's, a child's), or one made from the error. */
+export function asFailure(err: unknown): ApplicationFailure {
+  for (let cursor: unknown = err, depth = 0; cursor instanceof Error && depth < 10; depth++) {
+    if (cursor instanceof ApplicationFailure) return cursor;
+    cursor = (cursor as { cause?: unknown }).cause;
+  }
+  return ApplicationFailure.create({ type: 'AgentFailed', message: describeFailure(err).message, nonRetryable: false });
+}
+
+function clipResult(result: unknown): unknown {
+  const text = typeof result === 'string' ? result : JSON.stringify(result);
+  if (text === undefined || text.length <= MAX_RESULT_CHARS) return result ?? null;
+  return `${text.slice(0, MAX_RESULT_CHARS)}… (${text.length - MAX_RESULT_CHARS} more characters not shown; read the rest in parts, e.g. with shell and head/tail)`;
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
+}
+
+/** Tool outputs a session keeps in its history: bigger ones are stored and passed by reference. */
+export const SESSION_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);
