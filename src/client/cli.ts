@@ -10,7 +10,9 @@ import { installConciseLogging } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveAddress } from './client';
+import { chat } from './chat';
 import { runDemo } from './demo';
+import { sendMessage, sessionInput } from './sessions';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
 import { checkWorkflowId } from './workflow-ids';
@@ -30,6 +32,12 @@ function port(value: string): number {
   if (!Number.isInteger(n) || n <= 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
   return n;
 }
+
+function commaList(value: string): string[] {
+  return value.split(',').map((v) => v.trim()).filter(Boolean);
+}
+
+type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
 
 function positive(value: string): number {
   const n = Number(value);
@@ -293,6 +301,33 @@ export function buildProgram(): Command {
       const lines = CadreClient.readAuditLog(id, opts.dir);
       for (const line of lines) out(line);
     });
+
+  const sessionOptions = (command: Command) =>
+    command
+      .option('--model <provider:model>', 'the model (default: CADRE_MODEL or the worker\'s models.default)')
+      .option('--system <text>', 'system prompt')
+      .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
+      .option('--ask <names>', 'tools whose calls wait for your approval, comma-separated', commaList)
+      .option('--workspace <dir>', 'where its tools run', '.');
+
+  sessionOptions(
+    program
+      .command('send <session> <message>')
+      .description('send a message to a session, starting it if it is not running, and print the reply')
+      .option('--json', 'print the reply and counts as JSON'),
+  ).action(async (id: string, message: string, opts: SessionCliOptions & { json?: boolean }) => {
+    await withRun(id, async (client) => {
+      const result = await sendMessage(client, id, message, sessionInput(opts));
+      out(opts.json ? JSON.stringify(result) : result.reply);
+    });
+  });
+
+  sessionOptions(program.command('chat [session]').description('talk with an agent in a session that survives restarts; /end ends it, Ctrl-D leaves it')).action(
+    async (id: string | undefined, opts: SessionCliOptions) => {
+      const sessionId = id ?? `chat-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+      await withRun(sessionId, (client) => chat(client, sessionId, sessionInput(opts), { input: process.stdin, out, info }));
+    },
+  );
 
   program
     .command('pause <id>')

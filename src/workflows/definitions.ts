@@ -141,6 +141,67 @@ export const agentAnswerSignal = defineSignal<[Answer]>('agentAnswer');
 
 export const APPROVAL_CHOICES = ['approve', 'deny'];
 
+/** How a `session` starts (Update-with-Start carries it with the first message). */
+export interface SessionInput {
+  model?: string;
+  system?: string;
+  tools: string[];
+  approvals: import('../spec/types').Approvals;
+  approvalTimeout?: string;
+  /** Where the session's tools run. */
+  workspace: string;
+  /** Model turns for one reply (default 20). */
+  maxTurns?: number;
+  /** Messages kept in context (default 50); older ones are summarised. */
+  keep?: number;
+  /** Messages answered per run before it continues as new (default 100). */
+  continueEvery?: number;
+  /** Carried across continue-as-new. */
+  state?: SessionState;
+}
+
+export interface SessionState {
+  messages: import('../providers/model-turn').ModelMessageInput[];
+  summary?: string;
+  summarised: number;
+  dropped: number;
+  answered: number;
+  /** Runs of the session so far, this one included. */
+  runs: number;
+  turns: number;
+  toolCalls: number;
+  usage: TokenUsage;
+}
+
+export interface SendResult {
+  reply: string;
+  /** How many messages the session has answered, this one included. */
+  message: number;
+  /** Messages in context after this reply. */
+  inContext: number;
+  /** Which run of the session answered (it continues as new). */
+  run: number;
+}
+
+export interface SessionDiagnostics {
+  answered: number;
+  inContext: number;
+  summarised: number;
+  dropped: number;
+  run: number;
+  turns: number;
+  toolCalls: number;
+  usage: TokenUsage;
+  queued: number;
+  waiting: Waiting[];
+  ending: boolean;
+}
+
+export const sendUpdate = defineUpdate<SendResult, [{ text: string }]>('send');
+export const sessionDiagnosticsQuery = defineQuery<SessionDiagnostics>('sessionDiagnostics');
+/** Ends a session once every message already sent has its reply. */
+export const endSessionSignal = defineSignal('end');
+
 /** Search attributes cadre registers on the namespace (see `cadre setup`). */
 export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');
 export const CadrePlan = defineSearchAttributeKey('CadrePlan', 'KEYWORD');

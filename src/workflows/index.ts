@@ -2,3 +2,4 @@
 export { runPlan } from './run-plan';
 export { runItems } from './run-items';
 export { agentTask } from './agent-task';
+export { session } from './session';

@@ -42,7 +42,12 @@ export interface FakeModelServer {
   close(): Promise<void>;
 }
 
-export async function startFakeModelServer(): Promise<FakeModelServer> {
+export interface FakeServerOptions {
+  /** Answers a request when the queue is empty (long conversations); without it, an empty queue is a 500. */
+  respond?: (body: Record<string, unknown>, path: string) => FakeResponse;
+}
+
+export async function startFakeModelServer(options: FakeServerOptions = {}): Promise<FakeModelServer> {
   const queue: FakeResponse[] = [];
   const requests: RecordedRequest[] = [];
   const server = http.createServer((req, res) => {
@@ -58,7 +63,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       const path = req.url ?? '';
       requests.push({ path, at: Date.now(), headers: req.headers, body });
       if (body.stream === true) return send(res, 400, { error: { message: 'fake server: streaming is not scripted' } });
-      const next = queue.shift();
+      const next = queue.shift() ?? options.respond?.(body, path);
       if (!next) return send(res, 500, { error: { message: `fake server: no scripted response left for ${path}` } });
       if ('hangMs' in next) {
         const timer = setTimeout(() => send(res, 500, { error: { message: 'fake server: hung' } }), next.hangMs);

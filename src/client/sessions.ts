@@ -1,0 +1,81 @@
+/**
+ * Sessions from a client: `send` is Update-with-Start (the first message starts the session, later
+ * ones join it, and the reply is the update's result), `end` and `diagnostics` talk to a running one.
+ */
+import path from 'node:path';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
+import type { ApprovalPolicy, Approvals } from '../spec/types';
+import { taskQueue as defaultTaskQueue } from '../worker/worker';
+import {
+  type SendResult,
+  type SessionDiagnostics,
+  type SessionInput,
+  endSessionSignal,
+  sendUpdate,
+  sessionDiagnosticsQuery,
+} from '../workflows/definitions';
+import type { CadreClient } from './client';
+import { CadreError, UsageError } from './errors';
+import { checkWorkflowId } from './workflow-ids';
+
+export interface SessionOptions {
+  model?: string;
+  system?: string;
+  tools?: string[];
+  /** Tools whose calls wait for a person's approval. */
+  ask?: string[];
+  workspace?: string;
+  keep?: number;
+  continueEvery?: number;
+  taskQueue?: string;
+}
+
+/** How a session starts, checked here: a bad tool name is the user's to fix before anything starts. */
+export function sessionInput(options: SessionOptions): SessionInput {
+  const tools = options.tools ?? [];
+  for (const tool of [...tools, ...(options.ask ?? [])]) {
+    if (!isToolName(tool) && !CUSTOM_TOOL.test(tool)) throw new UsageError(`unknown tool "${tool}" (known tools: ${TOOL_NAMES.join(', ')}, ts:<name>, mcp:<server>/<tool>)`);
+  }
+  const missing = (options.ask ?? []).filter((tool) => !tools.includes(tool));
+  if (missing.length > 0) throw new UsageError(`--ask names tools the session does not have: ${missing.join(', ')} (add them to --tools)`);
+  const approvals: Approvals = Object.fromEntries((options.ask ?? []).map((tool) => [tool, 'ask' as ApprovalPolicy]));
+  const model = options.model ?? (process.env.CADRE_MODEL?.trim() || undefined);
+  return {
+    ...(model && { model: model.startsWith('scripted:') ? `scripted:${path.resolve(model.slice('scripted:'.length))}` : model }),
+    ...(options.system && { system: options.system }),
+    tools,
+    approvals,
+    workspace: path.resolve(options.workspace ?? '.'),
+    ...(options.keep !== undefined && { keep: options.keep }),
+    ...(options.continueEvery !== undefined && { continueEvery: options.continueEvery }),
+  };
+}
+
+/** Sends a message, starting the session if it is not running; resolves with the reply. */
+export async function sendMessage(cadre: CadreClient, sessionId: string, text: string, start: SessionInput, options: { taskQueue?: string } = {}): Promise<SendResult> {
+  checkWorkflowId(sessionId);
+  const startWorkflowOperation = new WithStartWorkflowOperation('session', {
+    workflowId: sessionId,
+    taskQueue: options.taskQueue ?? defaultTaskQueue(),
+    args: [start],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    staticSummary: 'cadre session',
+  });
+  try {
+    return await cadre.client.workflow.executeUpdateWithStart(sendUpdate, { args: [{ text }], startWorkflowOperation });
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) throw new CadreError(`${sessionId}: ${err.cause?.message ?? err.message}`);
+    throw err;
+  }
+}
+
+export async function endSession(cadre: CadreClient, sessionId: string): Promise<void> {
+  checkWorkflowId(sessionId);
+  await cadre.client.workflow.getHandle(sessionId).signal(endSessionSignal);
+}
+
+export async function sessionDiagnostics(cadre: CadreClient, sessionId: string): Promise<SessionDiagnostics> {
+  checkWorkflowId(sessionId);
+  return cadre.client.workflow.getHandle(sessionId).query(sessionDiagnosticsQuery);
+}

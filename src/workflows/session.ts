@@ -1,0 +1,247 @@
+/**
+ * `session`: a conversation with an agent that lasts as long as people keep talking to it. A message
+ * comes in by the `send` update (Update-with-Start makes the first one start the session) and the
+ * reply is the update's result. Messages are answered one at a time, in order, by the same loop as
+ * agent steps (agent-loop.ts). The last `keep` messages stay in context; older ones are folded into a
+ * summary by the model (an offline model cannot summarise: they are dropped, with a note). The
+ * session continues as new every `continueEvery` messages or when Temporal suggests it, carrying
+ * its state, so it can run for thousands of turns without nearing Temporal's history limits.
+ */
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  isCancellation,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ModelMessageInput } from '../activities';
+import { AgentLoop, SESSION_INLINE_LIMIT, asFailure } from './agent-loop';
+import {
+  type SendResult,
+  type SessionDiagnostics,
+  type SessionInput,
+  type SessionState,
+  answerUpdate,
+  endSessionSignal,
+  sendUpdate,
+  sessionDiagnosticsQuery,
+} from './definitions';
+import { sizeOf } from './sizes';
+
+export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100, maxTurns: 20, approvalTimeout: '24h' };
+/** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
+export const MAX_MESSAGE_CHARS = 32 * 1024;
+/** Messages beyond `keep` are folded this many at a time, so summaries are not made every turn. */
+const FOLD_BATCH = 20;
+/** What the kept messages may weigh: continue-as-new carries them, and its input has Temporal's 2 MB limit. */
+const MAX_CONTEXT_BYTES = 1024 * 1024;
+const SUMMARY_SYSTEM =
+  'You keep the memory of a long conversation. Write a short summary (at most 300 words) of the earlier summary and the messages given: facts, decisions, names, numbers and open questions. No preamble.';
+
+export async function session(input: SessionInput): Promise<SessionDiagnostics> {
+  return new Session(input).run();
+}
+
+interface Pending {
+  id: number;
+  text: string;
+}
+
+class Session {
+  private readonly state: SessionState;
+  /** What earlier runs of the session counted; this run's loop counts from zero. */
+  private readonly before: Pick<SessionState, 'turns' | 'toolCalls' | 'usage'>;
+  private readonly loop: AgentLoop;
+  private readonly inbox: Pending[] = [];
+  private readonly replies = new Map<number, SendResult | { error: ApplicationFailure }>();
+  private received = 0;
+  private answeredThisRun = 0;
+  private ending = false;
+
+  constructor(private readonly input: SessionInput) {
+    this.state = input.state ?? { messages: [], dropped: 0, summarised: 0, answered: 0, runs: 0, turns: 0, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0 } };
+    this.state.runs += 1;
+    this.before = { turns: this.state.turns, toolCalls: this.state.toolCalls, usage: { ...this.state.usage } };
+    this.loop = new AgentLoop(
+      {
+        label: 'session',
+        ...(input.model !== undefined && { model: input.model }),
+        tools: input.tools,
+        approvals: input.approvals,
+        approvalTimeout: input.approvalTimeout ?? SESSION_DEFAULTS.approvalTimeout,
+        maxTurns: input.maxTurns ?? SESSION_DEFAULTS.maxTurns,
+        workspace: input.workspace,
+        inlineLimit: SESSION_INLINE_LIMIT,
+      },
+      { changed: () => this.publish(), waitsChanged: () => this.publish() },
+    );
+    setHandler(
+      sendUpdate,
+      async ({ text }) => {
+        const id = ++this.received;
+        this.inbox.push({ id, text });
+        await condition(() => this.replies.has(id));
+        const reply = this.replies.get(id) as SendResult | { error: ApplicationFailure };
+        this.replies.delete(id);
+        if ('error' in reply) throw reply.error;
+        return reply;
+      },
+      { validator: (message) => validateMessage(message?.text, this.ending) },
+    );
+    setHandler(answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
+      validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
+    });
+    setHandler(endSessionSignal, () => {
+      this.ending = true;
+    });
+    setHandler(sessionDiagnosticsQuery, () => this.diagnostics());
+  }
+
+  async run(): Promise<SessionDiagnostics> {
+    this.publish();
+    for (;;) {
+      await condition(() => this.inbox.length > 0 || this.ending);
+      const next = this.inbox.shift();
+      if (next) {
+        await this.answer(next);
+        continue;
+      }
+      // Ending: every accepted message has its reply; let the handlers return them.
+      await condition(allHandlersFinished);
+      if (this.inbox.length === 0) return this.diagnostics();
+    }
+  }
+
+  private async answer({ id, text }: Pending): Promise<void> {
+    this.loop.record({ event: 'message.received', chars: text.length });
+    const messages = this.state.messages;
+    messages.push({ role: 'user', content: text });
+    try {
+      const output = await this.loop.respond(messages, this.system());
+      this.state.answered += 1;
+      this.replies.set(id, { reply: typeof output === 'string' ? output : JSON.stringify(output), message: this.state.answered, inContext: messages.length, run: this.state.runs });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const failure = asFailure(err);
+      // The session goes on: the sender learns why this message got no answer.
+      this.replies.set(id, { error: ApplicationFailure.create({ type: failure.type ?? 'SessionTurnFailed', message: failure.message, nonRetryable: true }) });
+    }
+    this.answeredThisRun += 1;
+    this.syncCounts();
+    await this.fold();
+    this.publish();
+    if (this.inbox.length === 0 && (workflowInfo().continueAsNewSuggested || this.answeredThisRun >= (this.input.continueEvery ?? SESSION_DEFAULTS.continueEvery))) {
+      await this.continueAsNew();
+    }
+  }
+
+  /** Continues as new once every reply has gone out; a message that arrives meanwhile is answered first. */
+  private async continueAsNew(): Promise<void> {
+    await condition(() => allHandlersFinished() || this.inbox.length > 0);
+    if (this.inbox.length > 0 || this.ending) return;
+    await continueAsNew<typeof session>({ ...this.input, state: this.state });
+  }
+
+  /** Keeps the last `keep` messages (whole exchanges: a tool result stays with its call) and folds the rest. */
+  private async fold(): Promise<void> {
+    const messages = this.state.messages;
+    const keep = this.input.keep ?? SESSION_DEFAULTS.keep;
+    if (messages.length <= keep + FOLD_BATCH && sizeOf(messages) <= MAX_CONTEXT_BYTES) return;
+    let cut = nextUser(messages, messages.length - keep);
+    while (cut < messages.length - 1 && sizeOf(messages.slice(cut)) > MAX_CONTEXT_BYTES) cut = nextUser(messages, cut + 1);
+    if (cut <= 0 || cut >= messages.length) return;
+    // Removed only once summarised, so what a query sees always adds up.
+    const folded = messages.slice(0, cut);
+    if (this.input.model?.startsWith('scripted:')) {
+      messages.splice(0, cut);
+      this.state.dropped += folded.length;
+      return;
+    }
+    try {
+      const turn = await this.loop.complete([{ role: 'user', content: summaryRequest(this.state.summary, folded) }], SUMMARY_SYSTEM);
+      this.state.summary = turn.text ?? this.state.summary;
+      this.state.summarised += folded.length;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // No summary (the model refused, or cannot): the messages go, and the context says so.
+      this.state.dropped += folded.length;
+    }
+    messages.splice(0, cut);
+    this.syncCounts();
+  }
+
+  private system(): string | undefined {
+    const notes = [
+      this.state.summary && `Summary of the earlier conversation (${this.state.summarised} messages): ${this.state.summary}`,
+      this.state.dropped > 0 && `(${this.state.dropped} earlier messages are no longer in this conversation.)`,
+    ].filter(Boolean);
+    if (notes.length === 0) return this.input.system;
+    return [this.input.system, ...notes].filter(Boolean).join('\n\n');
+  }
+
+  private syncCounts(): void {
+    const { turns, toolCalls, usage } = this.before;
+    this.state.turns = turns + this.loop.turns;
+    this.state.toolCalls = toolCalls + this.loop.toolCalls;
+    this.state.usage = { inputTokens: usage.inputTokens + this.loop.usage.inputTokens, outputTokens: usage.outputTokens + this.loop.usage.outputTokens };
+  }
+
+  private diagnostics(): SessionDiagnostics {
+    return {
+      answered: this.state.answered,
+      inContext: this.state.messages.length,
+      summarised: this.state.summarised,
+      dropped: this.state.dropped,
+      run: this.state.runs,
+      turns: this.state.turns,
+      toolCalls: this.state.toolCalls,
+      usage: { ...this.state.usage },
+      queued: this.inbox.length,
+      waiting: this.loop.waiting(),
+      ending: this.ending,
+    };
+  }
+
+  private publish(): void {
+    const d = this.diagnostics();
+    const lines = [
+      `**session**: ${d.answered} messages answered${d.queued ? `, ${d.queued} queued` : ''}`,
+      '',
+      `- in context: ${d.inContext} messages${d.summarised ? `, ${d.summarised} summarised` : ''}${d.dropped ? `, ${d.dropped} dropped` : ''}`,
+      `- run ${d.run} of the session (it continues as new to keep history short)`,
+      `- ${d.turns} model turns, ${d.toolCalls} tool calls, ${d.usage.inputTokens + d.usage.outputTokens} tokens`,
+      ...d.waiting.map((w) => `- waiting for approval \`${w.id}\`: \`cadre approve ${workflowInfo().workflowId} ${w.id}\``),
+    ];
+    setCurrentDetails(lines.join('\n'));
+  }
+}
+
+function validateMessage(text: unknown, ending: boolean): void {
+  const reject = (message: string) => {
+    throw ApplicationFailure.nonRetryable(message, 'MessageRejected');
+  };
+  if (ending) reject('the session is ending; start another');
+  if (typeof text !== 'string' || text.trim() === '') reject('a message is non-empty text');
+  if ((text as string).length > MAX_MESSAGE_CHARS) reject(`the message has ${(text as string).length} characters; at most ${MAX_MESSAGE_CHARS} (put long text in a file the agent can read)`);
+}
+
+/** The first user message at or after `from`: folding there keeps tool results with their calls. */
+function nextUser(messages: ModelMessageInput[], from: number): number {
+  let i = Math.max(0, from);
+  while (i < messages.length && messages[i].role !== 'user') i++;
+  return i;
+}
+
+/** The folded messages as text for the summariser: roles and words, long tool results cut. */
+function summaryRequest(previous: string | undefined, folded: ModelMessageInput[]): string {
+  const line = (m: ModelMessageInput): string => {
+    if (m.role === 'user') return `user: ${m.content}`;
+    if (m.role === 'assistant') return `assistant: ${m.content ?? ''}${m.toolCalls?.length ? ` [called ${m.toolCalls.map((c) => c.name).join(', ')}]` : ''}`;
+    const result = typeof m.result === 'string' ? m.result : JSON.stringify(m.result);
+    return `tool ${m.toolName}: ${(result ?? '').slice(0, 2000)}`;
+  };
+  return [previous ? `Earlier summary: ${previous}` : 'There is no earlier summary.', '', 'Messages:', ...folded.map(line)].join('\n');
+}
