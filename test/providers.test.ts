@@ -270,6 +270,16 @@ describe('scripted model', () => {
     expect(wrongTools.message).toContain('turn 1 of 3: expected tools [list_dir, read_file], offered [read_file]');
   });
 
+  test('a cycling script starts again after its last turn, and still checks each turn', async () => {
+    const cycling = path.join(dir, 'cycle.yaml');
+    writeFileSync(cycling, 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: odd }\n  - expect: { lastRole: user }\n    reply: { text: even }\n');
+    const say = (assistants: number) =>
+      modelTurn({ model: `scripted:${cycling}`, messages: [...Array.from({ length: assistants }, () => ({ role: 'assistant' as const, content: 'x' })), { role: 'user', content: 'hi' }] }, scripted);
+    expect((await Promise.all([0, 1, 2, 3, 10].map(say))).map((t) => t.text)).toEqual(['odd', 'even', 'odd', 'even', 'odd']);
+    const departed = await failureOf(modelTurn({ model: `scripted:${cycling}`, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'x' }] }, scripted));
+    expect(departed.message).toContain('turn 2 of 2: expected the last message from user, got assistant');
+  });
+
   test('a scenario that is not valid names its path', async () => {
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, 'turns:\n  - reply: { toolCalls: [{ args: {} }] }\n');

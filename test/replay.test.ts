@@ -25,6 +25,8 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-hardened',
       'run-plan-step-activity-ids',
       'run-plan-worktrees',
+      'session-after-continue',
+      'session-first-run',
     ]);
   });
 

@@ -54,6 +54,11 @@ const turnSchema = z.strictObject({
 
 export const scenarioSchema = z.strictObject({
   turns: z.array(turnSchema).min(1),
+  /**
+   * Start the script again after its last turn (turn n+1 is turn 1): for conversations whose
+   * earlier messages leave the context (sessions), where the turn count no longer grows.
+   */
+  cycle: z.boolean().default(false),
 });
 
 export type Scenario = z.infer<typeof scenarioSchema>;
@@ -120,7 +125,8 @@ export class ScriptedModel implements LanguageModelV3 {
 
   /** The turn this prompt is at, after checking the prompt against what the turn expects. */
   private turnFor(options: LanguageModelV3CallOptions): { index: number; turn: ScriptedTurn } {
-    const index = options.prompt.filter((m) => m.role === 'assistant').length;
+    const assistants = options.prompt.filter((m) => m.role === 'assistant').length;
+    const index = this.scenario.cycle ? assistants % this.scenario.turns.length : assistants;
     const where = `scripted model ${this.modelId}, turn ${index + 1} of ${this.scenario.turns.length}`;
     const turn = this.scenario.turns[index];
     if (!turn) throw permanent(ErrorTypes.ScriptMismatch, `${where}: the script is exhausted (the conversation asked for turn ${index + 1})`);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
+import { endSession, sendMessage, sessionInput } from '../../src/client/sessions';
 import { validatePlan, formatIssues } from '../../src/spec/validate';
 import { startEmbedded } from '../../src/worker/embedded';
 import { installConciseLogging } from '../../src/worker/logging';
@@ -145,6 +146,35 @@ output: "{{ steps.act.output }}"
   },
 ];
 
+/**
+ * A session of 7 messages that keeps 4 in context and continues as new every 3: its first run
+ * (ending in continue-as-new) and its last (starting from the carried state, ended by signal).
+ */
+async function recordSession(client: CadreClient): Promise<void> {
+  const files = { first: 'session-first-run', last: 'session-after-continue' };
+  const target = (name: string) => path.join(__dirname, '..', 'histories', `${name}.json`);
+  if (existsSync(target(files.first))) {
+    console.error(`kept ${target(files.first)}`);
+    return;
+  }
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
+  writeFileSync(path.join(workspace, 'chat.yaml'), 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "noted", usage: { inputTokens: 5, outputTokens: 1 } }\n');
+  const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: 3 });
+  const id = 'replay-session';
+  let firstRunId: string | undefined;
+  for (let i = 1; i <= 7; i++) {
+    await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
+    firstRunId ??= (await client.client.workflow.getHandle(id).describe()).runId;
+  }
+  await endSession(client, id);
+  await client.client.workflow.getHandle(id).result();
+  for (const [name, runId] of [[files.first, firstRunId], [files.last, undefined]] as const) {
+    const history = await client.client.workflow.getHandle(id, runId).fetchHistory();
+    writeFileSync(target(name), `${historyToJSON(history)}\n`);
+    console.error(`wrote ${target(name)} (${history.events?.length} events)`);
+  }
+}
+
 async function main(): Promise<void> {
   installConciseLogging('ERROR');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-'));
@@ -178,6 +208,7 @@ async function main(): Promise<void> {
         console.error(`wrote ${target} (${history.events?.length} events)`);
       }
     }
+    await recordSession(client);
   } finally {
     await client.close();
     await embedded.stop();
