@@ -6,4 +6,4 @@ export type { CompiledPlan, CompiledStep, RunPlanInput } from './spec/types';
 export type { AgentDiagnostics, AgentSummary, Answer, Diagnostics, PlanStatus, RunStatus, StepRecord, StepStatus, TokenUsage, Waiting } from './workflows/definitions';
 export { createCadreWorker, taskQueue, type CadreWorkerOptions } from './worker/worker';
 export { startEmbedded, type Embedded } from './worker/embedded';
-export { defineTool, type CadreTool, type ToolRunContext } from './tools/define';
+export { defineAgent, defineTool, type AgentMethod, type CadreTool, type ToolRunContext } from './tools/define';

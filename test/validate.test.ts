@@ -68,7 +68,7 @@ steps:
 `),
     ).toEqual([
       'name: plan name must hold only a-z, 0-9 and "-"',
-      'steps[0].tool: unknown tool "shel" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search)',
+      'steps[0].tool: unknown tool "shel" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>)',
       'steps[1].with.command: unknown step "nope"',
       'steps[2].timeout: bad duration "5 minutes": use a number with ms, s, m, h or d (e.g. 30s, 5m)',
       'steps[3].retry.maximumAttempts: Invalid input: expected number, received string',

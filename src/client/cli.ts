@@ -10,6 +10,7 @@ import { installConciseLogging } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveAddress } from './client';
+import { ask } from '../ask/ask';
 import { chat } from './chat';
 import { runDemo } from './demo';
 import { sendMessage, sessionInput } from './sessions';
@@ -300,6 +301,33 @@ export function buildProgram(): Command {
     .action(async (id: string, opts: { dir?: string }) => {
       const lines = CadreClient.readAuditLog(id, opts.dir);
       for (const line of lines) out(line);
+    });
+
+  program
+    .command('ask <request>')
+    .description('a request in words, routed by the ask section of cadre.config.yaml to a plan that answers it; prints the answer')
+    .option('--model <provider:model>', 'route with this model instead of the rules')
+    .option('--config <file>', 'the config file with the ask section (default: CADRE_CONFIG or ./cadre.config.yaml)')
+    .option('--json', 'print the route, the run id and the answer as JSON')
+    .action(async (request: string, opts: { model?: string; config?: string; json?: boolean }) => {
+      await withClient(async (client) => {
+        const started = await ask(client, request, { ...(opts.model && { model: opts.model }), ...(opts.config && { configPath: opts.config }) });
+        const how = 'rules' in started.by ? `rule "${started.by.rules.pattern}"` : `model ${started.by.model}`;
+        const slots = Object.entries(started.slots).map(([k, v]) => `${k}=${v}`).join(', ');
+        info(`intent ${started.intent} (by ${how}${slots ? `; ${slots}` : ''}); run ${started.workflowId}`);
+        for (const a of started.asking) info(`  it will ask for ${a.slot}: ${a.why}`);
+        leaveRunOnCtrlC(started.workflowId);
+        const printer = new ProgressPrinter(started.workflowId, info);
+        const final = await client.watch(started.workflowId, (d) => {
+          // Only what waits for the person asking: a question to answer.
+          if (d.waiting.length > 0) printer.update(d);
+        });
+        const result = final.status === 'completed' ? await client.result(started.workflowId) : final;
+        if (opts.json) out(JSON.stringify({ intent: started.intent, by: started.by, slots: started.slots, workflowId: started.workflowId, status: result.status, output: result.output }, null, 2));
+        else if (result.status === 'completed') out(JSON.stringify(result.output, null, 2));
+        else out(renderDiagnostics(started.workflowId, result));
+        process.exitCode = exitCodeOf(result.status);
+      });
     });
 
   const sessionOptions = (command: Command) =>

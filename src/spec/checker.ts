@@ -80,9 +80,11 @@ export class PlanChecker {
         else need(dep);
       });
     }
-    if (typeof step.tool === 'string') {
+    // The worker's own tools (ts:, mcp:) are known only to workers: their parameters are checked when they run.
+    if (typeof step.tool === 'string' && step.tool.endsWith('/*')) this.issue([i, 'tool'], 'a step calls one tool: name it, as in mcp:<server>/<tool>');
+    else if (typeof step.tool === 'string' && !CUSTOM_TOOL.test(step.tool)) {
       if (!isToolName(step.tool)) {
-        this.issue([i, 'tool'], `unknown tool "${shorten(step.tool)}" (known tools: ${TOOL_NAMES.join(', ')})`);
+        this.issue([i, 'tool'], `unknown tool "${shorten(step.tool)}" (known tools: ${TOOL_NAMES.join(', ')}; the worker's own: ts:<name>, mcp:<server>/<tool>)`);
       } else this.checkParams(step.tool, step.with, [i, 'with']);
     }
     const loopVar = step.forEach !== undefined ? (typeof step.as === 'string' ? step.as : 'item') : undefined;
@@ -217,7 +219,7 @@ export class PlanChecker {
     const compensate = step.compensate;
     if (!compensate || typeof compensate !== 'object' || typeof step.id !== 'string') return;
     this.progress.path = `steps[${i}].compensate`;
-    if (typeof compensate.tool === 'string') {
+    if (typeof compensate.tool === 'string' && !CUSTOM_TOOL.test(compensate.tool)) {
       if (!isToolName(compensate.tool)) {
         this.issue([i, 'compensate', 'tool'], `unknown tool "${shorten(compensate.tool)}" (known tools: ${TOOL_NAMES.join(', ')})`);
       } else this.checkParams(compensate.tool, compensate.with, [i, 'compensate', 'with']);

@@ -120,4 +120,4 @@ export type GitCommitParams = z.infer<(typeof toolParams)['git.commit']>;
 export type GitMergeParams = z.infer<(typeof toolParams)['git.merge']>;
 
 /** Tools the worker brings (cadre.config.yaml): `ts:<name>` (defineTool) and `mcp:<server>/<tool>` or `mcp:<server>/*`. */
-export const CUSTOM_TOOL = /^(ts:[A-Za-z][A-Za-z0-9_-]{0,63}|mcp:[a-z0-9][a-z0-9_-]{0,31}\/(\*|[A-Za-z0-9_.-]{1,128}))$/;
+export const CUSTOM_TOOL = /^(ts:[A-Za-z][A-Za-z0-9_-]{0,63}(\.[A-Za-z][A-Za-z0-9_-]{0,63})?|mcp:[a-z0-9][a-z0-9_-]{0,31}\/(\*|[A-Za-z0-9_.-]{1,128}))$/;

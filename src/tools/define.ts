@@ -22,7 +22,8 @@ export interface CadreTool<P extends z.ZodObject = z.ZodObject> {
   handler: (params: z.infer<P>, ctx: ToolRunContext) => unknown;
 }
 
-export const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+/** A name, or `<agent>.<method>` for an agent's method. */
+export const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}(\.[A-Za-z][A-Za-z0-9_-]{0,63})?$/;
 
 export function defineTool<P extends z.ZodObject>(tool: Omit<CadreTool<P>, 'kind'>): CadreTool<P> {
   if (!TOOL_NAME.test(tool.name)) throw new Error(`tool name "${tool.name}" must be a letter then up to 63 letters, digits, _ or -`);
@@ -31,4 +32,20 @@ export function defineTool<P extends z.ZodObject>(tool: Omit<CadreTool<P>, 'kind
 
 export function isCadreTool(value: unknown): value is CadreTool {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'cadre-tool';
+}
+
+export interface AgentMethod<P extends z.ZodObject = z.ZodObject> {
+  description: string;
+  parameters: P;
+  handler: (params: z.infer<P>, ctx: ToolRunContext) => unknown;
+}
+
+/**
+ * A typed agent: an object whose methods are tools (`ts:<agent>.<method>`), for plan steps and for
+ * other agents. Export the result from a module in `tools.modules`.
+ */
+export function defineAgent<M extends Record<string, z.ZodObject>>(agent: { name: string; description: string; methods: { [K in keyof M]: AgentMethod<M[K]> } }): CadreTool[] {
+  return Object.entries(agent.methods as Record<string, AgentMethod>).map(([method, m]) =>
+    defineTool({ name: `${agent.name}.${method}`, description: `${agent.description}: ${m.description}`, parameters: m.parameters, handler: m.handler }),
+  );
 }

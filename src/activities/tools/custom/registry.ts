@@ -37,7 +37,7 @@ export class CustomTools {
   async describe(tool: string): Promise<DescribedTool[]> {
     if (tool.startsWith(TS_PREFIX)) {
       const found = await this.typescriptTool(tool);
-      return [{ name: found.name, tool, description: found.description, inputSchema: z.toJSONSchema(found.parameters, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown> }];
+      return [{ name: modelName(found.name), tool, description: found.description, inputSchema: z.toJSONSchema(found.parameters, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown> }];
     }
     const { server, name } = mcpName(tool);
     const listed = await this.mcp.listTools(server);
