@@ -74,7 +74,7 @@ describe('cadre worker against a plain Temporal dev server', () => {
     const status = await cadre(['status', id]);
     expect(status).toMatchObject({
       code: 1,
-      stderr: `cadre: run ${id} is running, but no worker answered within 10s: start one with \`cadre worker\` or \`cadre dev\` (task queue "${taskQueue}")\n`,
+      stderr: `cadre: run ${id} is running, but no worker answered within 10s: start one with \`cadre worker\` or \`cadre dev\`, or give a loaded one time (task queue "${taskQueue}")\n`,
     });
   });
 });

@@ -185,7 +185,7 @@ steps:
       return result.ok ? [] : result.issues.map((i) => `${i.path}: ${i.message}`);
     };
     expect(issues('name: p\nsteps:\n  - { id: a, tool: git.commit, with: { message: m } }\n')).toEqual(['steps[0].worktree: git.commit runs in a worktree: give the step a "worktree"']);
-    expect(issues('name: p\nsteps:\n  - { id: a, worktree: { repo: r }, ask: { question: q } }\n')).toContain('steps[0].worktree: "worktree" needs a "tool": only tools run in a worktree');
+    expect(issues('name: p\nsteps:\n  - { id: a, worktree: { repo: r }, ask: { question: q } }\n')).toContain('steps[0].worktree: "worktree" needs a "tool" or an "agent": only they run in a worktree');
     expect(
       issues('name: p\nsteps:\n  - { id: a, worktree: { repo: r, task: t }, tool: git.status }\n  - { id: b, worktree: { repo: r, task: t, cleanup: never }, tool: git.status }\n'),
     ).toEqual(['steps[1].worktree: shares task "t" with steps[0] but not its base and cleanup; give them the same, or another task']);

@@ -294,35 +294,35 @@ export class CadreClient {
       await this.withAgentProgress(diagnostics);
       return withRetries(withClientClock(diagnostics), description.raw.pendingActivities ?? []);
     } catch (err) {
-      if (isFailingWorkflowTask(err)) throw new CadreError(await this.stuckRun(description));
-      if (!(err instanceof TimedOut)) throw err;
+      if (!isFailingWorkflowTask(err) && !(err instanceof TimedOut)) throw err;
       // While a failing task's next attempt runs, the server holds the query instead of refusing it.
-      const now = await this.describe(description.workflowId);
-      if ((now.raw.pendingWorkflowTask?.attempt ?? 1) > 1) {
-        const stuck = await this.stuckRun(now, { onlyIfWorkflowFailed: true });
+      const now = isFailingWorkflowTask(err) ? description : await this.describe(description.workflowId);
+      if (isFailingWorkflowTask(err) || (now.raw.pendingWorkflowTask?.attempt ?? 1) > 1) {
+        // Only a task the workflow failed makes a stuck run; tasks that timed out or that the server
+        // closed are a loaded or stopped worker, said below.
+        const stuck = await this.stuckRun(now);
         if (stuck) throw new CadreError(stuck);
       }
+      const when = isFailingWorkflowTask(err) ? 'in time (its workflow tasks time out)' : `within ${QUERY_TIMEOUT_MS / 1000}s`;
       throw new CadreError(
-        `run ${description.workflowId} is running, but no worker answered within ${QUERY_TIMEOUT_MS / 1000}s: ` +
-          `start one with \`cadre worker\` or \`cadre dev\` (task queue "${description.taskQueue}")`,
+        `run ${description.workflowId} is running, but no worker answered ${when}: ` +
+          `start one with \`cadre worker\` or \`cadre dev\`, or give a loaded one time (task queue "${description.taskQueue}")`,
       );
     }
   }
 
   /**
-   * Why a run cannot answer: its workflow task keeps failing (a worker with other or broken workflow
-   * code). With `onlyIfWorkflowFailed`, undefined when the last retried task timed out or was closed
-   * by the server's own housekeeping: a loaded worker, not a stuck run.
+   * Why a run cannot answer when its workflow task keeps failing (a worker with other or broken
+   * workflow code); undefined when the last retried task timed out or the server closed it as
+   * housekeeping: a loaded or stopped worker, not a stuck run.
    */
-  private async stuckRun(description: WorkflowExecutionDescription): Promise<string>;
-  private async stuckRun(description: WorkflowExecutionDescription, options: { onlyIfWorkflowFailed: true }): Promise<string | undefined>;
-  private async stuckRun(description: WorkflowExecutionDescription, options?: { onlyIfWorkflowFailed: true }): Promise<string | undefined> {
+  private async stuckRun(description: WorkflowExecutionDescription): Promise<string | undefined> {
     const id = description.workflowId;
     const attempt = description.raw.pendingWorkflowTask?.attempt ?? 1;
     const events = (await this.client.workflow.getHandle(id).fetchHistory()).events ?? [];
     const last = events.filter((e) => e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes).pop();
     const attributes = last?.workflowTaskFailedEventAttributes;
-    if (options?.onlyIfWorkflowFailed && (!attributes || SERVER_TASK_CLOSES.has(attributes.cause ?? 0))) return undefined;
+    if (!attributes || SERVER_TASK_CLOSES.has(attributes.cause ?? 0)) return undefined;
     const failed = attributes?.failure?.message;
     const why = failed ? `: ${failed.split('\n')[0]}` : '';
     return (

@@ -158,7 +158,7 @@ export const stepSchema = z
       ctx.addIssue({ code: 'custom', message: 'an "ask" step cannot loop with forEach', path: ['forEach'] });
     }
     if (step.worktree !== undefined && step.tool === undefined && step.agent === undefined) {
-      ctx.addIssue({ code: 'custom', message: '"worktree" needs a "tool" or an "agent": only tools run in a worktree', path: ['worktree'] });
+      ctx.addIssue({ code: 'custom', message: '"worktree" needs a "tool" or an "agent": only they run in a worktree', path: ['worktree'] });
     }
     if (step.tool?.startsWith('git.') && step.worktree === undefined) {
       ctx.addIssue({ code: 'custom', message: `${step.tool} runs in a worktree: give the step a "worktree"`, path: ['worktree'] });
