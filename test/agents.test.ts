@@ -126,7 +126,7 @@ steps:
       `
 name: agent-errors
 steps:
-  - { id: a, agent: { prompt: go, model: "openai:gpt-4o-mini", tools: [fs.read] } }
+  - { id: a, agent: { role: tester, prompt: go, model: "openai:gpt-4o-mini", tools: [fs.read] } }
 `,
       ws,
     );
@@ -146,6 +146,8 @@ steps:
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');
       expect(d.output).toBeUndefined();
+      // A role without a system prompt says who the agent is.
+      expect(messagesOf(server.requests[0])[0]).toEqual({ role: 'system', content: 'You are the tester of the team.' });
       const results = toolResults(server.requests[1]);
       expect(results.bad).toContain("do not match fs_read's schema");
       expect(results.made_up).toContain('no tool named "rm_rf" was offered');

@@ -40,7 +40,7 @@ class AgentRun {
     const common = { label: input.step, workspace: input.workspace, ...(input.worktree && { worktree: true }) };
     this.loop = new AgentLoop(
       action.kind === 'agent'
-        ? { ...common, ...action.agent }
+        ? { ...common, ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
         : {
             ...common,
             ...(action.decide.model !== undefined && { model: action.decide.model }),
