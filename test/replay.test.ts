@@ -1,8 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
+import { auditSinks } from '../src/worker/audit-log';
 import { installConciseLogging } from '../src/worker/logging';
 
 const dir = path.join(__dirname, 'histories');
@@ -32,7 +34,9 @@ describe('replay of recorded runPlan histories', () => {
 
   test('every recorded history replays on the current workflow code', async () => {
     const results = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string } }, histories)) {
+    // The worker's sinks, as in production: the audit sink does not run on replay.
+    const sinks = auditSinks(mkdtempSync(path.join(os.tmpdir(), 'cadre-replay-audit-')));
+    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks }, histories)) {
       results.push(result);
     }
     expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(histories.map((h) => [h.workflowId, undefined]));

@@ -113,6 +113,16 @@ export interface Answer {
 }
 
 export const diagnosticsQuery = defineQuery<Diagnostics>('diagnostics');
+/**
+ * Signals for clients that cannot send updates (the Web UI's "Send a Signal", `temporal workflow
+ * signal`, other SDKs' fire-and-forget): the same effects as the updates of the same names. A
+ * signal that cannot apply is recorded in `diagnostics.errors`, with the reason, and the run goes on.
+ */
+export const answerSignal = defineSignal<[Answer]>('answer');
+export const pauseSignal = defineSignal('pause');
+export const resumeSignal = defineSignal('resume');
+/** Approves (or with `approve: false`, denies) a tool call that waits for approval. */
+export const approveSignal = defineSignal<[{ waitId: string; approve?: boolean; reason?: string }]>('approve');
 export const answerUpdate = defineUpdate<{ accepted: true }, [Answer]>('answer');
 export const pauseUpdate = defineUpdate<{ paused: boolean }>('pause');
 export const resumeUpdate = defineUpdate<{ paused: boolean }>('resume');

@@ -31,9 +31,13 @@ import {
   FAILURE_CHOICES,
   STEP_STATUSES,
   TIMEOUT_CHOICES,
+  answerSignal,
   answerUpdate,
+  approveSignal,
   diagnosticsQuery,
+  pauseSignal,
   pauseUpdate,
+  resumeSignal,
   resumeUpdate,
   type CompensationRecord,
   type Diagnostics,
@@ -62,6 +66,9 @@ const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
  * activities for cheap tools. Runs recorded before replay without it.
  */
 const PATCH_HARDENED = 'engine-hardening';
+/** Runs that start on this code take signals (answer, pause, resume, approve); older ones dropped them and must still. */
+const PATCH_SIGNALS = 'plan-signals';
+const MAX_SIGNAL_ERRORS = 50;
 /** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
 export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
 const TERMINAL = new Set<StepStatus>(['completed', 'skipped', 'failed', 'cancelled']);
@@ -97,6 +104,7 @@ class PlanRun {
   /** Long forEach loops by step, kept across re-runs of the step. */
   private readonly loops = new Map<string, ChunkedLoop>();
   private readonly errors: { step: string; message: string }[] = [];
+  private signalErrors = 0;
   private readonly compensations: CompensationRecord[] = [];
   private readonly completionOrder: string[] = [];
   private readonly startedAtMs = nowMs();
@@ -149,6 +157,44 @@ class PlanRun {
     );
     setHandler(pauseUpdate, () => this.setPaused(true));
     setHandler(resumeUpdate, () => this.setPaused(false));
+    if (patched(PATCH_SIGNALS)) this.takeSignals();
+  }
+
+  /** The updates' effects by signal; what cannot apply is recorded, never thrown (a signal has no one to answer). */
+  private takeSignals(): void {
+    const attempt = (name: string, waitId: unknown, apply: () => void | Promise<void>) => {
+      try {
+        const done = apply();
+        if (done) done.catch((err: unknown) => this.signalError(name, waitId, err));
+      } catch (err) {
+        this.signalError(name, waitId, err);
+      }
+    };
+    const answer = (name: string, waitId: unknown, value: unknown) =>
+      attempt(name, waitId, () => {
+        if (this.agents.knows(waitId)) {
+          this.agents.validate(waitId, value);
+          return this.agents.forward(waitId as string, value as string);
+        }
+        this.waits.validate(waitId, value);
+        this.waits.accept(waitId as string, value as string);
+      });
+    setHandler(answerSignal, (a) => answer('answer', a?.waitId, a?.value));
+    setHandler(approveSignal, (a) => {
+      const reason = typeof a?.reason === 'string' && a.reason.trim() ? `:${a.reason}` : '';
+      answer('approve', a?.waitId, a?.approve === false ? `deny${reason}` : 'approve');
+    });
+    setHandler(pauseSignal, () => attempt('pause', undefined, () => void this.setPaused(true)));
+    setHandler(resumeSignal, () => attempt('resume', undefined, () => void this.setPaused(false)));
+  }
+
+  private signalError(name: string, waitId: unknown, err: unknown): void {
+    // Anyone can send signals: a flood of bad ones must not grow the run's record without bound.
+    if (++this.signalErrors > MAX_SIGNAL_ERRORS) return;
+    const step = typeof waitId === 'string' && waitId.length <= 200 ? waitId : '(signal)';
+    const more = this.signalErrors === MAX_SIGNAL_ERRORS ? ' (later signals that cannot apply are not recorded)' : '';
+    this.errors.push({ step, message: `signal ${name} not applied: ${messageOf(err).slice(0, 500)}${more}` });
+    this.changed();
   }
 
   private setPaused(paused: boolean): { paused: boolean } {
