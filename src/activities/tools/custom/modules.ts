@@ -28,7 +28,13 @@ export async function loadToolModules(modules: string[]): Promise<Map<string, Ca
 const TSX_REQUIRE_HOOK = 'tsx/cjs';
 
 async function importModule(file: string): Promise<Record<string, unknown>> {
+  try {
+    // JavaScript, or TypeScript under a loader of the worker's own (tsx, ts-jest).
+    return (await import(file)) as Record<string, unknown>;
+  } catch (err) {
+    if (!/\.[mc]?ts$/.test(file)) throw err;
+  }
   // Plain Node cannot read TypeScript: tsx's require hook, registered once, lets it.
-  if (/\.[mc]?ts$/.test(file)) await import(TSX_REQUIRE_HOOK);
+  await import(TSX_REQUIRE_HOOK);
   return (await import(file)) as Record<string, unknown>;
 }
