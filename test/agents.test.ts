@@ -3,7 +3,7 @@
  * through the real AI SDK clients over HTTP to a fake OpenAI/Anthropic server, with approvals and
  * the content-free audit log.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
@@ -13,6 +13,7 @@ import { auditSinks } from '../src/worker/audit-log';
 import type { Diagnostics } from '../src/workflows/definitions';
 import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
+import { git, tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
 const KEY = 'sk-test-agents-7c1d9e';
@@ -231,6 +232,35 @@ steps:
       expect(step(d, 'tokens').error).toContain('AgentTokenBudget: used 110 tokens over 1 turns; the budget is 100');
       expect(server.requests).toHaveLength(3);
     });
+  });
+});
+
+test('an agent in a worktree: big outputs go to the plan workspace\'s blob store, and the worktree stays clean', async () => {
+  const { home, repo } = tempRepository('cadre-agent-wt-');
+  writeFileSync(path.join(repo, 'big.txt'), 'b'.repeat(20_000));
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'big');
+  const ws = path.join(home, 'ws');
+  mkdirSync(ws);
+  const plan = compile(
+    `
+name: agent-worktree
+steps:
+  - { id: reader, worktree: { repo: ../repo }, agent: { prompt: "read big.txt", model: "openai:gpt-4o-mini", tools: [fs.read] } }
+`,
+    ws,
+  );
+  server.enqueue({ toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'big.txt' } }] }, { text: 'read it' });
+  await withAgents(async (h) => {
+    const id = await startPlan(h, plan);
+    const d = await h.client.result(id);
+    expect(d.status).toBe('completed');
+    // The model read the file; history holds a reference, not 20,000 characters.
+    expect(toolResults(server.requests.at(-1) as RecordedRequest).r).toContain('b'.repeat(1000));
+    const history = await h.client.client.workflow.getHandle(`${id}/reader`).fetchHistory();
+    expect(JSON.stringify(history).length).toBeLessThan(40_000);
+    expect(existsSync(path.join(ws, '.cadre', 'blobs'))).toBe(true);
+    expect(d.worktrees?.map((w) => w.state)).toEqual(['removed']);
   });
 });
 

@@ -32,6 +32,8 @@ export interface ToolRequest {
   inlineLimit?: number;
   /** `workspace` is a git worktree: its `.git` is out of bounds, and git.* tools work in it. */
   worktree?: boolean;
+  /** Whose blob store holds big outputs, when not `workspace`'s (an agent in a worktree keeps its worktree clean). */
+  storeWorkspace?: string;
 }
 
 export interface ToolResult {
@@ -77,7 +79,7 @@ export function createActivities(deps: ActivityDeps = {}) {
         const ctx = Context.current();
         const attempt = ctx.info.attempt;
         // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
-        const store = request.inlineLimit === undefined ? undefined : lazyStore(request.workspace, deps);
+        const store = request.inlineLimit === undefined ? undefined : lazyStore(request.storeWorkspace ?? request.workspace, deps);
         try {
           const params = store ? await readParams(request.params, store) : request.params;
           const output = isCustomTool(request.tool)

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { type ModelSettings, loadModelSettings } from '../providers/config';
+import { ErrorTypes, permanent } from './errors';
 import { type CustomToolsConfig, NO_CUSTOM_TOOLS, customToolsConfig } from './tools/custom/config';
 import { CustomTools } from './tools/custom/registry';
 
@@ -39,7 +40,7 @@ function readCustomTools(file: string): CustomToolsConfig {
   try {
     doc = parseYaml(readFileSync(file, 'utf8'));
   } catch (err) {
-    return customToolsConfig({ tools: `not valid YAML: ${(err as Error).message.split('\n')[0]}` }, file);
+    throw permanent(ErrorTypes.ModelConfigInvalid, `${file}: not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }
   return customToolsConfig(doc, file);
 }

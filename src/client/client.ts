@@ -474,8 +474,12 @@ class TimedOut extends Error {}
 
 /** The server refuses queries of a run whose workflow task is failing (FAILED_PRECONDITION). */
 const TaskFailedCause = temporal.api.enums.v1.WorkflowTaskFailedCause;
-/** Workflow tasks the server closes as housekeeping (a loaded worker, a lost sticky queue): the run goes on. */
-const SERVER_TASK_CLOSES = new Set<number>([
+/**
+ * Workflow tasks the server itself closes as housekeeping, which the run survives: more events
+ * arrived than it buffers during one task (a loaded worker), a sticky worker went away, new events
+ * raced the task's commands.
+ */
+export const SERVER_TASK_CLOSES = new Set<number>([
   TaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND,
   TaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE,
   TaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,

@@ -15,7 +15,7 @@ import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from './clock';
 import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from './definitions';
 import { describeFailure } from './failures';
-import { HumanWaits } from './waits';
+import { HumanWaits, splitAnswer } from './waits';
 
 export interface LoopSpec {
   /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
@@ -35,8 +35,8 @@ export interface LoopSpec {
   choices?: string[];
   workspace: string;
   worktree?: boolean;
-  /** Tool outputs bigger than this go to the blob store and travel by reference (sessions keep history small). */
-  inlineLimit?: number;
+  /** Whose blob store holds big tool outputs: the plan's workspace when `workspace` is a worktree. */
+  storeWorkspace?: string;
 }
 
 export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
@@ -77,6 +77,8 @@ export class AgentLoop {
   readonly waits: HumanWaits;
   turns = 0;
   toolCalls = 0;
+  /** Model turns for one answer. */
+  readonly maxTurns: number;
   private readonly running = new Map<string, string>();
   private offered?: Promise<AgentTool[]>;
 
@@ -85,6 +87,7 @@ export class AgentLoop {
     private readonly hooks: { changed(): void; waitsChanged(): void },
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
+    this.maxTurns = spec.maxTurns;
   }
 
   /** Tools running now. */
@@ -101,7 +104,7 @@ export class AgentLoop {
     const tools = await this.tools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     for (let turns = 0; ; turns++) {
-      if (turns >= this.spec.maxTurns) {
+      if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
         const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
         throw ApplicationFailure.nonRetryable(`no final answer after ${turns} model turns${fix}`, decide ? 'DecisionInvalid' : 'AgentTurnLimit');
@@ -146,8 +149,8 @@ export class AgentLoop {
         messages,
         ...(tools.length > 0 && { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) }),
         ...(this.spec.output && { outputSchema: this.spec.output }),
-        // Tool outputs stored outside history are read back by the activity, in this workspace's store.
-        ...(this.spec.inlineLimit !== undefined && { workspace: this.spec.workspace }),
+        // Tool outputs stored outside history are read back by the activity, never into history.
+        workspace: this.spec.storeWorkspace ?? this.spec.workspace,
       });
       this.usage.inputTokens += turn.usage.inputTokens;
       this.usage.outputTokens += turn.usage.outputTokens;
@@ -204,7 +207,9 @@ export class AgentLoop {
         workspace: this.spec.workspace,
         stepId: this.spec.label,
         ...(this.spec.worktree && { worktree: true }),
-        ...(this.spec.inlineLimit !== undefined && { inlineLimit: this.spec.inlineLimit }),
+        // Every turn sends the whole conversation: big outputs travel by reference, so no turn outgrows a payload.
+        inlineLimit: AGENT_INLINE_LIMIT,
+        ...(this.spec.storeWorkspace && { storeWorkspace: this.spec.storeWorkspace }),
       });
       this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok' });
       return reply(result.output);
@@ -247,11 +252,10 @@ export class AgentLoop {
       this.record({ event: 'approval.decided', call: callId, tool, outcome: 'timed_out' });
       return `denied: nobody approved ${tool} within ${timeout}`;
     }
-    const colon = value.indexOf(':');
-    const decision = colon < 0 ? value : value.slice(0, colon);
-    this.record({ event: 'approval.decided', call: callId, tool, outcome: decision === 'approve' ? 'approved' : 'denied' });
-    if (decision === 'approve') return undefined;
-    const reason = colon < 0 ? '' : value.slice(colon + 1).trim();
+    const { choice, extra } = splitAnswer(value);
+    this.record({ event: 'approval.decided', call: callId, tool, outcome: choice === 'approve' ? 'approved' : 'denied' });
+    if (choice === 'approve') return undefined;
+    const reason = extra?.trim();
     return `denied by a person${reason ? `: ${reason}` : ''}`;
   }
 }
@@ -275,5 +279,5 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
 }
 
-/** Tool outputs a session keeps in its history: bigger ones are stored and passed by reference. */
-export const SESSION_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);
+/** Tool output bytes an agent keeps in its history: bigger parts are stored and passed by reference. */
+export const AGENT_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);

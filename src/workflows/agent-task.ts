@@ -18,6 +18,8 @@ export interface AgentTaskInput {
   prompt: string;
   workspace: string;
   worktree?: boolean;
+  /** The plan's workspace, whose blob store holds big outputs, when `workspace` is a worktree. */
+  storeWorkspace?: string;
 }
 
 export interface AgentResult extends AgentSummary {
@@ -37,7 +39,12 @@ class AgentRun {
 
   constructor(private readonly input: AgentTaskInput) {
     const { action } = input;
-    const common = { label: input.step, workspace: input.workspace, ...(input.worktree && { worktree: true }) };
+    const common = {
+      label: input.step,
+      workspace: input.workspace,
+      ...(input.worktree && { worktree: true }),
+      ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
+    };
     this.loop = new AgentLoop(
       action.kind === 'agent'
         ? { ...common, ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
@@ -114,7 +121,7 @@ class AgentRun {
       kind: this.input.action.kind,
       status: this.status,
       turns: this.loop.turns,
-      maxTurns: this.input.action.kind === 'agent' ? this.input.action.agent.maxTurns : DECIDE_TURNS,
+      maxTurns: this.loop.maxTurns,
       toolCalls: this.loop.toolCalls,
       usage: { ...this.loop.usage },
       running: this.loop.runningTools(),

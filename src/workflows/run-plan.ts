@@ -549,7 +549,7 @@ class PlanRun {
   /** An agent or decide step: an `agentTask` child workflow, in the step's worktree when it has one. */
   private async runAgent(step: CompiledStep, action: Extract<StepAction, { kind: 'agent' | 'decide' }>, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
     const template = action.kind === 'agent' ? action.agent.prompt : action.decide.prompt;
-    const text = this.questionText(resolveTemplates(template, scope, this.templates), MAX_PROMPT_BYTES, 'prompt');
+    const text = this.asText(resolveTemplates(template, scope, this.templates), MAX_PROMPT_BYTES, 'prompt', promptText);
     const prompt = typeof text === 'string' ? text : await text;
     const worktree = step.worktree ? await this.worktrees.lease(step.worktree, step.id) : undefined;
     const record = this.record(step.id);
@@ -559,7 +559,7 @@ class PlanRun {
       {
         step,
         workflowId: `${workflowInfo().workflowId}/${run}`,
-        input: { step: label, action, prompt, workspace: worktree?.path ?? this.plan.workspace, ...(worktree && { worktree: true }) },
+        input: { step: label, action, prompt, workspace: worktree?.path ?? this.plan.workspace, ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace }) },
         ...(timeout !== undefined && { timeout }),
       },
       (summary) => {
@@ -580,7 +580,7 @@ class PlanRun {
 
   /** Asks and sleeps count their attempt when they start, so a record shows it while they wait. */
   private async runAsk(step: CompiledStep, ask: AskSpec, scope: Record<string, unknown>, timeout: string | undefined): Promise<ToolResult> {
-    const text = this.questionText(resolveTemplates(ask.question, scope, this.templates), MAX_QUESTION_BYTES, 'question');
+    const text = this.asText(resolveTemplates(ask.question, scope, this.templates), MAX_QUESTION_BYTES, 'question', String);
     const question = typeof text === 'string' ? text : await text;
     this.record(step.id).attempts += 1;
     const answer = await this.waitForHuman(step.id, 'ask', question, ask.choices, timeout);
@@ -600,13 +600,13 @@ class PlanRun {
   }
 
   /** A question or prompt as text; read through an activity (awaited) only when it quotes a stored output. */
-  private questionText(resolved: unknown, limit: number, what: string): string | Promise<string> {
-    if (!this.hardened || !hasDeferred(resolved)) return what === 'question' ? String(resolved) : asText(resolved);
+  private asText(resolved: unknown, limit: number, what: string, render: (value: unknown) => string): string | Promise<string> {
+    if (!this.hardened || !hasDeferred(resolved)) return render(resolved);
     return this.resolveValue(resolved, limit).then((text) => {
       if (isStored(text)) {
         throw new StepFailedError({ message: `the ${what} is ${describeStored(text)}; a ${what} holds at most ${limit} bytes`, timedOut: false, attempts: 0 });
       }
-      return what === 'question' ? String(text) : asText(text);
+      return render(text);
     });
   }
 
@@ -752,7 +752,7 @@ class PlanRun {
 }
 
 /** A prompt read from a template: text as it is, anything else as JSON. */
-function asText(value: unknown): string {
+function promptText(value: unknown): string {
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
 }
 

@@ -18,7 +18,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../activities';
-import { AgentLoop, SESSION_INLINE_LIMIT, asFailure } from './agent-loop';
+import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../spec/types';
+import { AgentLoop, asFailure } from './agent-loop';
 import {
   type SendResult,
   type SessionDiagnostics,
@@ -31,7 +32,7 @@ import {
 } from './definitions';
 import { sizeOf } from './sizes';
 
-export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100, maxTurns: 20, approvalTimeout: '24h' };
+export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
 /** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
 export const MAX_MESSAGE_CHARS = 32 * 1024;
 /** Messages beyond `keep` are folded this many at a time, so summaries are not made every turn. */
@@ -71,10 +72,9 @@ class Session {
         ...(input.model !== undefined && { model: input.model }),
         tools: input.tools,
         approvals: input.approvals,
-        approvalTimeout: input.approvalTimeout ?? SESSION_DEFAULTS.approvalTimeout,
-        maxTurns: input.maxTurns ?? SESSION_DEFAULTS.maxTurns,
+        approvalTimeout: input.approvalTimeout ?? DEFAULT_APPROVAL_TIMEOUT,
+        maxTurns: input.maxTurns ?? DEFAULT_AGENT_TURNS,
         workspace: input.workspace,
-        inlineLimit: SESSION_INLINE_LIMIT,
       },
       { changed: () => this.publish(), waitsChanged: () => this.publish() },
     );

@@ -113,9 +113,7 @@ export class HumanWaits {
       throw rejected(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
     }
     if (!waiting.choices) return;
-    const colon = value.indexOf(':');
-    const choice = colon < 0 ? value : value.slice(0, colon);
-    const extra = colon < 0 ? undefined : value.slice(colon + 1);
+    const { choice, extra } = splitAnswer(value);
     if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
       throw rejected(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
     }
@@ -129,6 +127,12 @@ export class HumanWaits {
       if (problem) throw rejected(`"${shorten(value)}": ${problem.message}`);
     }
   }
+}
+
+/** `choice[:extra]`: a decision and what it carries (`extend:10m`, `deny:not on main`); the extra may hold colons. */
+export function splitAnswer(value: string): { choice: string; extra?: string } {
+  const colon = value.indexOf(':');
+  return colon < 0 ? { choice: value } : { choice: value.slice(0, colon), extra: value.slice(colon + 1) };
 }
 
 function shorten(text: string): string {

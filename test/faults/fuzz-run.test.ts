@@ -5,7 +5,7 @@
  * validation let it through. (Tasks the server closes for its own housekeeping are counted apart.)
  */
 import { temporal } from '@temporalio/proto';
-import { CadreError } from '../../src/client/client';
+import { CadreError, SERVER_TASK_CLOSES } from '../../src/client/client';
 import type { Diagnostics } from '../../src/workflows/definitions';
 import { startPlan, tempWorkspace, withWorker, type Harness } from '../support/harness';
 import { runHistories } from '../support/history';
@@ -43,16 +43,6 @@ async function runToEnd(h: Harness, id: string): Promise<Diagnostics> {
 }
 
 const Cause = temporal.api.enums.v1.WorkflowTaskFailedCause;
-/**
- * Workflow tasks the server itself closes as part of its housekeeping, which the run survives: when
- * more events arrive than it buffers during one task (a loaded worker, a thousand completions), when
- * a sticky worker went away, when new events raced the task's commands.
- */
-const SERVER_CLOSES = new Set([
-  Cause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND,
-  Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE,
-  Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
-]);
 
 /** Workflow tasks failed by the workflow or refused for what it sent, in the run's history and its children's. */
 async function failedTasks(h: Harness, workflowId: string): Promise<{ failed: string[]; closedByServer: number }> {
@@ -62,7 +52,7 @@ async function failedTasks(h: Harness, workflowId: string): Promise<{ failed: st
     for (const event of events) {
       const attributes = event.workflowTaskFailedEventAttributes;
       if (event.eventType !== EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED || !attributes) continue;
-      if (SERVER_CLOSES.has(attributes.cause ?? Cause.WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED)) closedByServer++;
+      if (SERVER_TASK_CLOSES.has(attributes.cause ?? Cause.WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED)) closedByServer++;
       else failed.push(`${id}: ${Cause[attributes.cause ?? 0]}: ${attributes.failure?.message ?? ''}`);
     }
   }

@@ -3,10 +3,9 @@
  * `fs_read`), a description, and the JSON Schema of the parameters, from zod's own z.toJSONSchema.
  * Run as an activity when an agent starts, so the list sits in history and replays as it was.
  */
-import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors';
 import { type ToolName, TOOL_NAMES, isToolName, toolParams } from '../../spec/tools';
-import { type CustomTools, isCustomTool } from './custom/registry';
+import { type CustomTools, isCustomTool, modelToolName, toolInputSchema } from './custom/registry';
 
 export type { DescribedTool as AgentTool } from './custom/registry';
 import type { DescribedTool as AgentTool } from './custom/registry';
@@ -28,11 +27,6 @@ const DESCRIPTIONS: Record<ToolName, string> = {
   'code.search': 'Search the workspace for literal text; returns files, lines and the matching text.',
 };
 
-/** Providers take tool names of letters, digits, _ and -. */
-export function modelToolName(tool: string): string {
-  return tool.replace(/[^A-Za-z0-9_-]/g, '_');
-}
-
 /** The tools named, built-in or custom (`ts:`, `mcp:`), as the model will see them; names must come out unique. */
 export async function agentToolset(tools: string[], custom: () => CustomTools): Promise<AgentTool[]> {
   const unknown = tools.filter((tool) => !isToolName(tool) && !isCustomTool(tool));
@@ -40,7 +34,7 @@ export async function agentToolset(tools: string[], custom: () => CustomTools): 
   const described: AgentTool[] = [];
   for (const tool of new Set(tools)) {
     if (isCustomTool(tool)) described.push(...(await custom().describe(tool)));
-    else described.push({ name: modelToolName(tool), tool, description: DESCRIPTIONS[tool as ToolName], inputSchema: builtInSchema(tool as ToolName) });
+    else described.push({ name: modelToolName(tool), tool, description: DESCRIPTIONS[tool as ToolName], inputSchema: toolInputSchema(toolParams[tool as ToolName]) });
   }
   const seen = new Map<string, string>();
   for (const t of described) {
@@ -49,8 +43,4 @@ export async function agentToolset(tools: string[], custom: () => CustomTools): 
     seen.set(t.name, t.tool);
   }
   return described.filter((t, i) => described.findIndex((d) => d.tool === t.tool) === i);
-}
-
-function builtInSchema(tool: ToolName): Record<string, unknown> {
-  return z.toJSONSchema(toolParams[tool], { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
 }

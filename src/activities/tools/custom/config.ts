@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { ErrorTypes, permanent } from '../../errors';
 
 const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an environment variable');
-export const SERVER_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+const SERVER_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
 const stdioServer = z.strictObject({
   command: z.string().min(1),
@@ -33,9 +33,7 @@ const sectionsSchema = z.object({
     .optional(),
 });
 
-export type StdioServer = z.infer<typeof stdioServer>;
-export type HttpServer = z.infer<typeof httpServer>;
-export type McpServerConfig = StdioServer | HttpServer;
+export type McpServerConfig = z.infer<typeof stdioServer> | z.infer<typeof httpServer>;
 
 export interface CustomToolsConfig {
   /** Absolute paths of modules exporting `defineTool` tools. */

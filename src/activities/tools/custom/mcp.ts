@@ -25,10 +25,6 @@ export class McpServers {
 
   constructor(private readonly servers: Record<string, McpServerConfig>) {}
 
-  has(server: string): boolean {
-    return Object.prototype.hasOwnProperty.call(this.servers, server);
-  }
-
   names(): string[] {
     return Object.keys(this.servers);
   }

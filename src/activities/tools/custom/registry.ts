@@ -19,8 +19,8 @@ export interface DescribedTool {
   inputSchema: Record<string, unknown>;
 }
 
-export const TS_PREFIX = 'ts:';
-export const MCP_PREFIX = 'mcp:';
+const TS_PREFIX = 'ts:';
+const MCP_PREFIX = 'mcp:';
 
 export function isCustomTool(tool: string): boolean {
   return tool.startsWith(TS_PREFIX) || tool.startsWith(MCP_PREFIX);
@@ -37,7 +37,7 @@ export class CustomTools {
   async describe(tool: string): Promise<DescribedTool[]> {
     if (tool.startsWith(TS_PREFIX)) {
       const found = await this.typescriptTool(tool);
-      return [{ name: modelName(found.name), tool, description: found.description, inputSchema: z.toJSONSchema(found.parameters, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown> }];
+      return [{ name: modelToolName(found.name), tool, description: found.description, inputSchema: toolInputSchema(found.parameters) }];
     }
     const { server, name } = mcpName(tool);
     const listed = await this.mcp.listTools(server);
@@ -45,7 +45,7 @@ export class CustomTools {
     if (chosen.length === 0) {
       throw permanent(ErrorTypes.UnknownTool, `MCP server "${server}" has no tool "${name}" (it has: ${listed.map((t) => t.name).join(', ') || 'none'})`);
     }
-    return chosen.map((t) => ({ name: modelName(`${server}__${t.name}`), tool: `${MCP_PREFIX}${server}/${t.name}`, description: t.description ?? '', inputSchema: t.inputSchema }));
+    return chosen.map((t) => ({ name: modelToolName(`${server}__${t.name}`), tool: `${MCP_PREFIX}${server}/${t.name}`, description: t.description ?? '', inputSchema: t.inputSchema }));
   }
 
   async call(tool: string, args: unknown, ctx: ToolRunContext): Promise<unknown> {
@@ -87,7 +87,12 @@ function mcpName(tool: string): { server: string; name: string } {
   return { server: rest.slice(0, slash), name: rest.slice(slash + 1) };
 }
 
-/** Providers take 1-64 letters, digits, _ and -. */
-function modelName(name: string): string {
+/** The JSON Schema a model is sent for a tool's zod parameters: what callers may send (zod's own z.toJSONSchema). */
+export function toolInputSchema(parameters: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(parameters, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+}
+
+/** A tool's name as providers take it: 1-64 letters, digits, _ and - (`fs.read` becomes `fs_read`). */
+export function modelToolName(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
