@@ -32,6 +32,7 @@ import {
   diagnosticsQuery,
   pauseUpdate,
   resumeUpdate,
+  type AgentDiagnostics,
   type AgentSummary,
   type Diagnostics,
   type RunStatus,
@@ -100,6 +101,9 @@ export interface RunSummary {
   startTime: Date;
   closeTime?: Date;
 }
+
+/** Worker states after which a worker runs no tools. */
+const FINAL_WORKER_STATES = new Set(['completed', 'error', 'cancelled']);
 
 /** How long a diagnostics query may wait for a worker before we tell the user none is running. */
 const QUERY_TIMEOUT_MS = 10_000;
@@ -264,20 +268,33 @@ export class CadreClient {
     }
   }
 
-  /** Running agent steps get their agent's turns, tool calls and running tools (the plan learns them when the agent ends). */
+  /**
+   * Running agent steps get their agent's turns, tool calls and running tools, and the team's
+   * working workers their running tools (the plan learns them when the agent ends).
+   */
   private async withAgentProgress(d: Diagnostics): Promise<void> {
     const live = d.steps.filter((s) => s.agent && (s.status === 'running' || s.status === 'waiting'));
+    const working = (d.workers ?? []).filter((w) => !FINAL_WORKER_STATES.has(w.state));
+    const ids = new Set([...live.map((s) => (s.agent as AgentSummary).workflowId), ...working.map((w) => w.workflowId)]);
+    const found = new Map<string, AgentDiagnostics>();
     await Promise.all(
-      live.map(async (step) => {
-        const agent = step.agent as AgentSummary;
+      [...ids].map(async (id) => {
         try {
-          const a = await this.bounded(QUERY_TIMEOUT_MS, () => this.client.workflow.getHandle(agent.workflowId).query(agentDiagnosticsQuery));
-          step.agent = { ...agent, turns: a.turns, toolCalls: a.toolCalls, usage: a.usage, running: a.running };
+          found.set(id, await this.bounded(QUERY_TIMEOUT_MS, () => this.client.workflow.getHandle(id).query(agentDiagnosticsQuery)));
         } catch {
           // not started yet, or just ended: the plan's own record stands
         }
       }),
     );
+    for (const step of live) {
+      const agent = step.agent as AgentSummary;
+      const a = found.get(agent.workflowId);
+      if (a) step.agent = { ...agent, turns: a.turns, toolCalls: a.toolCalls, usage: a.usage, running: a.running };
+    }
+    for (const worker of working) {
+      const a = found.get(worker.workflowId);
+      if (a) worker.running = a.running;
+    }
   }
 
   /** The audit log of a run (its agents' model turns, tool calls, approvals): JSONL lines, no content. */

@@ -1,6 +1,6 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
-import type { AgentSummary, Diagnostics, StepRecord, Waiting } from '../workflows/definitions';
+import type { AgentSummary, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../workflows/definitions';
 import { STEP_MARKS, describeWait } from '../workflows/details';
 import { isFinal } from './run-status';
 
@@ -24,6 +24,16 @@ function agentLine(agent: AgentSummary): string {
   return `${agent.turns} turn${agent.turns === 1 ? '' : 's'}, ${agent.toolCalls ?? 0} tool calls, ${tokens} tokens${running}`;
 }
 
+/** A team worker: its state, what it runs now, and where it works. */
+export function workerLine(w: WorkerRecord): string {
+  const parts = [`◆ ${w.step.padEnd(16)} ${w.state.padEnd(19)}`];
+  if (w.role) parts.push(`role ${w.role}`);
+  if (w.running?.length) parts.push(`running ${w.running.join(', ')}`);
+  if (w.worktree) parts.push(`in ${w.worktree}`);
+  if (w.reason && w.state !== 'running' && w.state !== 'completed') parts.push(`— ${w.reason}`);
+  return parts.join('  ');
+}
+
 export function answerHint(workflowId: string, w: Waiting): string {
   const { question, command } = describeWait(workflowId, w);
   return `  ? ${w.id}: ${question}\n    answer with: ${command}`;
@@ -34,6 +44,7 @@ export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   if (d.reason) lines.push(`  why: ${d.reason}`);
   if (d.note) lines.push(`  ${d.note}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
+  if (d.workers?.length) lines.push('  workers:', ...d.workers.map((w) => `    ${workerLine(w)}`));
   for (const w of d.waiting) lines.push(answerHint(workflowId, w));
   for (const c of d.compensations) lines.push(`  ↺ compensated ${c.step}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);
   if (d.output !== undefined) lines.push(`output: ${JSON.stringify(d.output, null, 2)}`);
@@ -57,6 +68,13 @@ export class ProgressPrinter {
       if (this.seen.get(step.id) !== key) {
         if (step.status !== 'pending' || this.seen.has(step.id)) this.write(`  ${stepLine(step)}`);
         this.seen.set(step.id, key);
+      }
+    }
+    for (const worker of d.workers ?? []) {
+      const key = `${worker.state}|${worker.running?.join(',') ?? ''}`;
+      if (this.seen.get(`worker:${worker.workflowId}`) !== key) {
+        this.write(`  ${workerLine(worker)}`);
+        this.seen.set(`worker:${worker.workflowId}`, key);
       }
     }
     for (const w of d.waiting) {

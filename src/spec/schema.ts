@@ -174,6 +174,12 @@ const input = z.strictObject({
   description: z.string().optional(),
 });
 
+/** A plan whose agents work as a team: each is a worker that says its state (`signal_state`). */
+const team = z.strictObject({
+  /** Reminders to a worker that ends a turn without a tool call, before it is marked blocked. */
+  silentTurns: z.int().min(0).max(10).optional(),
+});
+
 export const planSchema = z.strictObject({
   name: bounded('plan name', MAX_PLAN_NAME_LENGTH).regex(PLAN_NAME, 'plan name must hold only a-z, 0-9 and "-"'),
   description: z.string().optional(),
@@ -190,13 +196,14 @@ export const planSchema = z.strictObject({
     })
     .optional(),
   defaults: z.strictObject(policies).optional(),
+  team: team.optional(),
   steps: z.array(stepSchema).min(1, 'a plan needs at least one step'),
   output: z.unknown().optional(),
 });
 
 /** Every field name the plan format knows, for suggestions when a field is unknown. */
 export const FIELD_NAMES = [
-  ...new Set([planSchema, stepSchema, ask, agent, decide, retry, input, worktreeSchema].flatMap((schema) => Object.keys(schema.shape))),
+  ...new Set([planSchema, stepSchema, ask, agent, decide, retry, input, worktreeSchema, team].flatMap((schema) => Object.keys(schema.shape))),
 ];
 
 export type PlanFile = z.infer<typeof planSchema>;

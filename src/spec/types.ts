@@ -106,7 +106,12 @@ export interface CompiledPlan {
   inputs: Record<string, InputSpec>;
   steps: CompiledStep[];
   output?: unknown;
+  /** Its agents work as a team (see workflows/team-tools.ts). */
+  team?: { silentTurns: number };
 }
+
+/** Reminders a silent team worker gets before it is marked blocked. */
+export const DEFAULT_SILENT_TURNS = 2;
 
 export interface RunPlanInput {
   plan: CompiledPlan;

@@ -39,7 +39,31 @@ export interface LoopSpec {
   storeWorkspace?: string;
 }
 
+/**
+ * A tool the workflow itself answers (a team worker's `signal_state`): no activity, its effect is
+ * on the workflow's own state. `final` ends the loop with that output.
+ */
+export interface WorkflowTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  call(args: Record<string, unknown>, callId: string): Promise<{ result: unknown; isError?: boolean; final?: { output: unknown } }>;
+}
+
+export interface LoopHooks {
+  changed(): void;
+  waitsChanged(): void;
+  /** Tools the workflow answers, offered beside the spec's. */
+  workflowTools?: WorkflowTool[];
+  /**
+   * A team worker must end with a state signal: a turn with neither tool calls nor one comes here
+   * (the count of such turns in a row), and the text returned is sent to the model as the next prompt.
+   */
+  silent?(count: number): Promise<string>;
+}
+
 export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
+type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
 
 /** Tool results are sent back to the model; this keeps a runaway one from filling history. */
 const MAX_RESULT_CHARS = 64 * 1024;
@@ -84,7 +108,7 @@ export class AgentLoop {
 
   constructor(
     private readonly spec: LoopSpec,
-    private readonly hooks: { changed(): void; waitsChanged(): void },
+    private readonly hooks: LoopHooks,
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
     this.maxTurns = spec.maxTurns;
@@ -103,24 +127,55 @@ export class AgentLoop {
   async respond(messages: ModelMessageInput[], system?: string): Promise<unknown> {
     const tools = await this.tools();
     const byName = new Map(tools.map((t) => [t.name, t]));
+    const own = new Map((this.hooks.workflowTools ?? []).map((t) => [t.name, t]));
+    const offered = [...tools, ...own.values()];
+    let silentTurns = 0;
     for (let turns = 0; ; turns++) {
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
         const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
         throw ApplicationFailure.nonRetryable(`no final answer after ${turns} model turns${fix}`, decide ? 'DecisionInvalid' : 'AgentTurnLimit');
       }
-      const turn = await this.modelTurn(messages, tools, system ?? this.spec.system);
+      const turn = await this.modelTurn(messages, offered, system ?? this.spec.system);
       messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });
       this.checkBudget();
       if (turn.toolCalls.length === 0) {
+        if (this.hooks.silent) {
+          messages.push({ role: 'user', content: await this.hooks.silent(++silentTurns) });
+          continue;
+        }
         const answer = this.finalAnswer(turn);
         if (answer.done) return answer.output;
         messages.push({ role: 'user', content: answer.retry });
         continue;
       }
-      const results = await Promise.all(turn.toolCalls.map((call, index) => this.callTool(call, `${this.turns}.${index + 1}`, byName)));
-      messages.push(...results);
+      silentTurns = 0;
+      const results = await Promise.all(
+        turn.toolCalls.map((call, index) => {
+          const callId = `${this.turns}.${index + 1}`;
+          const mine = own.get(call.name);
+          return mine ? this.callWorkflowTool(mine, call, callId) : this.callTool(call, callId, byName).then((message): ToolOutcome => ({ message }));
+        }),
+      );
+      messages.push(...results.map((r) => r.message));
+      const final = results.find((r) => r.final);
+      if (final?.final) return final.final.output;
     }
+  }
+
+  /** A tool the workflow answers: audited like the others, never an activity. */
+  private async callWorkflowTool(tool: WorkflowTool, call: ModelToolCall, callId: string): Promise<ToolOutcome> {
+    this.toolCalls++;
+    const reply = (result: unknown, isError?: boolean): ToolMessage => ({ role: 'tool', toolCallId: call.id, toolName: call.name, result: clipResult(result), ...(isError && { isError: true }) });
+    if (call.error !== undefined) {
+      this.record({ event: 'tool.refused', call: callId, outcome: 'invalid_arguments', tool: tool.name });
+      return { message: reply(call.error, true) };
+    }
+    this.record({ event: 'tool.started', call: callId, tool: tool.name });
+    const started = nowMs();
+    const { result, isError, final } = await tool.call(call.args, callId);
+    this.record({ event: 'tool.finished', call: callId, tool: tool.name, durationMs: nowMs() - started, outcome: isError ? 'error' : 'ok' });
+    return { message: reply(result, isError), ...(final && { final }) };
   }
 
   /** One model call outside the loop (a session's summary): counted and audited like a turn. */
@@ -138,7 +193,7 @@ export class AgentLoop {
     return this.offered;
   }
 
-  private async modelTurn(messages: ModelMessageInput[], tools: AgentTool[], system: string | undefined): Promise<ModelTurnResult> {
+  private async modelTurn(messages: ModelMessageInput[], tools: Pick<AgentTool, 'name' | 'description' | 'inputSchema'>[], system: string | undefined): Promise<ModelTurnResult> {
     this.turns++;
     this.hooks.changed();
     const started = nowMs();

@@ -9,7 +9,9 @@ import type { ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import type { CompiledStep } from '../spec/types';
 import { type AgentResult, type AgentTaskInput, agentTask } from './agent-task';
-import { type AgentSummary, type Waiting, agentAnswerSignal, agentWaitsSignal } from './definitions';
+import { isoAt, nowMs } from './clock';
+import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from './definitions';
+import { TeamBoard } from './team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
 
@@ -30,9 +32,22 @@ export class AgentSteps {
   /** What the agents wait for, by wait id; answers are checked here before they go on. */
   private readonly waits = new HumanWaits(true, () => undefined);
   private readonly owners = new Map<string, string>();
+  /** Each agent's worker state, as it signals it. */
+  private readonly board: TeamBoard;
 
-  constructor(private readonly onWaiting: (step: string, waiting: boolean) => void) {
+  constructor(
+    private readonly onWaiting: (step: string, waiting: boolean) => void,
+    onWorkerChange: () => void,
+  ) {
+    this.board = new TeamBoard(onWorkerChange);
     setHandler(agentWaitsSignal, ({ workflowId, waits }) => this.update(workflowId, waits));
+    setHandler(workerStateSignal, (signal) => {
+      this.board.apply(signal, isoAt(nowMs()));
+    });
+  }
+
+  workers(): WorkerRecord[] {
+    return this.board.records();
   }
 
   get waiting(): number {
@@ -61,6 +76,7 @@ export class AgentSteps {
 
   async run({ step, workflowId, input, timeout }: AgentStart, started: (summary: AgentSummary) => void): Promise<ToolResult> {
     this.children.set(workflowId, step.id);
+    this.board.add(workflowId, input.step, { ...(step.action.kind === 'agent' && step.action.agent.role && { role: step.action.agent.role }), ...(input.worktree && { worktree: input.workspace }) });
     started({ workflowId });
     try {
       const result: AgentResult = await executeChild(agentTask, {

@@ -3,12 +3,17 @@
  * It answers the `agentDiagnostics` query, takes approvals by the `answer` update (or from its plan
  * run by signal), tells its plan run what it waits for, and shows its progress in the Web UI.
  */
-import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../activities';
 import type { AgentSpec, DecideSpec } from '../spec/types';
-import { AgentLoop, asFailure } from './agent-loop';
+import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
 import { type AgentDiagnostics, type AgentSummary, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
+import { type TeamSettings, type TeamWorkerContext, signalStateTool, silentTurnHandler } from './team-tools';
+import { WorkerReporter } from './worker-reporter';
+
+/** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
+const PATCH_WORKER_STATES = 'worker-states';
 
 export interface AgentTaskInput {
   /** The plan step (`review`, or `review[2]` for a forEach item): audit and wait ids name it. */
@@ -20,6 +25,8 @@ export interface AgentTaskInput {
   worktree?: boolean;
   /** The plan's workspace, whose blob store holds big outputs, when `workspace` is a worktree. */
   storeWorkspace?: string;
+  /** A team worker: it has `signal_state` and must say when it is done. */
+  team?: TeamSettings;
 }
 
 export interface AgentResult extends AgentSummary {
@@ -36,6 +43,7 @@ class AgentRun {
   private readonly loop: AgentLoop;
   private readonly startedAtMs = nowMs();
   private status: AgentDiagnostics['status'] = 'running';
+  private readonly reporter = new WorkerReporter(patched(PATCH_WORKER_STATES), () => this.publish());
 
   constructor(private readonly input: AgentTaskInput) {
     const { action } = input;
@@ -58,7 +66,7 @@ class AgentRun {
             maxTurns: DECIDE_TURNS,
             choices: action.decide.choices,
           },
-      { changed: () => this.publish(), waitsChanged: () => this.waitsChanged() },
+      this.hooks(),
     );
     setHandler(agentDiagnosticsQuery, () => this.diagnostics());
     // Answers come straight to the agent (`cadre answer <agent id>`), or through its plan run.
@@ -77,31 +85,54 @@ class AgentRun {
 
   async run(): Promise<AgentResult> {
     this.loop.record({ event: 'message.received', chars: this.input.prompt.length });
-    this.publish();
+    this.reporter.move('running', 'started');
     const messages: ModelMessageInput[] = [{ role: 'user', content: this.input.prompt }];
     try {
       const output = await this.loop.respond(messages);
+      if (this.reporter.state !== 'completing') this.reporter.move('completing', 'final answer');
+      this.reporter.move('completed', 'done');
       this.status = 'completed';
       this.loop.record({ event: 'agent.finished', outcome: 'completed', turn: this.loop.turns });
       return { ...this.summary(), output };
     } catch (err) {
       if (isCancellation(err)) {
+        this.reporter.tryMove('cancelled', 'cancelled');
         this.loop.record({ event: 'agent.finished', outcome: 'cancelled' });
         throw err;
       }
       this.status = 'failed';
       const failure = asFailure(err);
+      if (this.reporter.state !== 'error') this.reporter.tryMove('error', failure.message);
       this.loop.record({ event: 'agent.finished', outcome: 'failed', errorType: failure.type ?? 'Error' });
       // The summary travels with the failure, so the plan's record shows what the agent used.
       throw ApplicationFailure.create({ type: failure.type ?? 'AgentFailed', message: failure.message, nonRetryable: failure.nonRetryable ?? false, details: [this.summary()] });
     } finally {
       this.publish();
+      await this.reporter.flush();
     }
+  }
+
+  private hooks(): LoopHooks {
+    const hooks: LoopHooks = { changed: () => this.publish(), waitsChanged: () => this.waitsChanged() };
+    const { team } = this.input;
+    if (!team || this.input.action.kind !== 'agent') return hooks;
+    const ctx: TeamWorkerContext = {
+      reporter: this.reporter,
+      label: this.input.step,
+      askPerson: async (id, prompt) =>
+        (await this.loop.waits.wait({ id, kind: 'ask', prompt }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() })) as string,
+    };
+    return { ...hooks, workflowTools: [signalStateTool(ctx)], silent: silentTurnHandler(ctx, team) };
   }
 
   /** The plan run shows what its agents wait for, and passes answers on. */
   private waitsChanged(): void {
-    this.status = this.loop.waits.size > 0 ? 'waiting' : 'running';
+    const waiting = this.loop.waits.size > 0;
+    this.status = waiting ? 'waiting' : 'running';
+    const state = this.reporter.state;
+    // A blocked worker that waits for a person stays blocked, so a search for blocked workers finds it.
+    if (waiting && state === 'running') this.reporter.move('waiting_for_input', 'waiting for a person');
+    else if (!waiting && (state === 'waiting_for_input' || state === 'blocked')) this.reporter.move('running', 'answered');
     this.publish();
     const parent = workflowInfo().parent;
     if (!parent) return;
@@ -127,6 +158,10 @@ class AgentRun {
       running: this.loop.runningTools(),
       waiting: this.loop.waiting(),
       startedAt: isoAt(this.startedAtMs),
+      state: this.reporter.state,
+      transitions: this.reporter.machine.transitions(),
+      moves: this.reporter.machine.count,
+      fingerprint: this.reporter.machine.fingerprint,
     };
   }
 
@@ -134,7 +169,7 @@ class AgentRun {
   private publish(): void {
     const d = this.diagnostics();
     const lines = [
-      `**${d.kind} ${d.step}**: ${d.status}`,
+      `**${d.kind} ${d.step}**: ${d.state.replaceAll('_', ' ')}`,
       '',
       `- turn ${d.turns} of at most ${d.maxTurns}`,
       `- ${d.toolCalls} tool calls${d.running.length ? `, running: ${d.running.join(', ')}` : ''}`,

@@ -1,6 +1,7 @@
 /** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { WorkerState, WorkerTransition } from './worker-state';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -82,6 +83,8 @@ export interface Diagnostics {
   reason?: string;
   /** The git worktrees the run's steps work in, and what became of them when it ended. */
   worktrees?: WorktreeRecord[];
+  /** The run's agents as a team: each one's state as it last signalled it. */
+  workers?: WorkerRecord[];
   /**
    * Something the record itself leaves out: set by the workflow when it shortened the record to fit
    * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
@@ -141,7 +144,42 @@ export interface AgentDiagnostics {
   /** Tool calls waiting for approval (kind `approval`); answer `approve` or `deny[:reason]`. */
   waiting: Waiting[];
   startedAt: string;
+  /** The worker's state, and its last moves (50) with their reasons. */
+  state: WorkerState;
+  transitions: WorkerTransition[];
+  /** Moves made in all. */
+  moves: number;
+  /** A hash of every move in order: a team board that applied each once, in order, shows the same. */
+  fingerprint: string;
 }
+
+/** A worker's state change, as it tells its team run. */
+export interface WorkerStateSignal extends WorkerTransition {
+  workflowId: string;
+}
+
+/** A worker as its team run sees it. */
+export interface WorkerRecord {
+  workflowId: string;
+  step: string;
+  role?: string;
+  worktree?: string;
+  state: WorkerState;
+  /** The last move applied. */
+  seq: number;
+  reason?: string;
+  /** When the worker moved, and when the team run saw it (workflow times). */
+  since?: string;
+  seenAt?: string;
+  /** Signals that came twice (dropped) or before an earlier one (held until it came). */
+  duplicates: number;
+  early: number;
+  fingerprint: string;
+  /** Tools running now: filled in by clients from the worker's own query. */
+  running?: string[];
+}
+
+export const workerStateSignal = defineSignal<[WorkerStateSignal]>('workerState');
 
 export const agentDiagnosticsQuery = defineQuery<AgentDiagnostics>('agentDiagnostics');
 /** An agent tells the plan run what it waits for, so the run shows it and routes answers to it. */
@@ -215,7 +253,9 @@ export const endSessionSignal = defineSignal('end');
 /** Search attributes cadre registers on the namespace (see `cadre setup`). */
 export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');
 export const CadrePlan = defineSearchAttributeKey('CadrePlan', 'KEYWORD');
-export const SEARCH_ATTRIBUTES = [CadreStatus, CadrePlan];
+/** A team worker's state (`agentTask`): `CadreWorkerState = "blocked"` finds the stuck ones. */
+export const CadreWorkerState = defineSearchAttributeKey('CadreWorkerState', 'KEYWORD');
+export const SEARCH_ATTRIBUTES = [CadreStatus, CadrePlan, CadreWorkerState];
 
 export const FAILURE_CHOICES = ['retry', 'skip', 'abort'];
 export const TIMEOUT_CHOICES = ['retry', 'extend', 'skip', 'abort'];

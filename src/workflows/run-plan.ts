@@ -141,7 +141,10 @@ class PlanRun {
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
-    this.agents = new AgentSteps((id, waiting) => this.agentWaiting(id, waiting));
+    this.agents = new AgentSteps(
+      (id, waiting) => this.agentWaiting(id, waiting),
+      () => this.changed(),
+    );
     setHandler(diagnosticsQuery, () => this.diagnostics());
     setHandler(
       answerUpdate,
@@ -559,7 +562,14 @@ class PlanRun {
       {
         step,
         workflowId: `${workflowInfo().workflowId}/${run}`,
-        input: { step: label, action, prompt, workspace: worktree?.path ?? this.plan.workspace, ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace }) },
+        input: {
+          step: label,
+          action,
+          prompt,
+          workspace: worktree?.path ?? this.plan.workspace,
+          ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace }),
+          ...(this.plan.team && { team: this.plan.team }),
+        },
         ...(timeout !== undefined && { timeout }),
       },
       (summary) => {
@@ -739,6 +749,7 @@ class PlanRun {
       ...(this.output !== undefined && { output: this.output }),
       ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
+      ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
     };
   }
 

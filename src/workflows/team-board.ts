@@ -1,0 +1,74 @@
+/**
+ * The team run's view of its workers: each worker signals every state change with a sequence
+ * number, and the board applies them in that order, each once. A signal that arrives early waits
+ * for the ones before it; a repeated one is counted and dropped. No polling: the board changes
+ * only when a signal comes.
+ */
+import type { WorkerRecord, WorkerStateSignal } from './definitions';
+import { extendFingerprint, fingerprintText, newFingerprint } from './worker-state';
+
+/** Early signals held per worker: far above what Temporal's in-order delivery ever needs. */
+const MAX_EARLY = 1000;
+
+interface Board {
+  record: WorkerRecord;
+  trail: number;
+  early: Map<number, WorkerStateSignal>;
+}
+
+export class TeamBoard {
+  private readonly workers = new Map<string, Board>();
+
+  constructor(private readonly onChange: (record: WorkerRecord) => void) {}
+
+  get size(): number {
+    return this.workers.size;
+  }
+
+  /** A worker the run started: shown as `initializing` until its first signal. */
+  add(workflowId: string, step: string, details: { role?: string; worktree?: string }): void {
+    if (this.workers.has(workflowId)) return;
+    const record: WorkerRecord = { workflowId, step, ...details, state: 'initializing', seq: 0, duplicates: 0, early: 0, fingerprint: fingerprintText(newFingerprint()) };
+    this.workers.set(workflowId, { record, trail: newFingerprint(), early: new Map() });
+  }
+
+  /** The signal handler: applies the signal and any early ones it unblocks; returns false for an unknown worker. */
+  apply(signal: WorkerStateSignal, receivedAt: string): boolean {
+    const board = this.workers.get(signal.workflowId);
+    if (!board) return false;
+    const { record } = board;
+    if (signal.seq <= record.seq || board.early.has(signal.seq)) {
+      record.duplicates++;
+      return true;
+    }
+    if (signal.seq > record.seq + 1) {
+      if (board.early.size < MAX_EARLY) board.early.set(signal.seq, signal);
+      record.early++;
+      return true;
+    }
+    this.take(board, signal, receivedAt);
+    for (let next = board.early.get(record.seq + 1); next; next = board.early.get(record.seq + 1)) {
+      board.early.delete(next.seq);
+      this.take(board, next, receivedAt);
+    }
+    this.onChange(record);
+    return true;
+  }
+
+  /** The current tool of a worker (the plan run learns it from the agent's own query). */
+  records(): WorkerRecord[] {
+    return [...this.workers.values()].map(({ record }) => ({ ...record }));
+  }
+
+  private take(board: Board, signal: WorkerStateSignal, receivedAt: string): void {
+    board.trail = extendFingerprint(board.trail, signal);
+    Object.assign(board.record, {
+      state: signal.to,
+      seq: signal.seq,
+      since: signal.at,
+      seenAt: receivedAt,
+      reason: signal.reason,
+      fingerprint: fingerprintText(board.trail),
+    });
+  }
+}
