@@ -41,6 +41,7 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
+COPY roles ./roles
 COPY examples ./examples
 
 # Plan workspaces (tools run in the plan's `workspace`, an absolute path such as /workspace/my-plan).

@@ -16,6 +16,7 @@ import { runDemo } from './demo';
 import { sendMessage, sessionInput } from './sessions';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
+import { registerRolesCommand } from './roles-command';
 import { checkWorkflowId } from './workflow-ids';
 import { pruneWorktrees, runWorktrees } from './worktrees';
 
@@ -427,6 +428,8 @@ export function buildProgram(): Command {
         process.exitCode = exitCodeOf(d.status);
       });
     });
+
+  registerRolesCommand(program);
 
   program
     .command('demo')
