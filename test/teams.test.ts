@@ -3,13 +3,17 @@
  * applies every state signal once and in order, the `CadreWorkerState` search attribute, and a
  * worker that goes quiet being marked blocked instead of done. Models are scripted (offline).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import type { AgentDiagnostics } from '../src/workflows/definitions';
 import { agentDiagnosticsQuery } from '../src/workflows/definitions';
 import { WorkerStateMachine, type WorkerState } from '../src/workflows/worker-state';
+import { findTemporalCli } from '../src/worker/temporal-cli';
+import { tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
 const scenarios = mkdtempSync(path.join(os.tmpdir(), 'cadre-team-scenarios-'));
@@ -105,6 +109,155 @@ test('1,000 state signals from 10 workers reach the team run: none lost, none ap
     for (const w of workers) expect(w).toMatchObject({ state: 'completed', seq: moves.length, fingerprint: expectedFingerprint(moves) });
   }, {});
 }, 240_000);
+
+const ask = (question: string, canBeAnsweredBy?: string) => ({ reply: { toolCalls: [{ name: 'ask_question', args: { question, ...(canBeAnsweredBy && { canBeAnsweredBy }) } }] } });
+const QUESTION = 'Which module should hold the retry logic?';
+
+/** A team plan: one implementer step on `model`, specialists and subtasks on `teamModel`. */
+function teamPlan(name: string, model: string, teamModel: string, ws: string, extra = ''): ReturnType<typeof compile> {
+  return compile(`name: ${name}
+team: { model: "${teamModel}"${extra} }
+steps:
+  - { id: impl, agent: { role: implementer, prompt: add retries, model: "${model}" } }
+`, ws);
+}
+
+/** Runs to the end, answering nothing; returns every run status seen on the way. */
+async function statusesUntilDone(h: Harness, id: string): Promise<string[]> {
+  const seen = new Set<string>();
+  await waitUntil(h, id, (d) => (seen.add(d.status), !['running', 'waiting'].includes(d.status)));
+  return [...seen];
+}
+
+describe('questions', () => {
+  test('a specialist sure of its answer answers; the same question again comes from memory; no person is asked', async () => {
+    const ws = tempWorkspace();
+    const model = scenario('asker', [
+      ask(QUESTION, 'architect'),
+      { expect: { lastContains: 'The architect answered (confidence 0.9): src/http/retry.ts' }, ...ask(`  which module should hold the retry logic `) },
+      { expect: { lastContains: 'the answer given earlier to the same question' }, ...say('completing', 'done', { result: 'retries in src/http/retry.ts' }) },
+    ]);
+    const architect = scenario('sure-architect', [
+      { expect: { lastContains: QUESTION }, ...say('completing', 'answered', { result: { answer: 'src/http/retry.ts', confidence: 0.9 } }) },
+    ]);
+    await withWorker(async (h) => {
+      const id = await startPlan(h, teamPlan('team-consult', model, architect, ws));
+      const statuses = await statusesUntilDone(h, id);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(statuses).not.toContain('waiting');
+      expect(d.consultations?.map((c) => [c.from, c.to, c.outcome, c.confidence])).toEqual([
+        ['impl', 'architect', 'answered', 0.9],
+        ['impl', undefined, 'cached', undefined],
+      ]);
+      expect(d.workers?.map((w) => [w.step, w.role, w.state])).toEqual([
+        ['impl', 'implementer', 'completed'],
+        ['consult-1', 'architect', 'completed'],
+      ]);
+      const a: AgentDiagnostics = await h.client.client.workflow.getHandle(step(d, 'impl').agent?.workflowId as string).query(agentDiagnosticsQuery);
+      expect(a.transitions.map((t) => t.to)).toEqual(['running', 'waiting_for_input', 'running', 'waiting_for_input', 'running', 'completing', 'completed']);
+      expect(a.waiting).toEqual([]);
+    });
+  });
+
+  test('an unsure specialist sends the question to a person, whose answer resumes the worker', async () => {
+    const ws = tempWorkspace();
+    const model = scenario('asker-2', [ask(QUESTION), { expect: { lastContains: 'A person answered: put it in src/net' }, ...say('completing', 'done', { result: 'ok' }) }]);
+    const unsure = scenario('unsure-architect', [say('completing', 'guess', { result: { answer: 'maybe src/util', confidence: 0.3 } })]);
+    await withWorker(async (h) => {
+      const id = await startPlan(h, teamPlan('team-escalate', model, unsure, ws));
+      const d = await waitUntil(h, id, (x) => x.waiting.length > 0);
+      expect(d.status).toBe('waiting');
+      expect(d.waiting[0]).toMatchObject({ kind: 'ask', prompt: expect.stringContaining(`impl asks: ${QUESTION}`) });
+      expect(d.waiting[0].prompt).toContain('was not sure (confidence 0.3): maybe src/util');
+      expect(d.workers?.find((w) => w.step === 'impl')?.state).toBe('waiting_for_input');
+      await h.client.answer(id, d.waiting[0].id, 'put it in src/net');
+      const done = await h.client.result(id);
+      expect(done.status).toBe('completed');
+      expect(done.consultations?.[0]).toMatchObject({ to: 'architect', outcome: 'escalated', confidence: 0.3 });
+    });
+  });
+
+  test('a consultation loop (implementer asks architect asks implementer) is cut with a note', async () => {
+    const ws = tempWorkspace();
+    const model = scenario('asker-3', [ask(QUESTION, 'architect'), { expect: { lastContains: 'The architect answered' }, ...say('completing', 'done', { result: 'ok' }) }]);
+    const looping = scenario('looping-architect', [
+      ask('How is the HTTP client used today?', 'implementer'),
+      { expect: { lastContains: 'consultation loop cut: implementer → architect → implementer' }, ...say('completing', 'decided', { result: { answer: 'src/http/retry.ts', confidence: 0.8 } }) },
+    ]);
+    await withWorker(async (h) => {
+      const id = await startPlan(h, teamPlan('team-loop', model, looping, ws));
+      const statuses = await statusesUntilDone(h, id);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(statuses).not.toContain('waiting');
+      const [first, second] = d.consultations ?? [];
+      expect(second).toMatchObject({ from: 'consult-1', to: 'implementer', outcome: 'cut' });
+      expect(second.note).toContain('would ask the implementer again');
+      expect(first).toMatchObject({ from: 'impl', to: 'architect', outcome: 'answered' });
+    });
+  });
+});
+
+describe('subtasks', () => {
+  test('a worker waits for its subtask and goes on with the result; bounds are said back to the model', async () => {
+    const ws = tempWorkspace();
+    const spawn = (role: string) => ({ reply: { toolCalls: [{ name: 'spawn_subtask', args: { role, prompt: 'write tests for retries' } }] } });
+    const model = scenario('parent', [
+      spawn('tester'),
+      { expect: { lastContains: '3 tests added' }, ...spawn('tester') },
+      { expect: { lastContains: 'at most 1 subtasks' }, ...say('completing', 'done', { result: 'ok' }) },
+    ]);
+    const tester = scenario('tester', [say('completing', 'tests written', { result: '3 tests added' })]);
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, teamPlan('team-subtask', model, tester, ws, ', maxSubtasks: 1')));
+      expect(d.status).toBe('completed');
+      expect(d.workers?.map((w) => [w.step, w.role, w.state])).toEqual([
+        ['impl', 'implementer', 'completed'],
+        ['impl/sub-1', 'tester', 'completed'],
+      ]);
+      const a: AgentDiagnostics = await h.client.client.workflow.getHandle(step(d, 'impl').agent?.workflowId as string).query(agentDiagnosticsQuery);
+      expect(a.transitions.map((t) => t.to)).toEqual(['running', 'waiting_for_subtask', 'running', 'completing', 'completed']);
+    });
+  });
+
+  test('cancelling the team run with the temporal CLI cancels every worker and subtask, releases the worktree and keeps its uncommitted work', async () => {
+    const cli = await findTemporalCli({ build: false });
+    if (!cli) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');
+    const { home, repo } = tempRepository('cadre-team-cancel-');
+    const ws = path.join(home, 'ws');
+    mkdirSync(ws);
+    const model = scenario('writer-parent', [
+      { reply: { toolCalls: [{ name: 'fs_write', args: { path: 'draft.txt', content: 'not committed' } }] } },
+      { reply: { toolCalls: [{ name: 'spawn_subtask', args: { role: 'researcher', prompt: 'look around' } }] } },
+    ]);
+    const stuck = scenario('stuck-researcher', [say('blocked', 'waiting for access to the wiki')]);
+    const plan = compile(
+      `name: team-cancel
+team: { model: "${stuck}" }
+steps:
+  - { id: impl, worktree: { repo: ${repo}, task: impl, cleanup: always }, agent: { role: implementer, prompt: go, model: "${model}", tools: [fs.write] } }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await waitUntil(h, id, (x) => x.workers?.some((w) => w.step === 'impl/sub-1' && w.state === 'blocked') ?? false);
+      const ids = (d.workers ?? []).map((w) => w.workflowId);
+      expect(ids).toHaveLength(2);
+      await promisify(execFile)(cli, ['workflow', 'cancel', '--address', process.env.CADRE_TEST_ADDRESS as string, '--workflow-id', id]);
+      const done = await waitUntil(h, id, (x) => x.status === 'cancelled');
+      for (const workflowId of ids) {
+        const description = await h.client.client.workflow.getHandle(workflowId).describe();
+        expect([workflowId, description.status.name]).toEqual([workflowId, 'CANCELLED']);
+        expect(description.searchAttributes.CadreWorkerState).toEqual(['cancelled']);
+      }
+      const [worktree] = done.worktrees ?? [];
+      expect(worktree).toMatchObject({ state: 'kept', files: ['draft.txt'] });
+      expect(existsSync(path.join(worktree.path as string, 'draft.txt'))).toBe(true);
+    });
+  });
+});
 
 async function listIds(h: Harness, query: string): Promise<string[]> {
   const ids: string[] = [];

@@ -53,6 +53,8 @@ export const ErrorTypes = {
   ModelRequestRejected: 'ModelRequestRejected',
   /** The model's final answer does not match the requested output schema. */
   StructuredOutputInvalid: 'StructuredOutputInvalid',
+  /** A team role file that cannot be read or is not a valid role. */
+  RolesInvalid: 'RolesInvalid',
   /** The conversation departed from a scripted model's scenario. */
   ScriptMismatch: 'ScriptMismatch',
 } as const;

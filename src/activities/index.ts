@@ -13,6 +13,7 @@ import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn'
 import { type ModelDeps, lazyCustomTools, lazyModelSettings } from './models';
 import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
+import { teamRoles } from './roles';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
@@ -73,6 +74,9 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
     agentToolset: (request: { tools: string[] }) => agentToolset(request.tools, customTools),
+
+    // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
+    teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),
 
     runTool: (request: ToolRequest): Promise<ToolResult> =>
       heartbeating(async () => {

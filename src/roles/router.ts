@@ -4,6 +4,9 @@
  */
 import type { Role } from './roles';
 
+/** What routing reads of a role. */
+export type RoutedRole = Pick<Role, 'name' | 'description' | 'competencies'>;
+
 export interface RoleSuggestion {
   role: string;
   score: number;
@@ -48,7 +51,7 @@ export function stem(word: string): string {
 }
 
 /** Every role with something in common with the task, best first; equal scores by role name. */
-export function suggestRole(task: string, roles: Role[]): RoleSuggestion[] {
+export function suggestRole(task: string, roles: RoutedRole[]): RoleSuggestion[] {
   const taskWords = words(task);
   const taskStems = new Set(taskWords.map(stem));
   const suggestions: RoleSuggestion[] = [];
@@ -83,6 +86,6 @@ export function suggestRole(task: string, roles: Role[]): RoleSuggestion[] {
 }
 
 /** The best role's name for the task, or `fallback` when no role shares a word with it. */
-export function routeTask(task: string, roles: Role[], fallback = 'implementer'): string {
+export function routeTask(task: string, roles: RoutedRole[], fallback = 'implementer'): string {
   return suggestRole(task, roles)[0]?.role ?? fallback;
 }

@@ -178,6 +178,20 @@ const input = z.strictObject({
 const team = z.strictObject({
   /** Reminders to a worker that ends a turn without a tool call, before it is marked blocked. */
   silentTurns: z.int().min(0).max(10).optional(),
+  /** The model of workers that name none (specialists answering questions, subtasks). */
+  model: modelName.optional(),
+  /** A specialist's answer at least this sure goes back to the asker; a less sure one goes to a person. */
+  confidence: z.number().min(0).max(1).optional(),
+  /** How long a question escalated to a person waits. */
+  escalationTimeout: duration.optional(),
+  /** The answer a worker takes when nobody answers in time; without one it goes to error. */
+  defaultAnswer: z.string().min(1).max(10_000).optional(),
+  /** Specialists consulted one behind the other for one question (A asks B, B asks C). */
+  maxConsultDepth: z.int().min(1).max(5).optional(),
+  /** Subtasks of subtasks. */
+  maxSubtaskDepth: z.int().min(1).max(5).optional(),
+  /** Subtasks one worker may start. */
+  maxSubtasks: z.int().min(1).max(20).optional(),
 });
 
 export const planSchema = z.strictObject({

@@ -106,12 +106,30 @@ export interface CompiledPlan {
   inputs: Record<string, InputSpec>;
   steps: CompiledStep[];
   output?: unknown;
-  /** Its agents work as a team (see workflows/team-tools.ts). */
-  team?: { silentTurns: number };
+  /** Its agents work as a team (see workflows/team.ts). */
+  team?: TeamSpec;
 }
 
-/** Reminders a silent team worker gets before it is marked blocked. */
-export const DEFAULT_SILENT_TURNS = 2;
+export interface TeamSpec {
+  silentTurns: number;
+  model?: string;
+  confidence: number;
+  escalationTimeout: string;
+  defaultAnswer?: string;
+  maxConsultDepth: number;
+  maxSubtaskDepth: number;
+  maxSubtasks: number;
+}
+
+/** What a plan's `team: {}` means. */
+export const TEAM_DEFAULTS: TeamSpec = {
+  silentTurns: 2,
+  confidence: 0.7,
+  escalationTimeout: '24h',
+  maxConsultDepth: 2,
+  maxSubtaskDepth: 2,
+  maxSubtasks: 4,
+};
 
 export interface RunPlanInput {
   plan: CompiledPlan;

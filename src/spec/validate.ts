@@ -15,7 +15,7 @@ import { policyLimitIssues } from './policy-limits';
 import { historyWarnings, parallelismIssue } from './run-estimate';
 import { FIELD_NAMES, planSchema, type PlanFile, type StepFile } from './schema';
 import { formatCount, shorten } from './text';
-import { type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_SILENT_TURNS, type InputSpec, type StepAction } from './types';
+import { type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
 
 export { formatIssues, formatPath, type PlanIssue };
 
@@ -201,7 +201,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     inputs,
     steps,
     ...(plan.output !== undefined && { output: plan.output }),
-    ...(plan.team && { team: { silentTurns: plan.team.silentTurns ?? DEFAULT_SILENT_TURNS } }),
+    ...(plan.team && { team: { ...TEAM_DEFAULTS, ...plan.team, ...(plan.team.model && { model: modelAt(plan.team.model, options.baseDir) }) } }),
   };
 }
 

@@ -37,7 +37,7 @@ export class AgentSteps {
 
   constructor(
     private readonly onWaiting: (step: string, waiting: boolean) => void,
-    onWorkerChange: () => void,
+    onWorkerChange: (record: WorkerRecord) => void,
   ) {
     this.board = new TeamBoard(onWorkerChange);
     setHandler(agentWaitsSignal, ({ workflowId, waits }) => this.update(workflowId, waits));
@@ -48,6 +48,11 @@ export class AgentSteps {
 
   workers(): WorkerRecord[] {
     return this.board.records();
+  }
+
+  /** A worker the run starts outside its steps (a specialist answering a question). */
+  track(workflowId: string, step: string, details: { role?: string }): void {
+    this.board.add(workflowId, step, details);
   }
 
   get waiting(): number {

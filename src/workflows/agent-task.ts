@@ -9,7 +9,8 @@ import type { AgentSpec, DecideSpec } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
 import { type AgentDiagnostics, type AgentSummary, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
-import { type TeamSettings, type TeamWorkerContext, signalStateTool, silentTurnHandler } from './team-tools';
+import type { TeamWorker } from './team';
+import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from './team-tools';
 import { WorkerReporter } from './worker-reporter';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
@@ -25,8 +26,8 @@ export interface AgentTaskInput {
   worktree?: boolean;
   /** The plan's workspace, whose blob store holds big outputs, when `workspace` is a worktree. */
   storeWorkspace?: string;
-  /** A team worker: it has `signal_state` and must say when it is done. */
-  team?: TeamSettings;
+  /** A team worker: it has `signal_state`, `ask_question` and `spawn_subtask`, and must say when it is done. */
+  team?: TeamWorker;
 }
 
 export interface AgentResult extends AgentSummary {
@@ -43,9 +44,13 @@ class AgentRun {
   private readonly loop: AgentLoop;
   private readonly startedAtMs = nowMs();
   private status: AgentDiagnostics['status'] = 'running';
-  private readonly reporter = new WorkerReporter(patched(PATCH_WORKER_STATES), () => this.publish());
+  private readonly reporter: WorkerReporter;
+  /** A team worker's questions and subtasks under way. */
+  private readonly busy = { questions: 0, subtasks: 0 };
 
   constructor(private readonly input: AgentTaskInput) {
+    const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
+    this.reporter = new WorkerReporter(patched(PATCH_WORKER_STATES), () => this.publish(), team);
     const { action } = input;
     const common = {
       label: input.step,
@@ -117,22 +122,48 @@ class AgentRun {
     const { team } = this.input;
     if (!team || this.input.action.kind !== 'agent') return hooks;
     const ctx: TeamWorkerContext = {
+      team,
       reporter: this.reporter,
       label: this.input.step,
-      askPerson: async (id, prompt) =>
-        (await this.loop.waits.wait({ id, kind: 'ask', prompt }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() })) as string,
+      workspace: this.input.workspace,
+      busy: this.busy,
+      sync: (reason) => this.sync(reason),
+      askPerson: (id, prompt, timeout) =>
+        this.loop.waits.wait({ id, kind: 'ask', prompt, ...(timeout !== undefined && { timeout }) }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() }),
+      askWhileBlocked: async (id, prompt) => {
+        const answer = await this.loop.waits.wait(
+          { id, kind: 'ask', prompt },
+          {
+            opened: () => this.waitsChanged(),
+            closed: () => {
+              this.reporter.move('running', 'a person answered');
+              this.waitsChanged();
+            },
+          },
+        );
+        return answer as string;
+      },
     };
-    return { ...hooks, workflowTools: [signalStateTool(ctx)], silent: silentTurnHandler(ctx, team) };
+    return { ...hooks, workflowTools: [signalStateTool(ctx), askQuestionTool(ctx), spawnSubtaskTool(ctx)], silent: silentTurnHandler(ctx) };
+  }
+
+  /** A worker waits for input while a person or the team owes it an answer, for a subtask while one runs. */
+  private sync(reason: string): void {
+    const state = this.reporter.state;
+    // blocked, completing and the final states change only by what the worker does.
+    if (state !== 'running' && state !== 'waiting_for_input' && state !== 'waiting_for_subtask') return;
+    const desired = this.loop.waits.size > 0 || this.busy.questions > 0 ? 'waiting_for_input' : this.busy.subtasks > 0 ? 'waiting_for_subtask' : 'running';
+    if (desired === state) return;
+    if (state !== 'running' && desired !== 'running') this.reporter.move('running', reason);
+    this.reporter.move(desired, reason);
   }
 
   /** The plan run shows what its agents wait for, and passes answers on. */
   private waitsChanged(): void {
     const waiting = this.loop.waits.size > 0;
     this.status = waiting ? 'waiting' : 'running';
-    const state = this.reporter.state;
     // A blocked worker that waits for a person stays blocked, so a search for blocked workers finds it.
-    if (waiting && state === 'running') this.reporter.move('waiting_for_input', 'waiting for a person');
-    else if (!waiting && (state === 'waiting_for_input' || state === 'blocked')) this.reporter.move('running', 'answered');
+    this.sync(waiting ? 'waiting for a person' : 'answered');
     this.publish();
     const parent = workflowInfo().parent;
     if (!parent) return;

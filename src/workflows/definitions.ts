@@ -85,6 +85,8 @@ export interface Diagnostics {
   worktrees?: WorktreeRecord[];
   /** The run's agents as a team: each one's state as it last signalled it. */
   workers?: WorkerRecord[];
+  /** Questions workers asked, and who answered them (the last 200). */
+  consultations?: ConsultationRecord[];
   /**
    * Something the record itself leaves out: set by the workflow when it shortened the record to fit
    * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
@@ -156,6 +158,9 @@ export interface AgentDiagnostics {
 /** A worker's state change, as it tells its team run. */
 export interface WorkerStateSignal extends WorkerTransition {
   workflowId: string;
+  /** Who the worker is, so a worker the team run did not start itself (a subtask) joins its board. */
+  step?: string;
+  role?: string;
 }
 
 /** A worker as its team run sees it. */
@@ -180,6 +185,49 @@ export interface WorkerRecord {
 }
 
 export const workerStateSignal = defineSignal<[WorkerStateSignal]>('workerState');
+
+/** A worker's question to its team run (`ask_question`). */
+export interface TeamQuestion {
+  /** The asking worker's workflow id, and the question's id there. */
+  from: string;
+  id: string;
+  step: string;
+  question: string;
+  canBeAnsweredBy?: string;
+  /** Roles on the way to this question: the asker's, and those who consulted it. */
+  chain: string[];
+  at: string;
+}
+
+/** The team run's reply: an answer, or where the question goes next. */
+export interface TeamReply {
+  id: string;
+  outcome: 'answered' | 'cached' | 'escalate' | 'cut';
+  answer?: string;
+  /** The role that answered, or `a person`. */
+  by?: string;
+  confidence?: number;
+  note?: string;
+}
+
+export interface ConsultationRecord {
+  id: string;
+  from: string;
+  question: string;
+  to?: string;
+  outcome: 'consulting' | 'answered' | 'cached' | 'escalated' | 'cut';
+  confidence?: number;
+  note?: string;
+  askedAt: string;
+  /** The specialist's workflow, and when it started working on the question (its first state signal). */
+  specialist?: string;
+  specialistStartedAt?: string;
+}
+
+export const teamQuestionSignal = defineSignal<[TeamQuestion]>('teamQuestion');
+export const teamReplySignal = defineSignal<[TeamReply]>('teamReply');
+/** A person answered an escalated question: the team run remembers it for the same question. */
+export const teamLearnedSignal = defineSignal<[{ question: string; answer: string }]>('teamLearned');
 
 export const agentDiagnosticsQuery = defineQuery<AgentDiagnostics>('agentDiagnostics');
 /** An agent tells the plan run what it waits for, so the run shows it and routes answers to it. */

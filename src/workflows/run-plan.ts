@@ -25,6 +25,8 @@ import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } fr
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
 import type { AskSpec, CompiledPlan, CompiledStep, RunPlanInput, StepAction, ToolCall } from '../spec/types';
 import { AgentSteps } from './agent-steps';
+import { Team } from './team';
+import { withRole } from './team-roles';
 import { isoAt, nowMs } from './clock';
 import {
   CadreStatus,
@@ -122,6 +124,8 @@ class PlanRun {
   private readonly worktrees: WorktreeLeases;
   /** Agent and decide steps' child workflows, and what they wait for. */
   private readonly agents: AgentSteps;
+  /** A plan with a `team` section: its agents are workers that ask the team before a person. */
+  private readonly team?: Team;
 
   constructor(private readonly input: RunPlanInput) {
     this.plan = input.plan;
@@ -143,8 +147,19 @@ class PlanRun {
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
     this.agents = new AgentSteps(
       (id, waiting) => this.agentWaiting(id, waiting),
-      () => this.changed(),
+      (worker) => {
+        this.team?.workerChanged(worker);
+        this.changed();
+      },
     );
+    if (this.plan.team) {
+      this.team = new Team(
+        this.plan.team,
+        this.plan.workspace,
+        (workflowId, step, role) => this.agents.track(workflowId, step, { role }),
+        () => this.changed(),
+      );
+    }
     setHandler(diagnosticsQuery, () => this.diagnostics());
     setHandler(
       answerUpdate,
@@ -557,6 +572,7 @@ class PlanRun {
     const worktree = step.worktree ? await this.worktrees.lease(step.worktree, step.id) : undefined;
     const record = this.record(step.id);
     record.attempts += 1;
+    const member = this.team && (await this.teamMember(action));
     const run = this.activityIds.next(label).activityId ?? label;
     return this.agents.run(
       {
@@ -564,11 +580,11 @@ class PlanRun {
         workflowId: `${workflowInfo().workflowId}/${run}`,
         input: {
           step: label,
-          action,
+          action: member?.action ?? action,
           prompt,
           workspace: worktree?.path ?? this.plan.workspace,
           ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace }),
-          ...(this.plan.team && { team: this.plan.team }),
+          ...(member && { team: member.team }),
         },
         ...(timeout !== undefined && { timeout }),
       },
@@ -577,6 +593,16 @@ class PlanRun {
         this.changed();
       },
     );
+  }
+
+  /** A team's agent step takes its role's prompt, tools and approvals, and learns its team. */
+  private async teamMember(action: Extract<StepAction, { kind: 'agent' | 'decide' }>) {
+    const team = this.team as Team;
+    if (action.kind !== 'agent') return undefined;
+    const agent = withRole(action.agent, await team.roles(), this.plan.team?.model);
+    if (typeof agent === 'string') throw new StepFailedError({ message: agent, timedOut: false, attempts: 0 });
+    const role = action.agent.role;
+    return { action: { kind: 'agent' as const, agent }, team: await team.worker(role, role !== undefined ? [role] : [], 0) };
   }
 
   /** An agent that starts or stops waiting for approval shows it as its step's status. */
@@ -750,6 +776,7 @@ class PlanRun {
       ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
       ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
+      ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
     };
   }
 

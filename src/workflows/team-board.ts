@@ -34,6 +34,7 @@ export class TeamBoard {
 
   /** The signal handler: applies the signal and any early ones it unblocks; returns false for an unknown worker. */
   apply(signal: WorkerStateSignal, receivedAt: string): boolean {
+    if (!this.workers.has(signal.workflowId) && signal.step !== undefined) this.add(signal.workflowId, signal.step, signal.role ? { role: signal.role } : {});
     const board = this.workers.get(signal.workflowId);
     if (!board) return false;
     const { record } = board;

@@ -1,11 +1,19 @@
 /**
- * What makes an agent a team worker: the `signal_state` tool, and the rule that a worker is done
- * only when it says so. A turn that ends without a tool call is answered with a reminder; after
- * `silentTurns` reminders the worker is `blocked` and waits for a person, never taken for done.
+ * What makes an agent a team worker: `signal_state`, `ask_question` and `spawn_subtask`, and the
+ * rule that a worker is done only when it says so. A turn that ends without a tool call is answered
+ * with a reminder; after `silentTurns` reminders the worker is `blocked` and waits for a person,
+ * never taken for done.
  */
-import { ApplicationFailure, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, condition, executeChild, getExternalWorkflowHandle, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
+import { DEFAULT_AGENT_TURNS } from '../spec/types';
 import type { WorkflowTool } from './agent-loop';
+import { agentTask } from './agent-task';
+import { isoAt, nowMs } from './clock';
+import { type TeamReply, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
+import { describeFailure } from './failures';
+import type { TeamWorker } from './team';
+import { withRole } from './team-roles';
 import type { WorkerReporter } from './worker-reporter';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */
@@ -14,16 +22,21 @@ const MAX_REASON_CHARS = 10_000;
 /** A blocked worker that checks again on its own waits at most this long in one go. */
 const MAX_RETRY_AFTER_MS = 24 * 3600_000;
 
-export interface TeamSettings {
-  /** Reminders to a worker that ends a turn without a tool call before it is marked blocked. */
-  silentTurns: number;
-}
+const MAX_QUESTION_CHARS = 10_000;
+const MAX_PROMPT_CHARS = 256 * 1024;
 
 export interface TeamWorkerContext {
+  team: TeamWorker;
   reporter: WorkerReporter;
-  /** Asks a person (a wait on the worker's own run) and resolves with the answer. */
-  askPerson(id: string, prompt: string): Promise<string>;
+  /** Asks a person (a wait on the worker's own run); undefined when `timeout` passed first. */
+  askPerson(id: string, prompt: string, timeout?: string): Promise<string | undefined>;
+  /** Asks a person while blocked: the worker stays blocked until the answer, then runs again. */
+  askWhileBlocked(id: string, prompt: string): Promise<string>;
   label: string;
+  workspace: string;
+  /** Questions and subtasks under way: the worker's state follows them. */
+  busy: { questions: number; subtasks: number };
+  sync(reason: string): void;
 }
 
 export const SIGNAL_STATE_SCHEMA: Record<string, unknown> = {
@@ -65,25 +78,145 @@ export function signalStateTool(ctx: TeamWorkerContext): WorkflowTool {
         ctx.reporter.move('running', `checking again after ${retryAfter}`);
         return { result: `${retryAfter} passed: check again whether you can go on` };
       }
-      const answer = await ctx.askPerson(`${ctx.label}/blocked-${callId}`, `${ctx.label} is blocked: ${reason}. What should it do?`);
+      const answer = await ctx.askWhileBlocked(`${ctx.label}/blocked-${callId}`, `${ctx.label} is blocked: ${reason}. What should it do?`);
       return { result: `A person answered: ${answer}` };
     },
   };
 }
 
 /** The reminder for a turn without a tool call; past the limit, a person is asked what the worker should do. */
-export function silentTurnHandler(ctx: TeamWorkerContext, settings: TeamSettings): (count: number) => Promise<string> {
+export function silentTurnHandler(ctx: TeamWorkerContext): (count: number) => Promise<string> {
+  const { silentTurns } = ctx.team;
   return async (count) => {
-    if (count <= settings.silentTurns) {
+    if (count <= silentTurns) {
       return (
-        `You ended your turn without calling a tool (reminder ${count} of ${settings.silentTurns}). ` +
+        `You ended your turn without calling a tool (reminder ${count} of ${silentTurns}). ` +
         'A team worker must say its state: call signal_state with state completing and your result when you are done, ' +
         'blocked with the reason when you cannot go on, or error when the task cannot be done.'
       );
     }
     ctx.reporter.move('blocked', `ended ${count} turns in a row without a tool call or a state signal`);
-    const answer = await ctx.askPerson(`${ctx.label}/silent-${count}`, `${ctx.label} stopped without saying its state (${count} turns). What should it do?`);
+    const answer = await ctx.askWhileBlocked(`${ctx.label}/silent-${count}`, `${ctx.label} stopped without saying its state (${count} turns). What should it do?`);
     return `A person answered: ${answer}`;
+  };
+}
+
+export const ASK_QUESTION_SCHEMA: Record<string, unknown> = {
+  type: 'object',
+  properties: {
+    question: { type: 'string', description: 'The question, with what the answerer needs to know to answer it.' },
+    canBeAnsweredBy: { type: 'string', description: 'The role that can answer it (architect, product, ...), if you know.' },
+  },
+  required: ['question'],
+  additionalProperties: false,
+};
+
+/**
+ * `ask_question`: the worker waits (waiting_for_input) while its team run finds the answer: from
+ * memory, a specialist, or, when the team sends the question on, a person (with a timeout).
+ */
+export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
+  const replies = new Map<string, TeamReply>();
+  setHandler(teamReplySignal, (reply) => {
+    if (typeof reply?.id === 'string') replies.set(reply.id, reply);
+  });
+  return {
+    name: 'ask_question',
+    description: 'Ask the team a question you cannot answer yourself: a specialist answers, or a person when no one is sure. You wait until then.',
+    inputSchema: ASK_QUESTION_SCHEMA,
+    call: async (args, callId) => {
+      const { question, canBeAnsweredBy } = args;
+      if (typeof question !== 'string' || question.trim() === '') return { result: 'question must be a non-empty string', isError: true };
+      if (question.length > MAX_QUESTION_CHARS) return { result: `the question has ${question.length} characters; at most ${MAX_QUESTION_CHARS}`, isError: true };
+      if (canBeAnsweredBy !== undefined && typeof canBeAnsweredBy !== 'string') return { result: 'canBeAnsweredBy must be a role name', isError: true };
+      const id = `${ctx.label}/q-${callId}`;
+      ctx.busy.questions++;
+      ctx.sync(`asked: ${question}`);
+      try {
+        await getExternalWorkflowHandle(ctx.team.runId).signal(teamQuestionSignal, {
+          from: workflowInfo().workflowId,
+          id,
+          step: ctx.label,
+          question,
+          ...(canBeAnsweredBy !== undefined && { canBeAnsweredBy }),
+          chain: ctx.team.chain,
+          at: isoAt(nowMs()),
+        });
+        await condition(() => replies.has(id));
+        const reply = replies.get(id) as TeamReply;
+        replies.delete(id);
+        if (reply.outcome === 'cut') return { result: `not answered: ${reply.note ?? 'cut'}`, isError: true };
+        if (reply.outcome !== 'escalate') {
+          const how = reply.outcome === 'cached' ? ' (the answer given earlier to the same question)' : reply.confidence !== undefined ? ` (confidence ${reply.confidence})` : '';
+          return { result: `The ${reply.by ?? 'team'} answered${how}: ${reply.answer ?? ''}` };
+        }
+        return { result: await escalate(ctx, id, question, reply.note) };
+      } finally {
+        ctx.busy.questions--;
+        ctx.sync('answered');
+      }
+    },
+  };
+}
+
+/** A question nobody on the team could answer surely goes to a person; the team remembers the answer. */
+async function escalate(ctx: TeamWorkerContext, id: string, question: string, note: string | undefined): Promise<string> {
+  const { escalationTimeout, defaultAnswer } = ctx.team;
+  const answer = await ctx.askPerson(id, `${ctx.label} asks: ${question}${note ? ` (${note})` : ''}`, escalationTimeout);
+  if (answer !== undefined) {
+    await getExternalWorkflowHandle(ctx.team.runId)
+      .signal(teamLearnedSignal, { question, answer })
+      .catch(() => undefined);
+    return `A person answered: ${answer}`;
+  }
+  if (defaultAnswer !== undefined) return `Nobody answered within ${escalationTimeout}; the team's default answer: ${defaultAnswer}`;
+  ctx.reporter.move('error', `nobody answered "${question.slice(0, 200)}" within ${escalationTimeout}`);
+  throw ApplicationFailure.nonRetryable(`${ctx.label}: nobody answered its question within ${escalationTimeout} and the team has no defaultAnswer`, 'QuestionUnanswered');
+}
+
+export const SPAWN_SUBTASK_SCHEMA: Record<string, unknown> = {
+  type: 'object',
+  properties: {
+    role: { type: 'string', description: 'The role of the worker to start (implementer, tester, researcher, ...).' },
+    prompt: { type: 'string', description: 'The subtask: everything the worker needs to do it.' },
+  },
+  required: ['role', 'prompt'],
+  additionalProperties: false,
+};
+
+/** `spawn_subtask`: a child worker with a role; the parent waits (waiting_for_subtask) and gets its result. */
+export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
+  let started = 0;
+  return {
+    name: 'spawn_subtask',
+    description: 'Start a teammate on a subtask and wait for its result.',
+    inputSchema: SPAWN_SUBTASK_SCHEMA,
+    call: async (args) => {
+      const { role, prompt } = args;
+      const { team } = ctx;
+      if (typeof role !== 'string' || !team.roles.some((r) => r.name === role)) return { result: `role must be one of ${team.roles.map((r) => r.name).join(', ')}`, isError: true };
+      if (typeof prompt !== 'string' || prompt.trim() === '') return { result: 'prompt must be a non-empty string', isError: true };
+      if (prompt.length > MAX_PROMPT_CHARS) return { result: `the prompt has ${prompt.length} characters; at most ${MAX_PROMPT_CHARS} (put long text in a file)`, isError: true };
+      if (team.depth + 1 > team.maxSubtaskDepth) return { result: `not started: subtasks go at most ${team.maxSubtaskDepth} deep (team.maxSubtaskDepth)`, isError: true };
+      if (started >= team.maxSubtasks) return { result: `not started: a worker starts at most ${team.maxSubtasks} subtasks (team.maxSubtasks)`, isError: true };
+      const agent = withRole({ role, prompt, tools: [], maxTurns: DEFAULT_AGENT_TURNS, approvals: {}, approvalTimeout: team.escalationTimeout }, team.roles, team.model);
+      if (typeof agent === 'string') return { result: agent, isError: true };
+      const label = `${ctx.label}/sub-${++started}`;
+      ctx.busy.subtasks++;
+      ctx.sync(`started subtask ${label} (${role})`);
+      try {
+        const result = await executeChild(agentTask, {
+          workflowId: `${workflowInfo().workflowId}/sub-${started}`,
+          args: [{ step: label, action: { kind: 'agent', agent }, prompt, workspace: ctx.workspace, team: { ...team, role, chain: [role], depth: team.depth + 1 } }],
+        });
+        return { result: { subtask: label, output: result.output } };
+      } catch (err) {
+        return { result: `subtask ${label} failed: ${describeFailure(err).message}`, isError: true };
+      } finally {
+        ctx.busy.subtasks--;
+        ctx.sync(`subtask ${label} ended`);
+      }
+    },
   };
 }
 

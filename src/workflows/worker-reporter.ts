@@ -12,10 +12,14 @@ export class WorkerReporter {
   readonly machine = new WorkerStateMachine();
   private readonly sending = new Set<Promise<void>>();
 
-  /** @param reports false while replaying runs recorded before workers reported their state. */
+  /**
+   * @param reports false while replaying runs recorded before workers reported their state.
+   * @param team the team run to tell (default: the parent workflow), and who this worker is there.
+   */
   constructor(
     private readonly reports: boolean,
     private readonly moved: (transition: WorkerTransition) => void,
+    private readonly team?: { runId: string; step: string; role?: string },
   ) {}
 
   get state(): WorkerState {
@@ -46,11 +50,11 @@ export class WorkerReporter {
   private report(transition: WorkerTransition): void {
     upsertSearchAttributes([{ key: CadreWorkerState, value: transition.to }]);
     const parent = workflowInfo().parent;
-    if (!parent) return;
-    // Sent even while the worker is being cancelled, so the team sees it go; a parent that ended cannot be told.
-    const sent = CancellationScope.nonCancellable(() =>
-      getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(workerStateSignal, { workflowId: workflowInfo().workflowId, ...transition }),
-    )
+    const target = this.team ? getExternalWorkflowHandle(this.team.runId) : parent && getExternalWorkflowHandle(parent.workflowId, parent.runId);
+    if (!target) return;
+    const who = this.team ? { step: this.team.step, ...(this.team.role && { role: this.team.role }) } : {};
+    // Sent even while the worker is being cancelled, so the team sees it go; a team run that ended cannot be told.
+    const sent = CancellationScope.nonCancellable(() => target.signal(workerStateSignal, { workflowId: workflowInfo().workflowId, ...who, ...transition }))
       .catch(() => undefined)
       .finally(() => this.sending.delete(sent));
     this.sending.add(sent);
