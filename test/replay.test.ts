@@ -8,15 +8,18 @@ import { auditSinks } from '../src/worker/audit-log';
 import { installConciseLogging } from '../src/worker/logging';
 
 const dir = path.join(__dirname, 'histories');
+/** Workflows whose children's ids derive from their own replay under the id they were recorded with. */
+const RECORDED_IDS: Record<string, string> = { 'team-worker': 'run-plan-team/impl' };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
-  .map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8'))) }));
+  .map((file) => file.replace(/\.json$/, ''))
+  .map((name) => ({ name, workflowId: RECORDED_IDS[name] ?? name, history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, `${name}.json`), 'utf8'))) }));
 
 beforeAll(() => installConciseLogging('ERROR'));
 
 describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {
-    expect(histories.map((h) => h.workflowId).sort()).toEqual([
+    expect(histories.map((h) => h.name).sort()).toEqual([
       'agent-task',
       'agent-task-decide',
       'run-items-chunk',
@@ -26,9 +29,13 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-foreach-chunks',
       'run-plan-hardened',
       'run-plan-step-activity-ids',
+      'run-plan-team',
       'run-plan-worktrees',
       'session-after-continue',
       'session-first-run',
+      'team-specialist',
+      'team-subtask',
+      'team-worker',
     ]);
   });
 

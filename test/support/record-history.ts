@@ -67,6 +67,24 @@ function agentScenarios(workspace: string): void {
   );
 }
 
+/** Scripted models for the team scenario: a worker that asks the architect, then starts a subtask. */
+function teamScenarios(workspace: string): void {
+  const say = (state: string, extra: string) => `{ name: signal_state, args: { state: ${state}, reason: ok${extra} } }`;
+  writeFileSync(
+    path.join(workspace, 'worker.yaml'),
+    `turns:
+  - reply: { toolCalls: [{ name: ask_question, args: { question: "Where does retry go?", canBeAnsweredBy: architect } }] }
+  - expect: { lastContains: "The architect answered" }
+    reply: { toolCalls: [{ name: spawn_subtask, args: { role: tester, prompt: "test retries" } }] }
+  - expect: { lastContains: "impl/sub-1" }
+    reply: { toolCalls: [${say('completing', ', result: done')}] }
+`,
+  );
+  writeFileSync(path.join(workspace, 'team.yaml'), `turns:
+  - reply: { toolCalls: [${say('completing', ', result: { answer: src/retry.ts, confidence: 0.9 }')}] }
+`);
+}
+
 const scenarios: Scenario[] = [
   { name: 'run-plan-completed', plan: fullTour('replay-completed'), answers: { confirm: ['yes'], flaky: ['retry'] } },
   // Recorded after activities were named after steps (patch step-activity-ids).
@@ -143,6 +161,20 @@ output: "{{ steps.act.output }}"
     answers: { 'act/call-2.1': ['approve'] },
     children: { 'agent-task': '/act', 'agent-task-decide': '/gate' },
     setup: agentScenarios,
+  },
+  // A team: a worker asks a question a specialist answers, then waits for a subtask.
+  {
+    name: 'run-plan-team',
+    plan: `
+name: replay-team
+team: { model: "scripted:team.yaml" }
+steps:
+  - { id: impl, agent: { role: implementer, prompt: "Add retries", model: "scripted:worker.yaml" } }
+output: "{{ steps.impl.output }}"
+`,
+    answers: {},
+    children: { 'team-worker': '/impl', 'team-specialist': '/consult-1', 'team-subtask': '/impl/sub-1' },
+    setup: teamScenarios,
   },
 ];
 
