@@ -7,7 +7,11 @@
 import type { WorkerRecord, WorkerStateSignal } from './definitions';
 import { extendFingerprint, fingerprintText, newFingerprint } from './worker-state';
 
-/** Early signals held per worker: far above what Temporal's in-order delivery ever needs. */
+/**
+ * Early signals held per worker. Signals sent in one workflow task of a worker (completing, then
+ * completed) may arrive in either order; signals of later tasks arrive after them. So a handful
+ * at most are ever early; a flood beyond this is dropped rather than grow the run without bound.
+ */
 const MAX_EARLY = 1000;
 
 interface Board {
