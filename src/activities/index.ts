@@ -14,6 +14,7 @@ import { type ModelDeps, lazyCustomTools, lazyModelSettings } from './models';
 import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
 import { teamRoles } from './roles';
+import { repairWorktree } from './git/repair';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
@@ -69,11 +70,18 @@ export function createActivities(deps: ActivityDeps = {}) {
         const { modelTurn } = await import('../providers/model-turn');
         // Tool results a session stored outside history are read back here, never into history.
         const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
-        return modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal);
+        try {
+          return await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal);
+        } catch (err) {
+          throw withJitter(err, Context.current().info.attempt);
+        }
       }),
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
     agentToolset: (request: { tools: string[] }) => agentToolset(request.tools, customTools),
+
+    // A team worker's infrastructure recovery: stale git locks of its worktree removed.
+    repairWorktree: (request: { worktree: string }) => repairWorktree(request.worktree),
 
     // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
     teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),
@@ -105,6 +113,19 @@ export function createActivities(deps: ActivityDeps = {}) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+const JITTER_BASE_MS = 1000;
+const JITTER_MAX_MS = 60_000;
+
+/**
+ * A retryable provider failure without the provider's own Retry-After waits an exponential backoff
+ * with full jitter (half to one and a half of it), so workers rate-limited together do not come back together.
+ */
+export function withJitter(err: unknown, attempt: number, random = Math.random): unknown {
+  if (!(err instanceof ApplicationFailure) || err.nonRetryable || err.nextRetryDelay !== undefined) return err;
+  const backoff = Math.min(JITTER_MAX_MS, JITTER_BASE_MS * 2 ** (attempt - 1));
+  return ApplicationFailure.create({ type: err.type ?? undefined, message: err.message, details: err.details ?? [], nonRetryable: false, nextRetryDelay: Math.round(backoff * (0.5 + random())), cause: err.cause });
+}
 
 /**
  * Runs `work` while heartbeating: the server notices a dead worker within the heartbeat timeout

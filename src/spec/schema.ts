@@ -180,6 +180,8 @@ const team = z.strictObject({
   silentTurns: z.int().min(0).max(10).optional(),
   /** The model of workers that name none (specialists answering questions, subtasks). */
   model: modelName.optional(),
+  /** The model a worker switches to after repeated rate limits. */
+  fallbackModel: modelName.optional(),
   /** A specialist's answer at least this sure goes back to the asker; a less sure one goes to a person. */
   confidence: z.number().min(0).max(1).optional(),
   /** How long a question escalated to a person waits. */

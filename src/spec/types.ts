@@ -113,6 +113,7 @@ export interface CompiledPlan {
 export interface TeamSpec {
   silentTurns: number;
   model?: string;
+  fallbackModel?: string;
   confidence: number;
   escalationTimeout: string;
   defaultAnswer?: string;
@@ -130,6 +131,9 @@ export const TEAM_DEFAULTS: TeamSpec = {
   maxSubtaskDepth: 2,
   maxSubtasks: 4,
 };
+
+/** Attempts of a team worker's model turn before its failure's class decides (a fallback model, a person). */
+export const TEAM_MODEL_ATTEMPTS = 3;
 
 export interface RunPlanInput {
   plan: CompiledPlan;

@@ -201,7 +201,14 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     inputs,
     steps,
     ...(plan.output !== undefined && { output: plan.output }),
-    ...(plan.team && { team: { ...TEAM_DEFAULTS, ...plan.team, ...(plan.team.model && { model: modelAt(plan.team.model, options.baseDir) }) } }),
+    ...(plan.team && {
+      team: {
+        ...TEAM_DEFAULTS,
+        ...plan.team,
+        ...(plan.team.model && { model: modelAt(plan.team.model, options.baseDir) }),
+        ...(plan.team.fallbackModel && { fallbackModel: modelAt(plan.team.fallbackModel, options.baseDir) }),
+      },
+    }),
   };
 }
 

@@ -37,6 +37,8 @@ export interface LoopSpec {
   worktree?: boolean;
   /** Whose blob store holds big tool outputs: the plan's workspace when `workspace` is a worktree. */
   storeWorkspace?: string;
+  /** Attempts of one model turn before its failure goes to `recover` (default 8). */
+  modelAttempts?: number;
 }
 
 /**
@@ -56,6 +58,11 @@ export interface LoopHooks {
   /** Tools the workflow answers, offered beside the spec's. */
   workflowTools?: WorkflowTool[];
   /**
+   * A failed model turn or tool call, before it counts: `retry` (with another model, when given)
+   * runs it again; undefined lets the failure stand.
+   */
+  recover?(err: unknown, where: 'model' | 'tool'): Promise<{ retry: true; model?: string } | undefined>;
+  /**
    * A team worker must end with a state signal: a turn with neither tool calls nor one comes here
    * (the count of such turns in a row), and the text returned is sent to the model as the next prompt.
    */
@@ -70,7 +77,8 @@ const MAX_RESULT_CHARS = 64 * 1024;
 /** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
 const MAX_PROMPT_ARGS_CHARS = 2000;
 
-const models = proxyActivities<Activities>({
+function modelActivities(maximumAttempts = 8) {
+  return proxyActivities<Activities>({
   startToCloseTimeout: '5m',
   // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
   heartbeatTimeout: '10s',
@@ -79,7 +87,7 @@ const models = proxyActivities<Activities>({
     initialInterval: '1s',
     backoffCoefficient: 2,
     maximumInterval: '1m',
-    maximumAttempts: 8,
+    maximumAttempts,
     // Fixing these takes a person (a key, a model name, a shorter prompt); retrying only repeats the bill.
     nonRetryableErrorTypes: [
       'ModelConfigInvalid',
@@ -93,6 +101,7 @@ const models = proxyActivities<Activities>({
     ],
   },
 });
+}
 
 const toolset = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' });
 
@@ -105,6 +114,9 @@ export class AgentLoop {
   readonly maxTurns: number;
   private readonly running = new Map<string, string>();
   private offered?: Promise<AgentTool[]>;
+  private readonly models: ReturnType<typeof modelActivities>;
+  /** The model after a recovery switched to a fallback. */
+  private model?: string;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -112,6 +124,8 @@ export class AgentLoop {
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
     this.maxTurns = spec.maxTurns;
+    this.models = modelActivities(spec.modelAttempts);
+    this.model = spec.model;
   }
 
   /** Tools running now. */
@@ -196,24 +210,29 @@ export class AgentLoop {
   private async modelTurn(messages: ModelMessageInput[], tools: Pick<AgentTool, 'name' | 'description' | 'inputSchema'>[], system: string | undefined): Promise<ModelTurnResult> {
     this.turns++;
     this.hooks.changed();
-    const started = nowMs();
-    try {
-      const turn = await models.modelTurn({
-        ...(this.spec.model !== undefined && { model: this.spec.model }),
-        ...(system !== undefined && { system }),
-        messages,
-        ...(tools.length > 0 && { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) }),
-        ...(this.spec.output && { outputSchema: this.spec.output }),
-        // Tool outputs stored outside history are read back by the activity, never into history.
-        workspace: this.spec.storeWorkspace ?? this.spec.workspace,
-      });
-      this.usage.inputTokens += turn.usage.inputTokens;
-      this.usage.outputTokens += turn.usage.outputTokens;
-      this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok' });
-      return turn;
-    } catch (err) {
-      if (!isCancellation(err)) this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
-      throw err;
+    for (;;) {
+      const started = nowMs();
+      try {
+        const turn = await this.models.modelTurn({
+          ...(this.model !== undefined && { model: this.model }),
+          ...(system !== undefined && { system }),
+          messages,
+          ...(tools.length > 0 && { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) }),
+          ...(this.spec.output && { outputSchema: this.spec.output }),
+          // Tool outputs stored outside history are read back by the activity, never into history.
+          workspace: this.spec.storeWorkspace ?? this.spec.workspace,
+        });
+        this.usage.inputTokens += turn.usage.inputTokens;
+        this.usage.outputTokens += turn.usage.outputTokens;
+        this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok' });
+        return turn;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
+        const recovery = await this.hooks.recover?.(err, 'model');
+        if (!recovery) throw err;
+        if (recovery.model !== undefined) this.model = recovery.model;
+      }
     }
   }
 
@@ -256,7 +275,7 @@ export class AgentLoop {
     this.running.set(callId, tool.tool);
     this.record({ event: 'tool.started', call: callId, tool: tool.tool });
     try {
-      const result = await this.toolActivities(tool.tool, callId).runTool({
+      const result = await this.runToolRecovering(tool.tool, callId, {
         tool: tool.tool,
         params: call.args,
         workspace: this.spec.workspace,
@@ -274,6 +293,16 @@ export class AgentLoop {
       return reply(describeFailure(err).message, true);
     } finally {
       this.running.delete(callId);
+    }
+  }
+
+  /** A tool call; a failure the worker recovers from (a repaired worktree) runs it once more. */
+  private async runToolRecovering(tool: string, callId: string, request: Parameters<Activities['runTool']>[0]) {
+    try {
+      return await this.toolActivities(tool, callId).runTool(request);
+    } catch (err) {
+      if (isCancellation(err) || !(await this.hooks.recover?.(err, 'tool'))) throw err;
+      return this.toolActivities(tool, `${callId}.retry`).runTool(request);
     }
   }
 

@@ -3,18 +3,22 @@
  * It answers the `agentDiagnostics` query, takes approvals by the `answer` update (or from its plan
  * run by signal), tells its plan run what it waits for, and shows its progress in the Web UI.
  */
-import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
 import type { ModelMessageInput } from '../activities';
-import type { AgentSpec, DecideSpec } from '../spec/types';
+import { type AgentSpec, type DecideSpec, TEAM_MODEL_ATTEMPTS } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
 import { type AgentDiagnostics, type AgentSummary, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
+import { classifyError } from './error-classes';
 import type { TeamWorker } from './team';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from './team-tools';
 import { WorkerReporter } from './worker-reporter';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';
+
+const repairs = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' });
 
 export interface AgentTaskInput {
   /** The plan step (`review`, or `review[2]` for a forEach item): audit and wait ids name it. */
@@ -47,6 +51,9 @@ class AgentRun {
   private readonly reporter: WorkerReporter;
   /** A team worker's questions and subtasks under way. */
   private readonly busy = { questions: 0, subtasks: 0 };
+  /** Recoveries so far: the fallback model taken, people asked to fix something. */
+  private onFallback = false;
+  private fixes = 0;
 
   constructor(private readonly input: AgentTaskInput) {
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
@@ -60,7 +67,7 @@ class AgentRun {
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'
-        ? { ...common, ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
+        ? { ...common, ...(input.team && { modelAttempts: TEAM_MODEL_ATTEMPTS }), ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
         : {
             ...common,
             ...(action.decide.model !== undefined && { model: action.decide.model }),
@@ -130,9 +137,9 @@ class AgentRun {
       sync: (reason) => this.sync(reason),
       askPerson: (id, prompt, timeout) =>
         this.loop.waits.wait({ id, kind: 'ask', prompt, ...(timeout !== undefined && { timeout }) }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() }),
-      askWhileBlocked: async (id, prompt) => {
+      askWhileBlocked: async (id, prompt, choices) => {
         const answer = await this.loop.waits.wait(
-          { id, kind: 'ask', prompt },
+          { id, kind: 'ask', prompt, ...(choices && { choices }) },
           {
             opened: () => this.waitsChanged(),
             closed: () => {
@@ -144,7 +151,43 @@ class AgentRun {
         return answer as string;
       },
     };
-    return { ...hooks, workflowTools: [signalStateTool(ctx), askQuestionTool(ctx), spawnSubtaskTool(ctx)], silent: silentTurnHandler(ctx) };
+    return {
+      ...hooks,
+      workflowTools: [signalStateTool(ctx), askQuestionTool(ctx), spawnSubtaskTool(ctx)],
+      silent: silentTurnHandler(ctx),
+      recover: (err, where) => this.recover(ctx, err, where),
+    };
+  }
+
+  /**
+   * A team worker recovers by the failure's class: a transient one (already retried with backoff)
+   * switches to the fallback model after rate limits; an infrastructure one repairs the worktree and
+   * runs the call again; a user-resolvable one waits, blocked, for a person to fix it; a permanent one fails.
+   */
+  private async recover(ctx: TeamWorkerContext, err: unknown, where: 'model' | 'tool'): Promise<{ retry: true; model?: string } | undefined> {
+    const failure = asFailure(err);
+    const { class: errorClass, actions } = classifyError({ message: failure.message, ...(failure.type && { type: failure.type }) });
+    const record = (recovery: string) => this.loop.record({ event: 'worker.recovery', errorClass, errorType: failure.type ?? 'Error', recovery });
+    const fallback = ctx.team.fallbackModel;
+    if (where === 'model' && errorClass === 'transient' && failure.type === 'ModelRateLimited' && fallback !== undefined && !this.onFallback) {
+      this.onFallback = true;
+      record('fallback_model');
+      return { retry: true, model: fallback };
+    }
+    if (where === 'tool' && errorClass === 'infrastructure' && this.input.worktree) {
+      const { removed } = await repairs.repairWorktree({ worktree: this.input.workspace });
+      record(removed.length > 0 ? 'repaired_worktree' : 'nothing_to_repair');
+      return removed.length > 0 ? { retry: true } : undefined;
+    }
+    if (where === 'model' && errorClass === 'user_resolvable') {
+      record('asked_a_person');
+      this.reporter.move('blocked', failure.message);
+      const id = `${this.input.step}/fix-${this.loop.turns}-${++this.fixes}`;
+      const answer = await ctx.askWhileBlocked(id, `${this.input.step} needs a person: ${failure.message}. Suggested: ${actions.join('; ')}. Answer retry once it is fixed, or abort.`, ['retry', 'abort']);
+      return answer === 'retry' ? { retry: true } : undefined;
+    }
+    record('none');
+    return undefined;
   }
 
   /** A worker waits for input while a person or the team owes it an answer, for a subtask while one runs. */

@@ -15,6 +15,8 @@ export type AuditEventName =
   | 'approval.asked'
   | 'approval.decided'
   | 'agent.finished'
+  | 'worker.state'
+  | 'worker.recovery'
   | 'error';
 
 export interface AuditEvent {
@@ -36,6 +38,11 @@ export interface AuditEvent {
   /** Sizes say what happened without saying what was said. */
   chars?: number;
   toolCalls?: number;
+  /** A team worker's new state (worker.state). */
+  state?: string;
+  /** A failure's class and what the worker did about it (worker.recovery). */
+  errorClass?: string;
+  recovery?: string;
 }
 
 export interface AuditSinks extends Sinks {

@@ -31,7 +31,7 @@ export interface TeamWorkerContext {
   /** Asks a person (a wait on the worker's own run); undefined when `timeout` passed first. */
   askPerson(id: string, prompt: string, timeout?: string): Promise<string | undefined>;
   /** Asks a person while blocked: the worker stays blocked until the answer, then runs again. */
-  askWhileBlocked(id: string, prompt: string): Promise<string>;
+  askWhileBlocked(id: string, prompt: string, choices?: string[]): Promise<string>;
   label: string;
   workspace: string;
   /** Questions and subtasks under way: the worker's state follows them. */
