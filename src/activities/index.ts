@@ -15,6 +15,7 @@ import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
 import { teamRoles } from './roles';
 import { repairWorktree } from './git/repair';
+import { lastSignOfLife } from './liveness';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
@@ -82,6 +83,9 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     // A team worker's infrastructure recovery: stale git locks of its worktree removed.
     repairWorktree: (request: { worktree: string }) => repairWorktree(request.worktree),
+
+    // A team worker's stuck detection: when its running activities last beat.
+    lastSignOfLife: (request: { workflowId: string }) => lastSignOfLife(request.workflowId),
 
     // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
     teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),

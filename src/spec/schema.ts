@@ -1,6 +1,6 @@
 /** The zod schema of a plan file (YAML or JSON). Semantic checks live in validate.ts. */
 import { z } from 'zod';
-import { isDuration } from './duration';
+import { durationMs, isDuration } from './duration';
 import {
   MAX_FOREACH_ITEMS,
   MAX_INPUT_NAME_LENGTH,
@@ -194,6 +194,8 @@ const team = z.strictObject({
   maxSubtaskDepth: z.int().min(1).max(5).optional(),
   /** Subtasks one worker may start. */
   maxSubtasks: z.int().min(1).max(20).optional(),
+  /** A running worker with no progress, no heartbeat and no state signal for this long is reported blocked. */
+  stuckAfter: duration.refine((d) => durationMs(d) >= 1000, 'stuckAfter must be at least 1s').optional(),
 });
 
 export const planSchema = z.strictObject({

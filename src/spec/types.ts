@@ -120,6 +120,7 @@ export interface TeamSpec {
   maxConsultDepth: number;
   maxSubtaskDepth: number;
   maxSubtasks: number;
+  stuckAfter: string;
 }
 
 /** What a plan's `team: {}` means. */
@@ -130,7 +131,14 @@ export const TEAM_DEFAULTS: TeamSpec = {
   maxConsultDepth: 2,
   maxSubtaskDepth: 2,
   maxSubtasks: 4,
+  stuckAfter: '10s',
 };
+
+/**
+ * A team worker's tool goes this long without a heartbeat before Temporal retries it elsewhere:
+ * longer than `stuckAfter`, so the team hears of a silent worker before its work is run again.
+ */
+export const TEAM_TOOL_HEARTBEAT_TIMEOUT = '30s' as const;
 
 /** Attempts of a team worker's model turn before its failure's class decides (a fallback model, a person). */
 export const TEAM_MODEL_ATTEMPTS = 3;

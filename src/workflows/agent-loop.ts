@@ -6,6 +6,7 @@
  * as tool results; only cadre's own limits and a failing model end a loop. Used by `agentTask`
  * (one answer) and `session` (one answer per message).
  */
+import type { Duration } from '@temporalio/common';
 import { ApplicationFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../activities';
 import { BLOB_THRESHOLD_BYTES } from '../spec/limits';
@@ -39,6 +40,8 @@ export interface LoopSpec {
   storeWorkspace?: string;
   /** Attempts of one model turn before its failure goes to `recover` (default 8). */
   modelAttempts?: number;
+  /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */
+  toolHeartbeatTimeout?: Duration;
 }
 
 /**
@@ -57,6 +60,8 @@ export interface LoopHooks {
   waitsChanged(): void;
   /** Tools the workflow answers, offered beside the spec's. */
   workflowTools?: WorkflowTool[];
+  /** The loop moved on: a model turn came back, a tool call started or ended. */
+  progressed?(): void;
   /**
    * A failed model turn or tool call, before it counts: `retry` (with another model, when given)
    * runs it again; undefined lets the failure stand.
@@ -222,6 +227,7 @@ export class AgentLoop {
           // Tool outputs stored outside history are read back by the activity, never into history.
           workspace: this.spec.storeWorkspace ?? this.spec.workspace,
         });
+        this.hooks.progressed?.();
         this.usage.inputTokens += turn.usage.inputTokens;
         this.usage.outputTokens += turn.usage.outputTokens;
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok' });
@@ -273,6 +279,7 @@ export class AgentLoop {
     if (denial !== undefined) return reply(denial, true);
     const started = nowMs();
     this.running.set(callId, tool.tool);
+    this.hooks.progressed?.();
     this.record({ event: 'tool.started', call: callId, tool: tool.tool });
     try {
       const result = await this.runToolRecovering(tool.tool, callId, {
@@ -293,6 +300,7 @@ export class AgentLoop {
       return reply(describeFailure(err).message, true);
     } finally {
       this.running.delete(callId);
+      this.hooks.progressed?.();
     }
   }
 
@@ -311,7 +319,7 @@ export class AgentLoop {
       activityId: `${this.spec.label}/${callId}`,
       summary: `${this.spec.label}: ${tool}`,
       scheduleToCloseTimeout: '10m',
-      heartbeatTimeout: '10s',
+      heartbeatTimeout: this.spec.toolHeartbeatTimeout ?? '10s',
       retry: { maximumAttempts: 3, initialInterval: '1s' },
     });
   }

@@ -3,10 +3,24 @@
  * It answers the `agentDiagnostics` query, takes approvals by the `answer` update (or from its plan
  * run by signal), tells its plan run what it waits for, and shows its progress in the Web UI.
  */
-import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ModelMessageInput } from '../activities';
-import { type AgentSpec, type DecideSpec, TEAM_MODEL_ATTEMPTS } from '../spec/types';
+import { durationMs } from '../spec/duration';
+import { type AgentSpec, type DecideSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
 import { type AgentDiagnostics, type AgentSummary, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
@@ -19,6 +33,7 @@ import { WorkerReporter } from './worker-reporter';
 const PATCH_WORKER_STATES = 'worker-states';
 
 const repairs = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' });
+const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
 
 export interface AgentTaskInput {
   /** The plan step (`review`, or `review[2]` for a forEach item): audit and wait ids name it. */
@@ -54,10 +69,21 @@ class AgentRun {
   /** Recoveries so far: the fallback model taken, people asked to fix something. */
   private onFallback = false;
   private fixes = 0;
+  /** Stuck detection: when the worker last moved on, and whether it is blocked for want of progress. */
+  private lastProgressMs = nowMs();
+  private stuck = false;
 
   constructor(private readonly input: AgentTaskInput) {
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
-    this.reporter = new WorkerReporter(patched(PATCH_WORKER_STATES), () => this.publish(), team);
+    this.reporter = new WorkerReporter(
+      patched(PATCH_WORKER_STATES),
+      (moved) => {
+        this.progressed();
+        this.loop.record({ event: 'worker.state', state: moved.to });
+        this.publish();
+      },
+      team,
+    );
     const { action } = input;
     const common = {
       label: input.step,
@@ -67,7 +93,7 @@ class AgentRun {
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'
-        ? { ...common, ...(input.team && { modelAttempts: TEAM_MODEL_ATTEMPTS }), ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
+        ? { ...common, ...(input.team && { modelAttempts: TEAM_MODEL_ATTEMPTS, toolHeartbeatTimeout: TEAM_TOOL_HEARTBEAT_TIMEOUT }), ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
         : {
             ...common,
             ...(action.decide.model !== undefined && { model: action.decide.model }),
@@ -99,6 +125,8 @@ class AgentRun {
     this.loop.record({ event: 'message.received', chars: this.input.prompt.length });
     this.reporter.move('running', 'started');
     const messages: ModelMessageInput[] = [{ role: 'user', content: this.input.prompt }];
+    const watchdog = new CancellationScope();
+    if (this.input.team) void watchdog.run(() => this.watch(durationMs(this.input.team?.stuckAfter ?? '10s'))).catch(() => undefined);
     try {
       const output = await this.loop.respond(messages);
       if (this.reporter.state !== 'completing') this.reporter.move('completing', 'final answer');
@@ -119,15 +147,70 @@ class AgentRun {
       // The summary travels with the failure, so the plan's record shows what the agent used.
       throw ApplicationFailure.create({ type: failure.type ?? 'AgentFailed', message: failure.message, nonRetryable: failure.nonRetryable ?? false, details: [this.summary()] });
     } finally {
+      watchdog.cancel();
       this.publish();
       await this.reporter.flush();
     }
+  }
+
+  /**
+   * Stuck detection: a running worker that has not moved on (no model turn back, no tool call
+   * started or ended, no state change) for `stuckMs` asks the server when its running activities
+   * last beat; silent for as long, it is reported blocked (state, search attribute, team run, audit
+   * log) until it moves on again. A timer per `stuckMs` of quiet, not per event.
+   */
+  private async watch(stuckMs: number): Promise<void> {
+    // The workflow clock lags after a workflow task moved to another worker (it reads the last
+    // started task's time); a timer that fired proves its time has come, so time is at least that.
+    let firedAt = 0;
+    const now = () => Math.max(nowMs(), firedAt);
+    const pause = async (ms: number) => {
+      const until = now() + ms;
+      await sleep(ms);
+      firedAt = Math.max(firedAt, until);
+    };
+    for (;;) {
+      const due = this.lastProgressMs + stuckMs - now();
+      if (due > 0 || this.reporter.state !== 'running') {
+        await pause(due > 0 ? due : stuckMs);
+        continue;
+      }
+      const { latestMs } = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
+      if (latestMs !== undefined && latestMs + stuckMs > now()) {
+        this.lastProgressMs = Math.max(this.lastProgressMs, latestMs);
+        continue;
+      }
+      if (this.reporter.state !== 'running') continue;
+      const silentMs = now() - Math.max(this.lastProgressMs, latestMs ?? 0);
+      this.reporter.move('blocked', `no progress, heartbeat or state signal for ${Math.round(silentMs / 1000)} s${this.runningNote()}`);
+      this.stuck = true;
+      // Blocked until the loop moves on, or its tools beat again (retried on another worker).
+      for (let until = now() + stuckMs; !(await condition(() => !this.stuck, stuckMs)); until = now() + stuckMs) {
+        firedAt = Math.max(firedAt, until);
+        const again = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
+        if (again.latestMs !== undefined && again.latestMs + stuckMs > now()) this.progressed();
+      }
+    }
+  }
+
+  /** The worker moved on: a stuck worker runs again. */
+  private progressed(): void {
+    this.lastProgressMs = nowMs();
+    if (!this.stuck) return;
+    this.stuck = false;
+    if (this.reporter.state === 'blocked') this.reporter.move('running', 'progress again');
+  }
+
+  private runningNote(): string {
+    const running = this.loop.runningTools();
+    return running.length > 0 ? ` (running: ${running.join(', ')})` : '';
   }
 
   private hooks(): LoopHooks {
     const hooks: LoopHooks = { changed: () => this.publish(), waitsChanged: () => this.waitsChanged() };
     const { team } = this.input;
     if (!team || this.input.action.kind !== 'agent') return hooks;
+    hooks.progressed = () => this.progressed();
     const ctx: TeamWorkerContext = {
       team,
       reporter: this.reporter,

@@ -1,0 +1,65 @@
+/**
+ * Stuck detection: a team worker whose worker process dies in the middle of a tool call goes
+ * silent (no heartbeat, no state signal). Another worker process takes over the workflow, and the
+ * worker is reported blocked in its diagnostics, the team run, the search attribute and the audit
+ * log, within the 10 s default plus the failover; it is never reported completed.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { CadreClient } from '../../src/client/client';
+import { auditFile } from '../../src/store/audit-files';
+import { type AgentDiagnostics, agentDiagnosticsQuery } from '../../src/workflows/definitions';
+import { compile, kill, startWorker, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
+
+test('a worker that goes silent mid-tool is reported blocked, not completed', async () => {
+  const ws = tempWorkspace();
+  const scenario = path.join(ws, 'worker.yaml');
+  writeFileSync(scenario, YAML.stringify({ turns: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'sleep 120' } }] } }] }));
+  const plan = compile(`name: team-stuck\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: go, model: "scripted:${scenario}", tools: [shell] } }\n`, ws);
+  const auditDir = path.join(ws, '.audit');
+  const taskQueue = uniqueId('team-stuck');
+  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  const first = await startWorkerProcess(taskQueue, { CADRE_AUDIT_DIR: auditDir });
+  let second: Awaited<ReturnType<typeof startWorker>> | undefined;
+  let running: Promise<void> | undefined;
+  const { workflowId } = await client.start(plan, {}, { workflowId: uniqueId('team-stuck'), taskQueue });
+  const agent = client.client.workflow.getHandle(`${workflowId}/w`);
+  try {
+    await until(async () => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running.includes('shell') === true);
+    // The tool beats while its worker lives: no false alarm in the first seconds.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await agent.query(agentDiagnosticsQuery)).state).toBe('running');
+    await kill(first, 'SIGKILL');
+    const killedAt = Date.now();
+    second = await startWorker(taskQueue, { auditDir });
+    running = second.worker.run();
+    await until(async () => (await client.diagnostics(workflowId)).workers?.[0]?.state === 'blocked', 30_000);
+    const reportedAfterMs = Date.now() - killedAt;
+    const a: AgentDiagnostics = await agent.query(agentDiagnosticsQuery);
+    expect(a.state).toBe('blocked');
+    expect(a.transitions.at(-1)?.reason).toMatch(/^no progress, heartbeat or state signal for \d+ s \(running: shell\)$/);
+    expect(a.transitions.map((t) => t.to)).not.toContain('completed');
+    expect((await agent.describe()).searchAttributes.CadreWorkerState).toEqual(['blocked']);
+    const audit = readFileSync(auditFile(auditDir, workflowId), 'utf8');
+    expect(audit).toMatch(/"event":"worker\.state".*"state":"blocked"/);
+    // 10 s of silence (its last beat came up to 2 s before the kill), then the check itself.
+    process.stdout.write(`team-stuck: reported blocked ${reportedAfterMs} ms after the kill\n`);
+    expect(reportedAfterMs).toBeLessThan(14_000);
+  } finally {
+    await client.client.workflow.getHandle(workflowId).cancel().catch(() => undefined);
+    await kill(first, 'SIGKILL');
+    second?.worker.shutdown();
+    await running?.catch(() => undefined);
+    await second?.connection.close();
+    await client.close();
+  }
+}, 90_000);
+
+async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
