@@ -13,6 +13,8 @@ import type { AgentDiagnostics } from '../src/workflows/definitions';
 import { agentDiagnosticsQuery } from '../src/workflows/definitions';
 import { WorkerStateMachine, type WorkerState } from '../src/workflows/worker-state';
 import { findTemporalCli } from '../src/worker/temporal-cli';
+import { modelSettings } from '../src/providers/config';
+import { runCadre, testServerEnv } from './support/cli';
 import { tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
@@ -256,6 +258,28 @@ steps:
       expect(worktree).toMatchObject({ state: 'kept', files: ['draft.txt'] });
       expect(existsSync(path.join(worktree.path as string, 'draft.txt'))).toBe(true);
     });
+  });
+});
+
+describe('cadre team', () => {
+  test('a goal gets a lead with the role that fits it; a plan file runs as a team', async () => {
+    const ws = tempWorkspace();
+    const model = scenario('lead', [{ expect: { lastContains: 'Write unit tests for the parser' }, ...say('completing', 'tests written', { result: 'parser tests: 4 added' }) }]);
+    writeFileSync(path.join(ws, 'plan.yaml'), 'name: plain\nsteps:\n  - { id: a, agent: { prompt: "Write unit tests for the parser" } }\noutput: "{{ steps.a.output }}"\n');
+    await withWorker(
+      async (h) => {
+        const goal = await runCadre(['team', 'Write unit tests for the parser edge cases', '--wait', '--task-queue', h.taskQueue], ws, testServerEnv());
+        expect(goal.stderr).toContain('lead: tester (matched: ');
+        expect(goal.stdout).toContain('◆ lead             completed            role tester');
+        expect(goal.stdout).toContain('"parser tests: 4 added"');
+        expect(goal.code).toBe(0);
+        // The plan names no team, yet runs as one: its agent finishes with signal_state.
+        const file = await runCadre(['team', 'plan.yaml', '--wait', '--json', '--task-queue', h.taskQueue], ws, testServerEnv());
+        expect(file.code).toBe(0);
+        expect(JSON.parse(file.stdout)).toMatchObject({ status: 'completed', output: 'parser tests: 4 added', workers: [expect.objectContaining({ step: 'a', state: 'completed' })] });
+      },
+      { activityDeps: { models: modelSettings({}, { CADRE_MODEL: model }) } },
+    );
   });
 });
 

@@ -16,7 +16,9 @@ import { runDemo } from './demo';
 import { sendMessage, sessionInput } from './sessions';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
+import type { CompiledPlan } from '../spec/types';
 import { registerRolesCommand } from './roles-command';
+import { teamStart } from './team';
 import { checkWorkflowId } from './workflow-ids';
 import { pruneWorktrees, runWorktrees } from './worktrees';
 
@@ -203,25 +205,22 @@ export function buildProgram(): Command {
       // Bad inputs are the user's to fix before any server is involved.
       const inputs = resolveInputs(plan, opts.input);
       if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
-      await withClient(async (client) => {
-        const started = await client.start(plan, inputs.values, { workflowId: opts.id, taskQueue: opts.taskQueue });
-        const link = client.uiLink(started.workflowId);
-        if (!opts.wait) {
-          if (opts.json) out(JSON.stringify({ ...started, ...(link && { ui: link }) }));
-          else {
-            out(started.workflowId);
-            if (link) info(`Web UI: ${link}`);
-            info(`follow it with: cadre watch ${started.workflowId}`);
-          }
-          return;
-        }
-        if (!opts.json) info(`started ${started.workflowId}${link ? `\nWeb UI: ${link}` : ''}`);
-        leaveRunOnCtrlC(started.workflowId);
-        const printer = new ProgressPrinter(started.workflowId, info);
-        const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
-        out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
-        process.exitCode = exitCodeOf(final.status);
-      });
+      await startAndFollow(plan, inputs.values, opts);
+    });
+
+  program
+    .command('team <goal-or-plan>')
+    .description('hand a goal (its lead takes the role that fits) or a plan file to a team of agents')
+    .option('--id <id>', 'workflow id (default: derived from the plan and goal)')
+    .option('--task-queue <queue>', 'task queue of the workers', taskQueue())
+    .option('-w, --wait', 'follow progress and exit 0 only when the team completed')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  cadre team "Write unit tests for the parser" --wait\n  cadre team examples/feature-team/plan.yaml --wait')
+    .action(async (goalOrPlan: string, opts: { id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
+      if (opts.id !== undefined) checkWorkflowId(opts.id);
+      const { plan, inputs, lead } = await teamStart(goalOrPlan, process.cwd());
+      if (lead && !opts.json) info(`lead: ${lead.role}${lead.matched.length ? ` (matched: ${lead.matched.join(', ')})` : ' (no role matched the goal: the default)'}`);
+      await startAndFollow(plan, inputs, opts);
     });
 
   program
@@ -443,6 +442,29 @@ export function buildProgram(): Command {
     });
 
   return program;
+}
+
+/** Starts a plan; with `wait`, follows it to the end and exits by how it ended. */
+async function startAndFollow(plan: CompiledPlan, inputs: Record<string, unknown>, opts: { id?: string; taskQueue: string; wait?: boolean; json?: boolean }): Promise<void> {
+  await withClient(async (client) => {
+    const started = await client.start(plan, inputs, { workflowId: opts.id, taskQueue: opts.taskQueue });
+    const link = client.uiLink(started.workflowId);
+    if (!opts.wait) {
+      if (opts.json) out(JSON.stringify({ ...started, ...(link && { ui: link }) }));
+      else {
+        out(started.workflowId);
+        if (link) info(`Web UI: ${link}`);
+        info(`follow it with: cadre watch ${started.workflowId}`);
+      }
+      return;
+    }
+    if (!opts.json) info(`started ${started.workflowId}${link ? `\nWeb UI: ${link}` : ''}`);
+    leaveRunOnCtrlC(started.workflowId);
+    const printer = new ProgressPrinter(started.workflowId, info);
+    const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
+    out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
+    process.exitCode = exitCodeOf(final.status);
+  });
 }
 
 export async function main(argv: string[]): Promise<void> {

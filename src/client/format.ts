@@ -1,6 +1,6 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
-import type { AgentSummary, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../workflows/definitions';
+import type { AgentSummary, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../workflows/definitions';
 import { STEP_MARKS, describeWait } from '../workflows/details';
 import { isFinal } from './run-status';
 
@@ -29,9 +29,16 @@ export function workerLine(w: WorkerRecord): string {
   const parts = [`◆ ${w.step.padEnd(16)} ${w.state.padEnd(19)}`];
   if (w.role) parts.push(`role ${w.role}`);
   if (w.running?.length) parts.push(`running ${w.running.join(', ')}`);
-  if (w.worktree) parts.push(`in ${w.worktree}`);
+  const working = w.state !== 'completed' && w.state !== 'error' && w.state !== 'cancelled';
+  if (w.worktree && working) parts.push(`in ${w.worktree}`);
   if (w.reason && w.state !== 'running' && w.state !== 'completed') parts.push(`— ${w.reason}`);
   return parts.join('  ');
+}
+
+/** A question a worker asked its team, and who answered it. */
+export function consultationLine(c: ConsultationRecord): string {
+  const who = c.outcome === 'answered' ? `the ${c.to} answered${c.confidence !== undefined ? ` (confidence ${c.confidence})` : ''}` : c.outcome === 'cached' ? 'answered as before' : c.outcome === 'escalated' ? `sent to a person${c.to ? ` (the ${c.to} was not sure)` : ''}` : c.outcome === 'cut' ? 'cut' : `asking the ${c.to ?? 'team'}`;
+  return `? ${c.from} asked "${c.question}": ${who}${c.note && c.outcome === 'cut' ? ` — ${c.note}` : ''}`;
 }
 
 export function answerHint(workflowId: string, w: Waiting): string {
@@ -45,6 +52,7 @@ export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   if (d.note) lines.push(`  ${d.note}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
   if (d.workers?.length) lines.push('  workers:', ...d.workers.map((w) => `    ${workerLine(w)}`));
+  if (d.consultations?.length) lines.push('  questions:', ...d.consultations.map((c) => `    ${consultationLine(c)}`));
   for (const w of d.waiting) lines.push(answerHint(workflowId, w));
   for (const c of d.compensations) lines.push(`  ↺ compensated ${c.step}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);
   if (d.output !== undefined) lines.push(`output: ${JSON.stringify(d.output, null, 2)}`);
