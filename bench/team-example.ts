@@ -13,17 +13,13 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import YAML from 'yaml';
-import { CadreClient } from '../src/client/client';
 import { TEAM_DEMO_DIR } from '../src/client/demo';
 import { loadPlan } from '../src/spec/load';
 import type { CompiledPlan } from '../src/spec/types';
 import { formatIssues, validatePlan } from '../src/spec/validate';
-import { resolveServer } from '../src/worker/dev-server';
-import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { createCadreWorker } from '../src/worker/worker';
+import { startBenchWorker } from './bench-worker';
 import { resultsFile, runMain, writeResults } from './run-main';
 
 const QUESTIONS = 30;
@@ -56,15 +52,8 @@ function questionsPlan(dir: string): CompiledPlan {
 async function main(): Promise<void> {
   installConciseLogging('WARN');
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-team-example-'));
-  log('starting the Temporal server...');
-  const server = await resolveServer({ dataDir: path.join(tmp, 'server'), ephemeral: true, log });
+  const { server, worker, client, taskQueue, connection } = await startBenchWorker('team-example', tmp, log);
   try {
-    await registerSearchAttributes(server, log);
-    log('bundling workflows...');
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } });
-    const taskQueue = `bench-team-example-${process.pid}`;
-    const { worker, connection } = await createCadreWorker({ address: server.address, namespace: server.namespace, taskQueue, workflowBundle: { code }, auditDir: path.join(tmp, 'audit') });
-    const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
     const run = async (plan: CompiledPlan, id: string) => {
       const t0 = performance.now();
       const { workflowId } = await client.start(plan, {}, { workflowId: `${id}-${process.pid}`, taskQueue });

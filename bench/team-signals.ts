@@ -18,16 +18,12 @@ import { performance } from 'node:perf_hooks';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import YAML from 'yaml';
-import { CadreClient } from '../src/client/client';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import type { WorkerStateSignal } from '../src/workflows/definitions';
 import { type WorkerState, WorkerStateMachine } from '../src/workflows/worker-state';
-import { resolveServer } from '../src/worker/dev-server';
-import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { createCadreWorker } from '../src/worker/worker';
+import { startBenchWorker } from './bench-worker';
 import { resultsFile, runMain, writeResults } from './run-main';
 
 const WORKERS = 10;
@@ -63,15 +59,8 @@ async function main(): Promise<void> {
     if (!result.ok) throw new Error(formatIssues(result.issues));
     return result.plan;
   };
-  log('starting the Temporal server...');
-  const server = await resolveServer({ dataDir: path.join(tmp, 'server'), ephemeral: true, log });
+  const { server, worker, client, taskQueue, connection } = await startBenchWorker('team-signals', tmp, log);
   try {
-    await registerSearchAttributes(server, log);
-    log('bundling workflows...');
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } });
-    const taskQueue = `bench-team-signals-${process.pid}`;
-    const { worker, connection } = await createCadreWorker({ address: server.address, namespace: server.namespace, taskQueue, workflowBundle: { code }, auditDir: path.join(tmp, 'audit') });
-    const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
 
     const teamRun = async (name: string, cycles: number) => {
       const t0 = performance.now();

@@ -59,11 +59,11 @@ describe('cadre worker against a plain Temporal dev server', () => {
     try {
       const deadline = Date.now() + 60_000;
       while (!stderr.includes('worker running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      expect(stderr).toContain('registered search attributes CadreStatus, CadrePlan');
+      expect(stderr).toContain('registered search attributes CadreStatus, CadrePlan, CadreWorkerState');
       const run = await cadre(['run', 'plan.yaml', '--wait', '--id', uniqueId('plain')]);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/plain \(.*\): completed/);
-      expect(await cadre(['setup'])).toMatchObject({ code: 0, stdout: 'already present: CadreStatus, CadrePlan\n' });
+      expect(await cadre(['setup'])).toMatchObject({ code: 0, stdout: 'already present: CadreStatus, CadrePlan, CadreWorkerState\n' });
     } finally {
       worker.kill('SIGINT');
     }
