@@ -9,6 +9,8 @@ import { temporal } from '@temporalio/proto';
 import { modelSettings } from '../src/providers/config';
 import { auditFile } from '../src/store/audit-files';
 import { STALE_LOCK_MS } from '../src/activities/git/repair';
+import type { CustomToolsConfig } from '../src/activities/tools/custom/config';
+import { TSX } from './support/tsx';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
 import { git, tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
@@ -26,8 +28,8 @@ beforeEach(() => {
   auditDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-audit-'));
 });
 
-function withModels<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
-  return withWorker(fn, { activityDeps: { models: modelSettings({}, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL }) }, auditDir });
+function withModels<T>(fn: (h: Harness) => Promise<T>, customTools?: CustomToolsConfig): Promise<T> {
+  return withWorker(fn, { activityDeps: { models: modelSettings({}, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL }), ...(customTools && { customTools }) }, auditDir });
 }
 
 const finish = (id: string) => ({ toolCalls: [{ id, name: 'signal_state', args: { state: 'completing', reason: 'done', result: 'ok' } }] });
@@ -79,6 +81,23 @@ test('transient: rate limits are retried with backoff, then the fallback model t
   });
 });
 
+test('transient without a fallback model: another round of retries with backoff', async () => {
+  const ws = tempWorkspace();
+  server.enqueue({ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 }, finish('c1'));
+  await withModels(async (h) => {
+    const id = await startPlan(h, plan(ws, ''));
+    const d = await h.client.result(id);
+    expect(d.status).toBe('completed');
+    expect(modelsAsked()).toEqual(['gpt-main', 'gpt-main', 'gpt-main', 'gpt-main', 'gpt-main']);
+    const agentId = step(d, 'w').agent?.workflowId as string;
+    expect((await activities(h, agentId)).filter(([type]) => type === 'modelTurn')).toEqual([
+      ['modelTurn', 3, 'failed'],
+      ['modelTurn', 2, 'completed'],
+    ]);
+    expect(recoveries(id)).toEqual([['transient', 'ModelUnavailable', 'retried']]);
+  });
+});
+
 test('infrastructure: a stale git lock is removed from the worktree and the tool call runs again', async () => {
   const { home, repo } = tempRepository('cadre-recovery-');
   const ws = path.join(home, 'ws');
@@ -112,6 +131,32 @@ test('infrastructure: a stale git lock is removed from the worktree and the tool
     expect(recoveries(id)).toEqual([['infrastructure', 'GitBusy', 'repaired_worktree']]);
     expect(git(repo, 'log', '--format=%s', '-1', 'cadre/recovery-git/fix')).toBe('fix');
   });
+});
+
+test('infrastructure: an MCP server that dies mid-call is started afresh and the call runs again', async () => {
+  const ws = tempWorkspace();
+  const notes = path.join(ws, 'notes.txt');
+  const fixtures = path.join(__dirname, 'fixtures', 'tools');
+  const customTools = {
+    modules: [],
+    mcpServers: { notes: { command: process.execPath, args: ['--import', TSX, path.join(fixtures, 'notes-mcp-server.ts')], env: { NOTES_FILE: notes, NOTES_CRASHES: '3' } } },
+    baseDir: fixtures,
+  };
+  server.enqueue({ toolCalls: [{ id: 'c1', name: 'notes__add_note', args: { text: 'kept' } }] }, finish('c2'));
+  await withModels(async (h) => {
+    const id = await startPlan(h, plan(ws, '', ', tools: ["mcp:notes/add_note"]'));
+    const d = await h.client.result(id);
+    expect(d.status).toBe('completed');
+    const agentId = step(d, 'w').agent?.workflowId as string;
+    // Three attempts met a dying server (each started it again); the recovery's round found it well.
+    expect((await activities(h, agentId)).filter(([type]) => type === 'runTool')).toEqual([
+      ['runTool', 3, 'failed'],
+      ['runTool', 1, 'completed'],
+    ]);
+    expect(recoveries(id)).toEqual([['infrastructure', 'McpServerUnavailable', 'restarted_server']]);
+    expect(readFileSync(notes, 'utf8')).toBe('kept\n');
+    expect(readFileSync(`${notes}.crashes`, 'utf8').split('\n').filter(Boolean)).toHaveLength(3);
+  }, customTools);
 });
 
 test('user_resolvable: a refused key blocks the worker with suggested actions until a person says retry', async () => {

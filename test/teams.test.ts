@@ -223,7 +223,7 @@ describe('subtasks', () => {
     });
   });
 
-  test('cancelling the team run with the temporal CLI cancels every worker and subtask, releases the worktree and keeps its uncommitted work', async () => {
+  test('cancelling the team run with the temporal CLI cancels every worker and subtask, releases the worktrees and keeps their uncommitted work', async () => {
     const cli = await findTemporalCli({ build: false });
     if (!cli) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');
     const { home, repo } = tempRepository('cadre-team-cancel-');
@@ -231,15 +231,14 @@ describe('subtasks', () => {
     mkdirSync(ws);
     const model = scenario('writer-parent', [
       { reply: { toolCalls: [{ name: 'fs_write', args: { path: 'draft.txt', content: 'not committed' } }] } },
-      { reply: { toolCalls: [{ name: 'spawn_subtask', args: { role: 'researcher', prompt: 'look around' } }] } },
+      { reply: { toolCalls: [{ name: 'spawn_subtask', args: { role: 'implementer', prompt: 'fix the tests', worktree: true } }] } },
     ]);
-    const stuck = scenario('stuck-researcher', [say('blocked', 'waiting for access to the wiki')]);
+    const stuck = scenario('stuck-subtask', [
+      { reply: { toolCalls: [{ name: 'fs_write', args: { path: 'notes.txt', content: 'half done' } }] } },
+      say('blocked', 'waiting for access to the wiki'),
+    ]);
     const plan = compile(
-      `name: team-cancel
-team: { model: "${stuck}" }
-steps:
-  - { id: impl, worktree: { repo: ${repo}, task: impl, cleanup: always }, agent: { role: implementer, prompt: go, model: "${model}", tools: [fs.write] } }
-`,
+      `name: team-cancel\nteam: { model: "${stuck}" }\nsteps:\n  - { id: impl, worktree: { repo: ${repo}, task: impl, cleanup: always }, agent: { role: implementer, prompt: go, model: "${model}", tools: [fs.write] } }\n`,
       ws,
     );
     await withWorker(async (h) => {
@@ -247,6 +246,11 @@ steps:
       const d = await waitUntil(h, id, (x) => x.workers?.some((w) => w.step === 'impl/sub-1' && w.state === 'blocked') ?? false);
       const ids = (d.workers ?? []).map((w) => w.workflowId);
       expect(ids).toHaveLength(2);
+      const sub = d.workers?.find((w) => w.step === 'impl/sub-1');
+      // The subtask works in a worktree of its own, branched from its parent's.
+      const parentPath = d.worktrees?.[0].path as string;
+      const subDiag: AgentDiagnostics = await h.client.client.workflow.getHandle(sub?.workflowId as string).query(agentDiagnosticsQuery);
+      expect(subDiag.state).toBe('blocked');
       await promisify(execFile)(cli, ['workflow', 'cancel', '--address', process.env.CADRE_TEST_ADDRESS as string, '--workflow-id', id]);
       const done = await waitUntil(h, id, (x) => x.status === 'cancelled');
       for (const workflowId of ids) {
@@ -256,7 +260,13 @@ steps:
       }
       const [worktree] = done.worktrees ?? [];
       expect(worktree).toMatchObject({ state: 'kept', files: ['draft.txt'] });
-      expect(existsSync(path.join(worktree.path as string, 'draft.txt'))).toBe(true);
+      expect(existsSync(path.join(parentPath, 'draft.txt'))).toBe(true);
+      const parent: AgentDiagnostics = await h.client.client.workflow.getHandle(step(done, 'impl').agent?.workflowId as string).query(agentDiagnosticsQuery);
+      const [subWorktree] = parent.worktrees ?? [];
+      expect(subWorktree).toMatchObject({ state: 'kept', files: ['notes.txt'], branch: expect.stringContaining('sub-1') });
+      expect(subWorktree.path).not.toBe(parentPath);
+      expect(existsSync(path.join(subWorktree.path as string, 'notes.txt'))).toBe(true);
+      expect(existsSync(path.join(subWorktree.path as string, 'draft.txt'))).toBe(false);
     });
   });
 });

@@ -39,8 +39,6 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       // Heartbeats reach the server at least every 2 s, so a team worker's stuck detection (10 s by
       // default) tells a long tool that still beats from a silent one.
       maxHeartbeatThrottleInterval: '2s',
-      // A workflow whose worker died moves to another worker after 3 s instead of 10.
-      stickyQueueScheduleToStartTimeout: '3s',
       ...options.overrides,
     });
     return { worker, connection };

@@ -66,7 +66,7 @@ export interface LoopHooks {
    * A failed model turn or tool call, before it counts: `retry` (with another model, when given)
    * runs it again; undefined lets the failure stand.
    */
-  recover?(err: unknown, where: 'model' | 'tool'): Promise<{ retry: true; model?: string } | undefined>;
+  recover?(err: unknown, where: 'model' | 'tool', tool?: string): Promise<{ retry: true; model?: string } | undefined>;
   /**
    * A team worker must end with a state signal: a turn with neither tool calls nor one comes here
    * (the count of such turns in a row), and the text returned is sent to the model as the next prompt.
@@ -309,7 +309,7 @@ export class AgentLoop {
     try {
       return await this.toolActivities(tool, callId).runTool(request);
     } catch (err) {
-      if (isCancellation(err) || !(await this.hooks.recover?.(err, 'tool'))) throw err;
+      if (isCancellation(err) || !(await this.hooks.recover?.(err, 'tool', tool))) throw err;
       return this.toolActivities(tool, `${callId}.retry`).runTool(request);
     }
   }

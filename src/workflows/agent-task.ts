@@ -23,7 +23,7 @@ import { durationMs } from '../spec/duration';
 import { type AgentSpec, type DecideSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
-import { type AgentDiagnostics, type AgentSummary, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
+import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
 import { classifyError } from './error-classes';
 import type { TeamWorker } from './team';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from './team-tools';
@@ -31,6 +31,8 @@ import { WorkerReporter } from './worker-reporter';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';
+/** Rounds of a team worker's model-turn retries for a transient failure, when no fallback model helps. */
+const TRANSIENT_ROUNDS = 3;
 
 const repairs = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' });
 const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
@@ -45,6 +47,8 @@ export interface AgentTaskInput {
   worktree?: boolean;
   /** The plan's workspace, whose blob store holds big outputs, when `workspace` is a worktree. */
   storeWorkspace?: string;
+  /** The worktree's branch, when `workspace` is a worktree: a subtask's own worktree starts from it. */
+  branch?: string;
   /** A team worker: it has `signal_state`, `ask_question` and `spawn_subtask`, and must say when it is done. */
   team?: TeamWorker;
 }
@@ -68,10 +72,15 @@ class AgentRun {
   private readonly busy = { questions: 0, subtasks: 0 };
   /** Recoveries so far: the fallback model taken, people asked to fix something. */
   private onFallback = false;
+  private transientRounds = 0;
+  /** MCP tools whose server was started afresh once already. */
+  private readonly restarted = new Set<string>();
   private fixes = 0;
   /** Stuck detection: when the worker last moved on, and whether it is blocked for want of progress. */
   private lastProgressMs = nowMs();
   private stuck = false;
+  /** Worktrees of subtasks started with `worktree: true`, and what became of them. */
+  private readonly subtaskWorktrees: WorktreeRecord[] = [];
 
   constructor(private readonly input: AgentTaskInput) {
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
@@ -216,6 +225,8 @@ class AgentRun {
       reporter: this.reporter,
       label: this.input.step,
       workspace: this.input.workspace,
+      ...(this.input.worktree && this.input.branch !== undefined && { worktree: { branch: this.input.branch, storeWorkspace: this.input.storeWorkspace ?? this.input.workspace } }),
+      subtaskWorktrees: this.subtaskWorktrees,
       busy: this.busy,
       sync: (reason) => this.sync(reason),
       askPerson: (id, prompt, timeout) =>
@@ -238,7 +249,7 @@ class AgentRun {
       ...hooks,
       workflowTools: [signalStateTool(ctx), askQuestionTool(ctx), spawnSubtaskTool(ctx)],
       silent: silentTurnHandler(ctx),
-      recover: (err, where) => this.recover(ctx, err, where),
+      recover: (err, where, tool) => this.recover(ctx, err, where, tool),
     };
   }
 
@@ -247,7 +258,7 @@ class AgentRun {
    * switches to the fallback model after rate limits; an infrastructure one repairs the worktree and
    * runs the call again; a user-resolvable one waits, blocked, for a person to fix it; a permanent one fails.
    */
-  private async recover(ctx: TeamWorkerContext, err: unknown, where: 'model' | 'tool'): Promise<{ retry: true; model?: string } | undefined> {
+  private async recover(ctx: TeamWorkerContext, err: unknown, where: 'model' | 'tool', tool?: string): Promise<{ retry: true; model?: string } | undefined> {
     const failure = asFailure(err);
     const { class: errorClass, actions } = classifyError({ message: failure.message, ...(failure.type && { type: failure.type }) });
     const record = (recovery: string) => this.loop.record({ event: 'worker.recovery', errorClass, errorType: failure.type ?? 'Error', recovery });
@@ -256,6 +267,17 @@ class AgentRun {
       this.onFallback = true;
       record('fallback_model');
       return { retry: true, model: fallback };
+    }
+    // Each round is TEAM_MODEL_ATTEMPTS tries with backoff: about as many in all as a lone agent's.
+    if (where === 'model' && errorClass === 'transient' && ++this.transientRounds < TRANSIENT_ROUNDS) {
+      record('retried');
+      return { retry: true };
+    }
+    if (where === 'tool' && errorClass === 'infrastructure' && tool?.startsWith('mcp:') && !this.restarted.has(tool)) {
+      // The failed calls dropped the server's client: the next call starts (or reconnects to) the server afresh.
+      this.restarted.add(tool);
+      record('restarted_server');
+      return { retry: true };
     }
     if (where === 'tool' && errorClass === 'infrastructure' && this.input.worktree) {
       const { removed } = await repairs.repairWorktree({ worktree: this.input.workspace });
@@ -319,6 +341,7 @@ class AgentRun {
       transitions: this.reporter.machine.transitions(),
       moves: this.reporter.machine.count,
       fingerprint: this.reporter.machine.fingerprint,
+      ...(this.subtaskWorktrees.length > 0 && { worktrees: this.subtaskWorktrees.map((w) => ({ ...w })) }),
     };
   }
 

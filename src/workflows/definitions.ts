@@ -153,6 +153,8 @@ export interface AgentDiagnostics {
   moves: number;
   /** A hash of every move in order: a team board that applied each once, in order, shows the same. */
   fingerprint: string;
+  /** The worktrees of its subtasks (spawn_subtask with worktree: true). */
+  worktrees?: WorktreeRecord[];
 }
 
 /** A worker's state change, as it tells its team run. */

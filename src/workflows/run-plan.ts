@@ -583,7 +583,7 @@ class PlanRun {
           action: member?.action ?? action,
           prompt,
           workspace: worktree?.path ?? this.plan.workspace,
-          ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace }),
+          ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace, branch: worktree.branch }),
           ...(member && { team: member.team }),
         },
         ...(timeout !== undefined && { timeout }),

@@ -4,17 +4,18 @@
  * with a reminder; after `silentTurns` reminders the worker is `blocked` and waits for a person,
  * never taken for done.
  */
-import { ApplicationFailure, condition, executeChild, getExternalWorkflowHandle, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
 import { DEFAULT_AGENT_TURNS } from '../spec/types';
 import type { WorkflowTool } from './agent-loop';
 import { agentTask } from './agent-task';
 import { isoAt, nowMs } from './clock';
-import { type TeamReply, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
+import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
 import { describeFailure } from './failures';
 import type { TeamWorker } from './team';
 import { withRole } from './team-roles';
 import type { WorkerReporter } from './worker-reporter';
+import { WorktreeLeases } from './worktrees';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */
 const SIGNALLED_STATES = ['completing', 'blocked', 'error'] as const;
@@ -34,6 +35,10 @@ export interface TeamWorkerContext {
   askWhileBlocked(id: string, prompt: string, choices?: string[]): Promise<string>;
   label: string;
   workspace: string;
+  /** The worker's own worktree, when it works in one: subtasks may get worktrees branched from it. */
+  worktree?: { branch: string; storeWorkspace: string };
+  /** Records of subtasks' worktrees, shown in the worker's diagnostics. */
+  subtaskWorktrees: WorktreeRecord[];
   /** Questions and subtasks under way: the worker's state follows them. */
   busy: { questions: number; subtasks: number };
   sync(reason: string): void;
@@ -179,6 +184,7 @@ export const SPAWN_SUBTASK_SCHEMA: Record<string, unknown> = {
   properties: {
     role: { type: 'string', description: 'The role of the worker to start (implementer, tester, researcher, ...).' },
     prompt: { type: 'string', description: 'The subtask: everything the worker needs to do it.' },
+    worktree: { type: 'boolean', description: 'Give it a git worktree of its own, branched from yours (you must work in one).' },
   },
   required: ['role', 'prompt'],
   additionalProperties: false,
@@ -201,18 +207,34 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
       if (started >= team.maxSubtasks) return { result: `not started: a worker starts at most ${team.maxSubtasks} subtasks (team.maxSubtasks)`, isError: true };
       const agent = withRole({ role, prompt, tools: [], maxTurns: DEFAULT_AGENT_TURNS, approvals: {}, approvalTimeout: team.escalationTimeout }, team.roles, team.model);
       if (typeof agent === 'string') return { result: agent, isError: true };
-      const label = `${ctx.label}/sub-${++started}`;
+      if (args.worktree !== undefined && typeof args.worktree !== 'boolean') return { result: 'worktree must be true or false', isError: true };
+      if (args.worktree === true && !ctx.worktree) return { result: 'worktree: true needs you to work in a git worktree (your step has no worktree)', isError: true };
+      const n = ++started;
+      const label = `${ctx.label}/sub-${n}`;
       ctx.busy.subtasks++;
       ctx.sync(`started subtask ${label} (${role})`);
+      // A subtask's own worktree is the parent's lease: released (kept when it holds uncommitted
+      // work) when the subtask ends, however it ends, cancellation included.
+      const leases = new WorktreeLeases('team', () => undefined);
       try {
-        const result = await executeChild(agentTask, {
-          workflowId: `${workflowInfo().workflowId}/sub-${started}`,
-          args: [{ step: label, action: { kind: 'agent', agent }, prompt, workspace: ctx.workspace, team: { ...team, role, chain: [role], depth: team.depth + 1 } }],
-        });
-        return { result: { subtask: label, output: result.output } };
+        const own = args.worktree === true && ctx.worktree ? await leases.lease({ repo: ctx.workspace, task: label.replace(/[^A-Za-z0-9._-]+/g, '-'), base: ctx.worktree.branch, cleanup: 'always' }, label) : undefined;
+        const input = {
+          step: label,
+          action: { kind: 'agent' as const, agent },
+          prompt,
+          ...(own && ctx.worktree ? { workspace: own.path, worktree: true, branch: own.branch, storeWorkspace: ctx.worktree.storeWorkspace } : { workspace: ctx.workspace }),
+          team: { ...team, role, chain: [role], depth: team.depth + 1 },
+        };
+        const result = await executeChild(agentTask, { workflowId: `${workflowInfo().workflowId}/sub-${n}`, args: [input] });
+        return { result: { subtask: label, output: result.output, ...(own && { branch: own.branch }) } };
       } catch (err) {
+        if (isCancellation(err)) throw err;
         return { result: `subtask ${label} failed: ${describeFailure(err).message}`, isError: true };
       } finally {
+        if (leases.size > 0) {
+          await CancellationScope.nonCancellable(() => leases.release(CancellationScope.current().consideredCancelled ? 'cancelled' : 'completed'));
+          ctx.subtaskWorktrees.push(...leases.records());
+        }
         ctx.busy.subtasks--;
         ctx.sync(`subtask ${label} ended`);
       }

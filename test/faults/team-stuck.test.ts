@@ -2,7 +2,7 @@
  * Stuck detection: a team worker whose worker process dies in the middle of a tool call goes
  * silent (no heartbeat, no state signal). Another worker process takes over the workflow, and the
  * worker is reported blocked in its diagnostics, the team run, the search attribute and the audit
- * log, within the 10 s default plus the failover; it is never reported completed.
+ * log, 10 s (the default) after its last sign of life plus the failover; never reported completed.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -34,7 +34,8 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
     const killedAt = Date.now();
     second = await startWorker(taskQueue, { auditDir });
     running = second.worker.run();
-    await until(async () => (await client.diagnostics(workflowId)).workers?.[0]?.state === 'blocked', 30_000);
+    // Queries fail while the run's workflow still sits on the dead worker's sticky queue: ask again.
+    await until(async () => (await client.diagnostics(workflowId).catch(() => undefined))?.workers?.[0]?.state === 'blocked', 40_000);
     const reportedAfterMs = Date.now() - killedAt;
     const a: AgentDiagnostics = await agent.query(agentDiagnosticsQuery);
     expect(a.state).toBe('blocked');
@@ -43,9 +44,10 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
     expect((await agent.describe()).searchAttributes.CadreWorkerState).toEqual(['blocked']);
     const audit = readFileSync(auditFile(auditDir, workflowId), 'utf8');
     expect(audit).toMatch(/"event":"worker\.state".*"state":"blocked"/);
-    // 10 s of silence (its last beat came up to 2 s before the kill), then the check itself.
+    // 10 s of silence (its last beat came up to 2 s before the kill); the check's workflow task
+    // waits on the dead worker's sticky queue for up to Temporal's 10 s before another worker runs it.
     process.stdout.write(`team-stuck: reported blocked ${reportedAfterMs} ms after the kill\n`);
-    expect(reportedAfterMs).toBeLessThan(14_000);
+    expect(reportedAfterMs).toBeLessThan(24_000);
   } finally {
     await client.client.workflow.getHandle(workflowId).cancel().catch(() => undefined);
     await kill(first, 'SIGKILL');

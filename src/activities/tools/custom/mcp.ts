@@ -110,7 +110,11 @@ function headersFromEnv(server: string, names: Record<string, string> = {}): Rec
   );
 }
 
+/** The MCP SDK's own codes for a lost connection and an unanswered request: the server, not the call, failed. */
+const TRANSPORT_ERROR_CODES = new Set([-32000, -32001]);
+
 /** An error the server answered with (bad arguments, unknown tool): the connection is fine. */
 function isProtocolError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'number';
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'number' && !TRANSPORT_ERROR_CODES.has(code);
 }
