@@ -147,10 +147,8 @@ class PlanRun {
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
     this.agents = new AgentSteps(
       (id, waiting) => this.agentWaiting(id, waiting),
-      (worker) => {
-        this.team?.workerChanged(worker);
-        this.changed();
-      },
+      // Workers' states are read by queries only: a signal does not wake the scheduler.
+      (worker) => this.team?.workerChanged(worker),
     );
     if (this.plan.team) {
       this.team = new Team(
