@@ -162,9 +162,13 @@ describe('questions', () => {
     });
   });
 
-  test('an unsure specialist sends the question to a person, whose answer resumes the worker', async () => {
+  test('an unsure specialist sends the question to a person, whose answer resumes the worker and is remembered', async () => {
     const ws = tempWorkspace();
-    const model = scenario('asker-2', [ask(QUESTION), { expect: { lastContains: 'A person answered: put it in src/net' }, ...say('completing', 'done', { result: 'ok' }) }]);
+    const model = scenario('asker-2', [
+      ask(QUESTION),
+      { expect: { lastContains: 'A person answered: put it in src/net' }, ...ask(QUESTION) },
+      { expect: { lastContains: 'A person answered (the answer given earlier to the same question): put it in src/net' }, ...say('completing', 'done', { result: 'ok' }) },
+    ]);
     const unsure = scenario('unsure-architect', [say('completing', 'guess', { result: { answer: 'maybe src/util', confidence: 0.3 } })]);
     await withWorker(async (h) => {
       const id = await startPlan(h, teamPlan('team-escalate', model, unsure, ws));
@@ -176,7 +180,10 @@ describe('questions', () => {
       await h.client.answer(id, d.waiting[0].id, 'put it in src/net');
       const done = await h.client.result(id);
       expect(done.status).toBe('completed');
-      expect(done.consultations?.[0]).toMatchObject({ to: 'architect', outcome: 'escalated', confidence: 0.3 });
+      expect(done.consultations?.map((c) => [c.to, c.outcome, c.confidence])).toEqual([
+        ['architect', 'escalated', 0.3],
+        [undefined, 'cached', undefined],
+      ]);
     });
   });
 

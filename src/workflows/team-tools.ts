@@ -122,8 +122,10 @@ export const ASK_QUESTION_SCHEMA: Record<string, unknown> = {
  */
 export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
   const replies = new Map<string, TeamReply>();
+  // Only replies to questions asked and not yet answered are kept: anyone can send signals.
+  const asked = new Set<string>();
   setHandler(teamReplySignal, (reply) => {
-    if (typeof reply?.id === 'string') replies.set(reply.id, reply);
+    if (typeof reply?.id === 'string' && asked.has(reply.id) && !replies.has(reply.id)) replies.set(reply.id, reply);
   });
   return {
     name: 'ask_question',
@@ -135,6 +137,7 @@ export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
       if (question.length > MAX_QUESTION_CHARS) return { result: `the question has ${question.length} characters; at most ${MAX_QUESTION_CHARS}`, isError: true };
       if (canBeAnsweredBy !== undefined && typeof canBeAnsweredBy !== 'string') return { result: 'canBeAnsweredBy must be a role name', isError: true };
       const id = `${ctx.label}/q-${callId}`;
+      asked.add(id);
       ctx.busy.questions++;
       ctx.sync(`asked: ${question}`);
       try {
@@ -149,14 +152,16 @@ export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
         });
         await condition(() => replies.has(id));
         const reply = replies.get(id) as TeamReply;
-        replies.delete(id);
         if (reply.outcome === 'cut') return { result: `not answered: ${reply.note ?? 'cut'}`, isError: true };
         if (reply.outcome !== 'escalate') {
           const how = reply.outcome === 'cached' ? ' (the answer given earlier to the same question)' : reply.confidence !== undefined ? ` (confidence ${reply.confidence})` : '';
-          return { result: `The ${reply.by ?? 'team'} answered${how}: ${reply.answer ?? ''}` };
+          const who = reply.by === 'a person' ? 'A person' : `The ${reply.by ?? 'team'}`;
+          return { result: `${who} answered${how}: ${reply.answer ?? ''}` };
         }
         return { result: await escalate(ctx, id, question, reply.note) };
       } finally {
+        asked.delete(id);
+        replies.delete(id);
         ctx.busy.questions--;
         ctx.sync('answered');
       }

@@ -37,6 +37,8 @@ export class Team {
   /** Answers by question, as normalised by `questionKey`. */
   private readonly answers = new Map<string, { answer: string; by: string }>();
   private readonly consultations: ConsultationRecord[] = [];
+  /** Questions sent on to a person, whose answers the run may remember. */
+  private readonly escalated = new Set<string>();
   private consulted = 0;
 
   constructor(
@@ -48,8 +50,11 @@ export class Team {
     setHandler(teamQuestionSignal, (question) => {
       void this.consult(question);
     });
+    // A person's answer to a question this run sent to a person (anyone can send signals).
     setHandler(teamLearnedSignal, ({ question, answer }) => {
-      if (typeof question === 'string' && typeof answer === 'string') this.answers.set(questionKey(question), { answer, by: 'a person' });
+      if (typeof question !== 'string' || typeof answer !== 'string' || answer.trim() === '') return;
+      const key = questionKey(question);
+      if (this.escalated.delete(key)) this.answers.set(key, { answer, by: 'a person' });
     });
   }
 
@@ -82,6 +87,7 @@ export class Team {
     this.changed();
     try {
       const reply = await this.answer(q, record);
+      if (reply.outcome === 'escalate') this.escalated.add(questionKey(q.question));
       record.outcome = reply.outcome === 'escalate' ? 'escalated' : reply.outcome;
       if (reply.confidence !== undefined) record.confidence = reply.confidence;
       if (reply.note !== undefined) record.note = reply.note;
