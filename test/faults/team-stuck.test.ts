@@ -58,6 +58,41 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
   }
 }, 90_000);
 
+test('with the workflow on a live worker, a worker whose tool went silent is reported blocked 10 s after its last heartbeat', async () => {
+  const ws = tempWorkspace();
+  const scenario = path.join(ws, 'worker.yaml');
+  writeFileSync(scenario, YAML.stringify({ turns: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'sleep 120' } }] } }] }));
+  const plan = compile(`name: team-silent-tool\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: go, model: "scripted:${scenario}", tools: [shell] } }\n`, ws);
+  const taskQueue = uniqueId('team-silent-tool');
+  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  // Workflows on one worker, activities (the tool) on another, as deployments often split them.
+  const tools = await startWorkerProcess(taskQueue, { CADRE_TEST_ACTIVITIES_ONLY: '1' });
+  const flows = await startWorker(taskQueue, { overrides: { enableNonLocalActivities: false } });
+  const running = flows.worker.run();
+  const { workflowId } = await client.start(plan, {}, { workflowId: uniqueId('team-silent-tool'), taskQueue });
+  const agent = client.client.workflow.getHandle(`${workflowId}/w`);
+  try {
+    await until(async () => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running.includes('shell') === true);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await agent.query(agentDiagnosticsQuery)).state).toBe('running');
+    await kill(tools, 'SIGKILL');
+    const killedAt = Date.now();
+    await until(async () => (await client.diagnostics(workflowId)).workers?.[0]?.state === 'blocked', 30_000);
+    const reportedAfterMs = Date.now() - killedAt;
+    process.stdout.write(`team-stuck (live workflow worker): reported blocked ${reportedAfterMs} ms after the tool's worker was killed\n`);
+    expect((await agent.describe()).searchAttributes.CadreWorkerState).toEqual(['blocked']);
+    // Its last heartbeat came up to 2 s before the kill; the report 10 s after it, give or take a check.
+    expect(reportedAfterMs).toBeLessThan(12_000);
+  } finally {
+    await client.client.workflow.getHandle(workflowId).cancel().catch(() => undefined);
+    await kill(tools, 'SIGKILL');
+    flows.worker.shutdown();
+    await running.catch(() => undefined);
+    await flows.connection.close();
+    await client.close();
+  }
+}, 90_000);
+
 async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

@@ -36,7 +36,7 @@ export interface Harness {
 }
 
 /** What a test may give its worker: model settings, an audit directory. */
-export type WorkerSetup = Pick<CadreWorkerOptions, 'activityDeps' | 'auditDir'>;
+export type WorkerSetup = Pick<CadreWorkerOptions, 'activityDeps' | 'auditDir' | 'overrides'>;
 
 export async function startWorker(taskQueue: string, setup: WorkerSetup = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
   // Failed attempts are expected in these tests and asserted on; keep worker logs to errors.
@@ -49,6 +49,7 @@ export async function startWorker(taskQueue: string, setup: WorkerSetup = {}): P
     // Tests write audit logs to a temporary directory unless they name one.
     auditDir: setup.auditDir ?? path.join(os.tmpdir(), 'cadre-test-audit'),
     ...(setup.activityDeps && { activityDeps: setup.activityDeps }),
+    ...(setup.overrides && { overrides: setup.overrides }),
   });
 }
 

@@ -1,6 +1,7 @@
 /**
  * A cadre worker in a process of its own, so a test can SIGKILL it mid-plan.
- * Usage: tsx test/support/worker-process.ts <taskQueue>  (env: CADRE_TEST_ADDRESS, CADRE_TEST_BUNDLE)
+ * Usage: tsx test/support/worker-process.ts <taskQueue>  (env: CADRE_TEST_ADDRESS, CADRE_TEST_BUNDLE;
+ * CADRE_TEST_ACTIVITIES_ONLY=1 for a worker that runs activities and no workflows)
  */
 import { installConciseLogging } from '../../src/worker/logging';
 import { createCadreWorker } from '../../src/worker/worker';
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
     namespace: process.env.CADRE_TEST_NAMESPACE ?? 'default',
     taskQueue: process.argv[2],
     workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string },
+    ...(process.env.CADRE_TEST_ACTIVITIES_ONLY === '1' && { overrides: { workflowBundle: undefined, workflowsPath: undefined } }),
   });
   const running = worker.run();
   process.stdout.write('ready\n');
