@@ -125,7 +125,7 @@ const JITTER_MAX_MS = 60_000;
  * A retryable provider failure without the provider's own Retry-After waits an exponential backoff
  * with full jitter (half to one and a half of it), so workers rate-limited together do not come back together.
  */
-export function withJitter(err: unknown, attempt: number, random = Math.random): unknown {
+function withJitter(err: unknown, attempt: number, random = Math.random): unknown {
   if (!(err instanceof ApplicationFailure) || err.nonRetryable || err.nextRetryDelay !== undefined) return err;
   const backoff = Math.min(JITTER_MAX_MS, JITTER_BASE_MS * 2 ** (attempt - 1));
   return ApplicationFailure.create({ type: err.type ?? undefined, message: err.message, details: err.details ?? [], nonRetryable: false, nextRetryDelay: Math.round(backoff * (0.5 + random())), cause: err.cause });

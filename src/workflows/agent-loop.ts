@@ -185,7 +185,7 @@ export class AgentLoop {
   /** A tool the workflow answers: audited like the others, never an activity. */
   private async callWorkflowTool(tool: WorkflowTool, call: ModelToolCall, callId: string): Promise<ToolOutcome> {
     this.toolCalls++;
-    const reply = (result: unknown, isError?: boolean): ToolMessage => ({ role: 'tool', toolCallId: call.id, toolName: call.name, result: clipResult(result), ...(isError && { isError: true }) });
+    const reply = (result: unknown, isError?: boolean) => toolReply(call, result, isError);
     if (call.error !== undefined) {
       this.record({ event: 'tool.refused', call: callId, outcome: 'invalid_arguments', tool: tool.name });
       return { message: reply(call.error, true) };
@@ -263,13 +263,7 @@ export class AgentLoop {
 
   private async callTool(call: ModelToolCall, callId: string, tools: Map<string, AgentTool>): Promise<ToolMessage> {
     this.toolCalls++;
-    const reply = (result: unknown, isError = false): ToolMessage => ({
-      role: 'tool',
-      toolCallId: call.id,
-      toolName: call.name,
-      result: clipResult(result),
-      ...(isError && { isError: true }),
-    });
+    const reply = (result: unknown, isError?: boolean) => toolReply(call, result, isError);
     const tool = tools.get(call.name);
     if (call.error !== undefined || !tool) {
       this.record({ event: 'tool.refused', call: callId, outcome: tool ? 'invalid_arguments' : 'unknown_tool', ...(tool && { tool: tool.tool }) });
@@ -359,6 +353,11 @@ export function asFailure(err: unknown): ApplicationFailure {
     cursor = (cursor as { cause?: unknown }).cause;
   }
   return ApplicationFailure.create({ type: 'AgentFailed', message: describeFailure(err).message, nonRetryable: false });
+}
+
+/** What the model reads back for a tool call: its result (clipped), marked when it is an error. */
+function toolReply(call: ModelToolCall, result: unknown, isError?: boolean): ToolMessage {
+  return { role: 'tool', toolCallId: call.id, toolName: call.name, result: clipResult(result), ...(isError && { isError: true }) };
 }
 
 function clipResult(result: unknown): unknown {

@@ -17,8 +17,7 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { ModelMessageInput } from '../activities';
+import type { Activities, ModelMessageInput } from '../activities';
 import { durationMs } from '../spec/duration';
 import { type AgentSpec, type DecideSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';

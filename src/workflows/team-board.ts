@@ -25,10 +25,6 @@ export class TeamBoard {
 
   constructor(private readonly onChange: (record: WorkerRecord) => void) {}
 
-  get size(): number {
-    return this.workers.size;
-  }
-
   /** A worker the run started: shown as `initializing` until its first signal. */
   add(workflowId: string, step: string, details: { role?: string; worktree?: string }): void {
     if (this.workers.has(workflowId)) return;
@@ -60,7 +56,7 @@ export class TeamBoard {
     return true;
   }
 
-  /** The current tool of a worker (the plan run learns it from the agent's own query). */
+  /** Each worker as the run last applied its moves (clients add its running tools from its own query). */
   records(): WorkerRecord[] {
     return [...this.workers.values()].map(({ record }) => ({ ...record }));
   }

@@ -44,7 +44,7 @@ export interface TeamWorkerContext {
   sync(reason: string): void;
 }
 
-export const SIGNAL_STATE_SCHEMA: Record<string, unknown> = {
+const SIGNAL_STATE_SCHEMA: Record<string, unknown> = {
   type: 'object',
   properties: {
     state: { type: 'string', enum: [...SIGNALLED_STATES], description: 'completing: you are done (give result); blocked: you cannot go on now; error: the task cannot be done' },
@@ -106,7 +106,7 @@ export function silentTurnHandler(ctx: TeamWorkerContext): (count: number) => Pr
   };
 }
 
-export const ASK_QUESTION_SCHEMA: Record<string, unknown> = {
+const ASK_QUESTION_SCHEMA: Record<string, unknown> = {
   type: 'object',
   properties: {
     question: { type: 'string', description: 'The question, with what the answerer needs to know to answer it.' },
@@ -184,7 +184,7 @@ async function escalate(ctx: TeamWorkerContext, id: string, question: string, no
   throw ApplicationFailure.nonRetryable(`${ctx.label}: nobody answered its question within ${escalationTimeout} and the team has no defaultAnswer`, 'QuestionUnanswered');
 }
 
-export const SPAWN_SUBTASK_SCHEMA: Record<string, unknown> = {
+const SPAWN_SUBTASK_SCHEMA: Record<string, unknown> = {
   type: 'object',
   properties: {
     role: { type: 'string', description: 'The role of the worker to start (implementer, tester, researcher, ...).' },

@@ -166,7 +166,7 @@ function specialistAnswer(output: unknown): { answer: string; confidence: number
 }
 
 /** The same question: case, spacing and a trailing question mark aside. */
-export function questionKey(question: string): string {
+function questionKey(question: string): string {
   return question.trim().toLowerCase().replace(/\s+/g, ' ').replace(/\?+$/, '');
 }
 

@@ -37,10 +37,6 @@ export function canTransition(from: WorkerState, to: WorkerState): boolean {
   return WORKER_TRANSITIONS[from].includes(to);
 }
 
-export function isWorkerState(value: unknown): value is WorkerState {
-  return typeof value === 'string' && (WORKER_STATES as readonly string[]).includes(value);
-}
-
 export interface WorkerTransition {
   /** 1 for the first move, then one more per move: the team applies them in this order. */
   seq: number;
