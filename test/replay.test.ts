@@ -26,6 +26,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-agents',
       'run-plan-cancelled',
       'run-plan-completed',
+      'run-plan-document',
       'run-plan-foreach-chunks',
       'run-plan-hardened',
       'run-plan-step-activity-ids',

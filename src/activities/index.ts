@@ -16,12 +16,14 @@ import { agentToolset } from './tools/agent-toolset';
 import { teamRoles } from './roles';
 import { repairWorktree } from './git/repair';
 import { lastSignOfLife } from './liveness';
+import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
 export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
 export type { AgentTool } from './tools/agent-toolset';
+export type { PlanDocumentRequest, PlanDocumentResult } from './plan-document';
 
 export interface ToolRequest {
   tool: string;
@@ -86,6 +88,9 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     // A team worker's stuck detection: when its running activities last beat.
     lastSignOfLife: (request: { workflowId: string }) => lastSignOfLife(request.workflowId),
+
+    // A plan sent as a document (any Temporal client): validated and compiled before its first step.
+    compilePlanDocument: async (request: PlanDocumentRequest) => compilePlanDocument(request),
 
     // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
     teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),

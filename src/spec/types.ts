@@ -147,3 +147,16 @@ export interface RunPlanInput {
   plan: CompiledPlan;
   inputs: Record<string, unknown>;
 }
+
+/**
+ * `runPlan`'s input from any Temporal client: the plan document itself, validated and compiled by
+ * the worker before the first step (docs/protocol.md).
+ */
+export interface PlanDocumentInput {
+  /** The plan as the JSON of a plan file (or the text of one). */
+  document: unknown;
+  /** Input values by name: typed JSON, or strings as `--input` takes them. */
+  inputs?: Record<string, unknown>;
+  /** Where relative paths in the plan resolve, an absolute path on the worker; default the worker's working directory. */
+  baseDir?: string;
+}

@@ -23,8 +23,9 @@ import { evaluateCondition } from '../spec/expressions';
 import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_PROMPT_BYTES, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../spec/templates';
-import type { AskSpec, CompiledPlan, CompiledStep, RunPlanInput, StepAction, ToolCall } from '../spec/types';
+import type { AskSpec, CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput, StepAction, ToolCall } from '../spec/types';
 import { AgentSteps } from './agent-steps';
+import { compileDocument, isPlanDocument } from './plan-document';
 import { Team } from './team';
 import { withRole } from './team-roles';
 import { isoAt, nowMs } from './clock';
@@ -77,10 +78,11 @@ const TERMINAL = new Set<StepStatus>(['completed', 'skipped', 'failed', 'cancell
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 
-export async function runPlan(input: RunPlanInput): Promise<PlanResult> {
+export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<PlanResult> {
+  const start = isPlanDocument(input) ? await compileDocument(input) : input;
   let run: PlanRun;
   try {
-    run = new PlanRun(input);
+    run = new PlanRun(start);
   } catch (err) {
     // Input no validator checked (a hand-made start): end the run, do not fail its tasks forever.
     throw ApplicationFailure.create({ type: 'PlanFailed', message: `the plan cannot run: ${messageOf(err)}`, nonRetryable: true });

@@ -26,6 +26,8 @@ interface Scenario {
   children?: Record<string, string>;
   /** Prepares the workspace before the plan is compiled. */
   setup?: (workspace: string) => void;
+  /** Start with the plan document, as any Temporal client does, instead of the compiled plan. */
+  document?: true;
 }
 
 /** A git repository with one commit at <workspace>/repo. */
@@ -176,6 +178,20 @@ output: "{{ steps.impl.output }}"
     children: { 'team-worker': '/impl', 'team-specialist': '/consult-1', 'team-subtask': '/impl/sub-1' },
     setup: teamScenarios,
   },
+  // Started with the plan document (as the temporal CLI or Python would): validated by a local activity.
+  {
+    name: 'run-plan-document',
+    plan: `
+name: replay-document
+workspace: .
+steps:
+  - { id: hello, tool: shell, with: { command: "echo hello" } }
+  - { id: confirm, dependsOn: [hello], ask: { question: "Go?", choices: [yes, no] } }
+output: "{{ steps.hello.output.stdout }} {{ steps.confirm.output }}"
+`,
+    answers: { confirm: ['yes'] },
+    document: true,
+  },
 ];
 
 /**
@@ -223,7 +239,9 @@ async function main(): Promise<void> {
       scenario.setup?.(workspace);
       const result = validatePlan(YAML.parse(scenario.plan), { baseDir: workspace });
       if (!result.ok) throw new Error(formatIssues(result.issues));
-      const { workflowId } = await client.start(result.plan, {}, { workflowId: scenario.name, taskQueue: 'record' });
+      const { workflowId } = scenario.document
+        ? await client.client.workflow.start('runPlan', { workflowId: scenario.name, taskQueue: 'record', args: [{ document: YAML.parse(scenario.plan), baseDir: workspace }] })
+        : await client.start(result.plan, {}, { workflowId: scenario.name, taskQueue: 'record' });
       const pending = Object.fromEntries(Object.entries(scenario.answers).map(([k, v]) => [k, [...v]]));
       await client.watch(workflowId, (d) => {
         for (const w of d.waiting) {

@@ -1,0 +1,48 @@
+/**
+ * A run started with the plan document (any Temporal client): the worker validates and compiles it
+ * in a local activity, so the workflow never loads the validator; a plan that does not validate
+ * ends the run as failed with every problem and its path, never a loop of workflow-task failures.
+ */
+import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { PlanDocumentInput, RunPlanInput } from '../spec/types';
+import { isoAt, nowMs } from './clock';
+import { CadrePlan, type Diagnostics, diagnosticsQuery } from './definitions';
+
+const validator = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'validate the plan document' });
+
+export function isPlanDocument(input: unknown): input is PlanDocumentInput {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && 'document' in input;
+}
+
+export async function compileDocument(input: PlanDocumentInput): Promise<RunPlanInput> {
+  // A client may query as soon as it started the run: it sees the run validating, then its failure or its steps.
+  const startedMs = nowMs();
+  const record = (status: 'running' | 'failed', more: Partial<Diagnostics>): Diagnostics => ({
+    plan: nameOf(input.document),
+    status,
+    paused: false,
+    startedAt: isoAt(startedMs),
+    elapsedMs: nowMs() - startedMs,
+    steps: [],
+    waiting: [],
+    errors: [],
+    compensations: [],
+    ...more,
+  });
+  setHandler(diagnosticsQuery, () => record('running', { note: 'the worker is validating the plan document' }));
+  const result = await validator.compilePlanDocument({ document: input.document, inputs: input.inputs, baseDir: input.baseDir });
+  if (!result.ok) {
+    const endedMs = nowMs();
+    setHandler(diagnosticsQuery, () => record('failed', { endedAt: isoAt(endedMs), elapsedMs: endedMs - startedMs, reason: result.message }));
+    throw ApplicationFailure.create({ type: 'InvalidPlan', message: result.message, details: [{ issues: result.issues }], nonRetryable: true });
+  }
+  // A client that starts a run by hand sets no search attributes: `cadre list --plan` finds it all the same.
+  upsertSearchAttributes([{ key: CadrePlan, value: result.start.plan.name }]);
+  return result.start;
+}
+
+function nameOf(document: unknown): string {
+  const name = typeof document === 'object' && document !== null ? (document as { name?: unknown }).name : undefined;
+  return typeof name === 'string' ? name.slice(0, 200) : '(plan document)';
+}

@@ -1,0 +1,141 @@
+/**
+ * Any Temporal client can start a plan: `runPlan` takes the plan document itself (the JSON of a
+ * plan file, or its text) with inputs, started here by the `temporal` CLI. The worker validates it
+ * before the first step; a document that does not validate ends the run as failed with every
+ * problem and its path, and no workflow task ever fails.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { PlanResult } from '../src/workflows/definitions';
+import { findTemporalCli } from '../src/worker/temporal-cli';
+import { type Harness, step, tempWorkspace, uniqueId, withWorker } from './support/harness';
+
+/** Starts `runPlan` with the `temporal` CLI, as a person or a script without cadre would. */
+async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown): Promise<void> {
+  const cli = await findTemporalCli({ build: false });
+  if (!cli) throw new Error('the temporal CLI is not in the cache (the test setup builds it)');
+  await promisify(execFile)(cli, [
+    'workflow', 'start', '--address', process.env.CADRE_TEST_ADDRESS as string,
+    '--task-queue', h.taskQueue, '--type', 'runPlan', '--workflow-id', workflowId,
+    '--input', JSON.stringify(input),
+  ]);
+}
+
+async function failureOf(h: Harness, workflowId: string): Promise<{ message: string; type?: string; nonRetryable?: boolean; details?: unknown[] }> {
+  const error = await h.client.client.workflow.getHandle(workflowId).result().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  if (!(error instanceof WorkflowFailedError)) throw new Error(`expected the run to fail, got ${String(error)}`);
+  const cause = error.cause as { message: string; type?: string; nonRetryable?: boolean; details?: unknown[] };
+  return cause;
+}
+
+async function workflowTaskFailures(h: Harness, workflowId: string): Promise<number> {
+  const history = await h.client.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
+}
+
+test('the temporal CLI starts a plan from its document, with inputs; the run is found by its plan name', async () => {
+  const ws = tempWorkspace();
+  const document = {
+    name: 'from-anywhere',
+    workspace: ws,
+    inputs: { who: { type: 'string' }, times: { type: 'number', default: 2 } },
+    steps: [
+      { id: 'greet', tool: 'fs.write', with: { path: 'hello.txt', content: 'hello {{ inputs.who }} x{{ inputs.times }}' } },
+      { id: 'read', dependsOn: ['greet'], tool: 'fs.read', with: { path: 'hello.txt' } },
+    ],
+    output: '{{ steps.read.output.content }}',
+  };
+  await withWorker(async (h) => {
+    const workflowId = uniqueId('document');
+    // A string input for a number, as `--input times=3` gives it.
+    await startWithTemporalCli(h, workflowId, { document, inputs: { who: 'temporal CLI', times: '3' } });
+    const result = (await h.client.client.workflow.getHandle(workflowId).result()) as PlanResult;
+    expect(result.status).toBe('completed');
+    expect(result.output).toBe('hello temporal CLI x3');
+    expect(readFileSync(path.join(ws, 'hello.txt'), 'utf8')).toBe('hello temporal CLI x3');
+    const d = await h.client.diagnostics(workflowId);
+    expect(d.plan).toBe('from-anywhere');
+    expect(step(d, 'read').status).toBe('completed');
+    const listed = await h.client.list({ plan: 'from-anywhere' });
+    expect(listed.map((run) => run.workflowId)).toContain(workflowId);
+    expect(await workflowTaskFailures(h, workflowId)).toBe(0);
+  });
+});
+
+test('the document may be the text of a YAML plan file; relative paths resolve against baseDir', async () => {
+  const ws = tempWorkspace();
+  const document = `
+name: yaml-text
+workspace: .
+steps:
+  - id: write
+    tool: fs.write
+    with: { path: out.txt, content: "{{ inputs.n }}" }
+inputs:
+  n: { type: number }
+`;
+  await withWorker(async (h) => {
+    const workflowId = uniqueId('document-yaml');
+    await startWithTemporalCli(h, workflowId, { document, inputs: { n: 7 }, baseDir: ws });
+    const result = (await h.client.client.workflow.getHandle(workflowId).result()) as PlanResult;
+    expect(result.status).toBe('completed');
+    expect(readFileSync(path.join(ws, 'out.txt'), 'utf8')).toBe('7');
+  });
+});
+
+test('a document that does not validate fails the run with every problem and its path, without workflow-task failures', async () => {
+  const cases: { input: unknown; expected: string[] }[] = [
+    {
+      input: {
+        document: {
+          name: 'broken',
+          steps: [
+            { id: 'a', tool: 'shell', with: { command: 'true' }, retires: 3 },
+            { id: 'b', dependsOn: ['nope'], tool: 'shell', with: { command: 'true' } },
+          ],
+        },
+      },
+      expected: ['steps[0].retires: unknown field "retires"', 'steps[1].dependsOn[0]: unknown step "nope"'],
+    },
+    {
+      input: { document: { name: 'needs-input', inputs: { n: { type: 'number' } }, steps: [{ id: 'a', tool: 'shell', with: { command: 'echo {{ inputs.n }}' } }] }, inputs: { n: 'many', extra: 1 } },
+      expected: ['inputs.extra: plan "needs-input" has no input "extra"', 'inputs.n: expected a number, got "many"'],
+    },
+    { input: { document: 'name: [unclosed' }, expected: ['document'] },
+    { input: { document: 42 }, expected: ['a plan is a map with at least "name" and "steps"; this holds a number'] },
+    { input: { document: { name: 'x', steps: [] }, baseDir: 'relative/dir', inputs: [] }, expected: ['baseDir: must be an absolute path on the worker', 'inputs: must be a map of input names to values'] },
+  ];
+  await withWorker(async (h) => {
+    for (const { input, expected } of cases) {
+      const workflowId = uniqueId('document-bad');
+      await startWithTemporalCli(h, workflowId, input);
+      const failure = await failureOf(h, workflowId);
+      expect(failure.type).toBe('InvalidPlan');
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toMatch(/^the plan document is not valid:\n/);
+      for (const text of expected) expect(failure.message).toContain(text);
+      // The problems come as data too, for clients that show them their own way.
+      const issues = (failure.details?.[0] as { issues: { path: string; message: string }[] }).issues;
+      expect(issues.length).toBeGreaterThanOrEqual(expected.length);
+      expect(await workflowTaskFailures(h, workflowId)).toBe(0);
+      const d = await h.client.diagnostics(workflowId);
+      expect(d.status).toBe('failed');
+      // Any client's query says the same.
+      const queried = (await h.client.client.workflow.getHandle(workflowId).query('diagnostics')) as { status: string; reason: string };
+      expect(queried).toMatchObject({ status: 'failed', reason: failure.message });
+    }
+  });
+});
+
+test('the workflow bundle holds neither the validator nor the YAML parser: the worker validates documents', () => {
+  const bundle = readFileSync(process.env.CADRE_TEST_BUNDLE as string, 'utf8');
+  const modules = new Set(bundle.match(/node_modules\/(@[a-z0-9-]+\/)?[a-z0-9.-]+/g) ?? []);
+  expect(modules).toContain('node_modules/@temporalio/workflow');
+  expect([...modules].filter((m) => /\/(zod|yaml)$/.test(m))).toEqual([]);
+});
