@@ -1,4 +1,4 @@
-import { evaluateCondition, namesIn } from '../src/spec/expressions';
+import { evaluateCondition, namesIn, withQuotedStepIds } from '../src/spec/expressions';
 
 const scope = { steps: { search: { output: { json: { count: 2 } }, status: 'completed' } }, inputs: { vip: 'a@x' } };
 
@@ -40,5 +40,31 @@ describe('when expressions: what cadre allows', () => {
       expect(() => namesIn(expression)).not.toThrow();
       expect(typeof deep(2000, () => evaluateCondition(expression, scope))).toBe('boolean');
     }
+  });
+});
+
+describe('step ids with hyphens in when expressions', () => {
+  const hyphenScope = { steps: { 'fetch-data': { output: { n: 2 }, status: 'completed' }, a: { output: 5 } } };
+
+  test('steps.fetch-data reads the step, not a subtraction; strings and other roots are left alone', () => {
+    expect(withQuotedStepIds('steps.fetch-data.output.n > 1')).toBe('steps["fetch-data"].output.n > 1');
+    expect(withQuotedStepIds('steps.a-b.output == "steps.c-d" && steps.e_f-g2')).toBe('steps["a-b"].output == "steps.c-d" && steps["e_f-g2"]');
+    expect(withQuotedStepIds("x.steps.a-b == 'steps.x-y'")).toBe("x.steps.a-b == 'steps.x-y'");
+    expect(namesIn('steps.fetch-data.output.n > 1 || steps.fetch-data')).toEqual([
+      ['steps', 'fetch-data', 'output', 'n'],
+      ['steps', 'fetch-data'],
+    ]);
+    expect(evaluateCondition('steps.fetch-data.output.n > 1', hyphenScope)).toBe(true);
+    expect(evaluateCondition('steps.fetch-data.status == "completed"', hyphenScope)).toBe(true);
+  });
+
+  test('after the id, a hyphen is a minus; spaces make one anywhere', () => {
+    expect(namesIn('steps.a.output-1 > 3')).toEqual([['steps', 'a', 'output']]);
+    expect(evaluateCondition('steps.a.output-1 > 3', hyphenScope)).toBe(true);
+    expect(namesIn('steps.a - b')).toEqual([['steps', 'a'], ['b']]);
+  });
+
+  test('an expression without a hyphenated id is handed to Jexl as it is written', () => {
+    for (const expression of ['steps.a.output - 1 > 0', 'inputs.n-1', '"a-b" == steps.a.output']) expect(withQuotedStepIds(expression)).toBe(expression);
   });
 });

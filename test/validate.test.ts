@@ -443,3 +443,44 @@ describe('parsePlanText: any file gives plan problems with lines, never a crash'
     expect(problems(`${'['.repeat(100_000)}${']'.repeat(100_000)}`, 'deep.json')).toEqual([]);
   });
 });
+
+describe('step ids with hyphens', () => {
+  test('steps.fetch-data is read in templates and when, and becomes a dependency', () => {
+    const result = validatePlan(
+      YAML.parse(`
+name: audit
+steps:
+  - { id: fetch-data, tool: shell, with: { command: "echo 3" } }
+  - { id: security-audit, when: "steps.fetch-data.output.json > 1", tool: shell, with: { command: "echo {{ steps.fetch-data.output.stdout }}" } }
+  - { id: report_2, dependsOn: [security-audit], tool: shell, with: { command: "true" } }
+`),
+      { baseDir: '/tmp' },
+    );
+    if (!result.ok) throw new Error(formatIssues(result.issues));
+    expect(Object.fromEntries(result.plan.steps.map((s) => [s.id, s.needs]))).toEqual({ 'fetch-data': [], 'security-audit': ['fetch-data'], report_2: ['security-audit'] });
+  });
+
+  test('the rules: ids may hold hyphens inside; input names and loop variables may not; consult-<n> is kept for teams', () => {
+    expect(
+      issues(`
+name: p
+inputs:
+  max-items: { type: number, default: 1 }
+steps:
+  - { id: a-, tool: shell, with: { command: "true" } }
+  - { id: -a, tool: shell, with: { command: "true" } }
+  - { id: consult-1, tool: shell, with: { command: "true" } }
+  - { id: each, forEach: [1], as: my-item, tool: shell, with: { command: "true" } }
+  - { id: b, when: "steps.fetch-dat.output == 1", tool: shell, with: { command: "true" } }
+  - { id: fetch-data, tool: shell, with: { command: "true" } }
+`),
+    ).toEqual([
+      'inputs.max-items: input names must be plain names: a letter, then letters, digits and _',
+      'steps[0].id: step id must start with a letter and hold only letters, digits, _ and - (not at the end)',
+      'steps[1].id: step id must start with a letter and hold only letters, digits, _ and - (not at the end)',
+      "steps[2].id: step ids consult-<n> are kept for the child workflows of a team's specialists: pick another id",
+      'steps[3].as: loop variable must be a plain name: a letter, then letters, digits and _',
+      'steps[4].when: unknown step "fetch-dat" (did you mean "fetch-data"?)',
+    ]);
+  });
+});

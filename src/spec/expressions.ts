@@ -5,6 +5,10 @@
  * Jexl parses and evaluates recursively, so an expression is bounded in length before it is
  * parsed (the parser's depth grows with the text) and in depth before it is evaluated.
  * cadre registers no transforms or functions, so `x | foo` and `foo()` are refused up front.
+ *
+ * Step ids may hold hyphens (`fetch-data`), which Jexl reads as minus: after `steps.` an id is read
+ * whole, hyphens included (`steps.fetch-data.output`), and handed to Jexl as `steps["fetch-data"]`.
+ * A subtraction right after a step id needs spaces: `steps.a.output - 1`.
  */
 import { Jexl } from 'jexl';
 import { MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH } from './limits';
@@ -33,7 +37,7 @@ function checkedCompile(expression: string) {
   }
   let compiled: ReturnType<typeof jexl.compile>;
   try {
-    compiled = jexl.compile(expression);
+    compiled = jexl.compile(withQuotedStepIds(expression));
   } catch (err) {
     throw new ExpressionError(`bad expression "${expression}": ${firstLine(err)}`);
   }
@@ -56,13 +60,19 @@ function namesOf(ast: AstNode, expression: string): string[][] {
           : `unknown function "${String(node.name)}()": cadre registers no Jexl functions (use operators such as ==, <, &&, in)`,
       );
     }
-    if (node.type === 'Identifier' && !node.relative) {
+    if ((node.type === 'Identifier' && !node.relative) || isQuotedKey(node)) {
       const chain: string[] = [];
       let cursor: AstNode | undefined = node;
       let chainDepth = depth;
-      while (cursor && cursor.type === 'Identifier') {
-        chain.unshift(String(cursor.value));
-        cursor = cursor.from;
+      for (;;) {
+        if (cursor?.type === 'Identifier') {
+          chain.unshift(String(cursor.value));
+          cursor = cursor.from;
+        } else if (cursor && isQuotedKey(cursor)) {
+          // steps["fetch-data"]: a name like any other.
+          chain.unshift(String((cursor.expr as AstNode).value));
+          cursor = cursor.subject as AstNode;
+        } else break;
         chainDepth++;
       }
       if (chainDepth > MAX_EXPRESSION_DEPTH + 1) throw tooDeep();
@@ -84,6 +94,45 @@ function namesOf(ast: AstNode, expression: string): string[][] {
     for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i] as AstNode, depth: depth + 1 });
   }
   return names;
+}
+
+/** `subject["key"]`: a property read by a string, as Jexl evaluates a filter whose expression is a plain string. */
+function isQuotedKey(node: AstNode | undefined): boolean {
+  if (node?.type !== 'FilterExpression' || node.relative) return false;
+  const expr = node.expr as AstNode | undefined;
+  return expr?.type === 'Literal' && typeof expr.value === 'string' && (node.subject as AstNode | undefined)?.type === 'Identifier';
+}
+
+/** `steps.<id>` with a hyphen in the id, outside string literals, where `steps` is the root name. */
+const HYPHENATED_STEP = /steps\s*\.\s*([A-Za-z][A-Za-z0-9_]*(?:-+[A-Za-z0-9_]+)+)/y;
+const NAME_CHAR = /[A-Za-z0-9_$.]/;
+
+/** The expression with every `steps.fetch-data` written `steps["fetch-data"]`; unchanged when no step id holds a hyphen. */
+export function withQuotedStepIds(expression: string): string {
+  if (!expression.includes('-')) return expression;
+  let out = '';
+  let i = 0;
+  while (i < expression.length) {
+    const c = expression[i];
+    if (c === '"' || c === "'") {
+      // Copy a string literal whole, escapes included.
+      let j = i + 1;
+      while (j < expression.length && expression[j] !== c) j += expression[j] === '\\' ? 2 : 1;
+      out += expression.slice(i, j + 1);
+      i = j + 1;
+      continue;
+    }
+    HYPHENATED_STEP.lastIndex = i;
+    const match = c === 's' && (i === 0 || !NAME_CHAR.test(expression[i - 1])) ? HYPHENATED_STEP.exec(expression) : null;
+    if (match) {
+      out += `steps["${match[1]}"]`;
+      i += match[0].length;
+      continue;
+    }
+    out += c;
+    i++;
+  }
+  return out;
 }
 
 /** AST fields that are not nodes. */

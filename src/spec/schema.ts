@@ -16,7 +16,12 @@ import { APPROVAL_POLICIES, MAX_AGENT_TURNS, ON_FAILURE, ON_TIMEOUT } from './ty
 
 /** What a step does: exactly one of these. */
 const STEP_KINDS = ['tool', 'ask', 'agent', 'decide'] as const;
-export const STEP_ID = /^[A-Za-z][A-Za-z0-9_]*$/;
+/** A step id, as in GitHub Actions and Argo: `fetch-data`, `security_audit`, `build2` (templates and `when` read `steps.fetch-data`). */
+export const STEP_ID = /^[A-Za-z](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?$/;
+/** Input names and loop variables: names an expression reads bare, so no hyphen (`a-b` is a subtraction). */
+export const PLAIN_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+/** A team's specialists run as child workflows `<run>/consult-<n>`, beside the steps' `<run>/<step id>`. */
+const RESERVED_STEP_ID = /^consult-\d+$/;
 export const MAX_CONCURRENCY = 200;
 export const PLAN_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 /** Names templates and `when` read at the root; a loop variable may not hide them. */
@@ -113,7 +118,9 @@ export const worktreeSchema = z.strictObject({
 
 export const stepSchema = z
   .strictObject({
-    id: bounded('step id', MAX_STEP_ID_LENGTH).regex(STEP_ID, 'step id must start with a letter and hold only letters, digits and _'),
+    id: bounded('step id', MAX_STEP_ID_LENGTH)
+      .regex(STEP_ID, 'step id must start with a letter and hold only letters, digits, _ and - (not at the end)')
+      .refine((id) => !RESERVED_STEP_ID.test(id), { error: 'step ids consult-<n> are kept for the child workflows of a team\'s specialists: pick another id' }),
     name: z.string().optional(),
     dependsOn: z.array(z.string()).max(MAX_STEPS).optional(),
     when: z.string().min(1).optional(),
@@ -127,7 +134,7 @@ export const stepSchema = z
       })
       .optional(),
     as: bounded('loop variable', MAX_STEP_ID_LENGTH)
-      .regex(STEP_ID, 'loop variable must be a plain name')
+      .regex(PLAIN_NAME, 'loop variable must be a plain name: a letter, then letters, digits and _')
       .refine((name) => !RESERVED_NAMES.includes(name), { error: `loop variable cannot be ${RESERVED_NAMES.join(', ')}: templates read those` })
       .optional(),
     // Temporal allows 2,000 pending activities per workflow; stay well under it.
@@ -209,7 +216,7 @@ export const planSchema = z.strictObject({
       for (const name of Object.keys(inputs)) {
         if (name.length > MAX_INPUT_NAME_LENGTH) {
           ctx.addIssue({ code: 'custom', path: [name], message: `input name is ${name.length} characters long; use at most ${MAX_INPUT_NAME_LENGTH}` });
-        } else if (!STEP_ID.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'input names must be plain names' });
+        } else if (!PLAIN_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'input names must be plain names: a letter, then letters, digits and _' });
       }
     })
     .optional(),
