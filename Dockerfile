@@ -6,7 +6,7 @@
 # Both stages use the same base so the native modules built/picked in one run in the other.
 
 # ---- build: install everything, compile TypeScript, drop dev dependencies ----
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 
 # `npm ci` runs the `prepare` script (`npm run build`: tsc -p tsconfig.build.json -> dist/),
@@ -23,7 +23,7 @@ RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
            node_modules/@temporalio/core-bridge/releases/*-windows-msvc
 
 # ---- runtime ----
-FROM node:20-bookworm-slim AS runtime
+FROM node:22-bookworm-slim AS runtime
 
 # What `shell` steps commonly need besides /bin/sh and coreutils (already in the base image).
 RUN apt-get update \

@@ -3,7 +3,41 @@ export { CadreClient, CadreError, UsageError, defaultWorkflowId, isFinal, type C
 export { PlanError, loadPlan, parsePlanText } from './spec/load';
 export { formatIssues, validatePlan, type PlanIssue, type ValidationResult } from './spec/validate';
 export type { CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput } from './spec/types';
-export type { AgentDiagnostics, AgentSummary, Answer, Diagnostics, PlanStatus, RunStatus, StepRecord, StepStatus, TokenUsage, Waiting } from './workflows/definitions';
+export type {
+  AgentDiagnostics,
+  AgentSummary,
+  Answer,
+  CompensationRecord,
+  ConsultationRecord,
+  Diagnostics,
+  PlanResult,
+  PlanStatus,
+  RunStatus,
+  StepRecord,
+  StepStatus,
+  TokenUsage,
+  WaitKind,
+  Waiting,
+  WorkerRecord,
+  WorktreeRecord,
+} from './workflows/definitions';
+// What any Temporal client sends a run (docs/protocol.md), and the search attributes it sets.
+export {
+  CadrePlan,
+  CadreStatus,
+  CadreWorkerState,
+  SEARCH_ATTRIBUTES,
+  agentDiagnosticsQuery,
+  answerSignal,
+  answerUpdate,
+  approveSignal,
+  diagnosticsQuery,
+  pauseSignal,
+  pauseUpdate,
+  resumeSignal,
+  resumeUpdate,
+} from './workflows/definitions';
+export type { WorkerState } from './workflows/worker-state';
 export { createCadreWorker, taskQueue, type CadreWorkerOptions } from './worker/worker';
 export { startEmbedded, type Embedded } from './worker/embedded';
 export { defineAgent, defineTool, type AgentMethod, type CadreTool, type ToolRunContext } from './tools/define';

@@ -165,7 +165,13 @@ async function stopChild(child: ChildProcess): Promise<void> {
 /** Last resort on machines with internet: the SDK downloads and runs the same CLI. */
 async function startWithSdkDownload(options: DevServerOptions, port: number, uiPort: number, log: (line: string) => void): Promise<TemporalServer> {
   log('no temporal CLI and no Go found: letting the Temporal SDK download the dev server');
-  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  // A development dependency: installed in a clone of cadre, not with the package.
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing').catch((err: NodeJS.ErrnoException) => {
+    if (err?.code !== 'MODULE_NOT_FOUND' && err?.code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new Error(
+      'no Temporal server: set TEMPORAL_ADDRESS to a server, put the temporal CLI on PATH (or TEMPORAL_CLI_PATH), install Go so cadre can build it, or `npm install @temporalio/testing` so the Temporal SDK can download it',
+    );
+  });
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
       ip: '127.0.0.1',
