@@ -9,7 +9,9 @@ import { startEmbedded } from '../worker/embedded';
 import { installConciseLogging } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
-import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveAddress } from './client';
+import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveConnection } from './client';
+import { connectionOptions, setConnectionFlags } from './connection-config';
+import { packageVersion } from '../package-root';
 import { ask } from '../ask/ask';
 import { chat } from './chat';
 import { runDemo } from './demo';
@@ -112,8 +114,14 @@ function untilSignal(): Promise<string> {
 export function buildProgram(): Command {
   const program = new Command('cadre')
     .description('Durable plans and agents on Temporal')
+    .version(packageVersion(), '-V, --version', 'print the version of cadre')
+    .option('--address <host:port>', 'the Temporal server (default: TEMPORAL_ADDRESS, the profile, `cadre dev` here, 127.0.0.1:7233)')
+    .option('--namespace <name>', 'the Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, "default")')
+    .option('--profile <name>', 'a profile of the Temporal config file, as the temporal CLI reads it (TLS, API key)')
     .showHelpAfterError()
     .exitOverride();
+  // Every command connects through the same settings: flags over Temporal's variables and config file.
+  program.hook('preAction', () => setConnectionFlags(program.opts<{ address?: string; namespace?: string; profile?: string }>()));
 
   program
     .command('dev')
@@ -147,7 +155,7 @@ export function buildProgram(): Command {
     .description('run a worker only, against TEMPORAL_ADDRESS (or the `cadre dev` server); scale out by starting more')
     .action(async () => {
       installConciseLogging('WARN');
-      const server = resolveAddress();
+      const server = resolveConnection();
       const client = await connectWhenUp();
       try {
         const report = await ensureSearchAttributes(client.connection, server.namespace);
@@ -159,7 +167,7 @@ export function buildProgram(): Command {
         await client.close();
       }
       info(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`);
-      const { worker, connection } = await createCadreWorker({ address: server.address, namespace: server.namespace });
+      const { worker, connection } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
       const running = worker.run();
       info('worker running; Ctrl-C stops it after running tools finish');
       await Promise.race([untilSignal(), running]);

@@ -4,7 +4,6 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   Client,
@@ -45,47 +44,11 @@ import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from './errors';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { workflowIdInterceptor } from './workflow-ids';
+import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
 
 export { CadreError, UsageError } from './errors';
+export { SERVER_INFO_FILE, readServerInfo, resolveConnection, type ConnectOptions, type ServerInfo } from './connection-config';
 export { isFinal } from './run-status';
-
-export interface ConnectOptions {
-  address?: string;
-  /** Web UI base URL, for run links (known when cadre started the server). */
-  uiUrl?: string;
-  namespace?: string;
-  /** Where `cadre dev` left `.cadre/server.json` (default: the current directory). */
-  projectDir?: string;
-}
-
-export interface ServerInfo {
-  address: string;
-  namespace: string;
-  uiUrl?: string;
-  pid?: number;
-}
-
-export const SERVER_INFO_FILE = path.join('.cadre', 'server.json');
-
-/** TEMPORAL_ADDRESS, else the dev server `cadre dev` runs for this directory, else localhost:7233. */
-export function resolveAddress(options: ConnectOptions = {}): ServerInfo {
-  const namespace = options.namespace || process.env.TEMPORAL_NAMESPACE || 'default';
-  if (options.address) return { address: options.address, namespace, ...(options.uiUrl && { uiUrl: options.uiUrl }) };
-  if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, namespace };
-  const dev = readServerInfo(options.projectDir ?? process.cwd());
-  if (dev) return { ...dev, namespace: options.namespace ?? dev.namespace };
-  return { address: '127.0.0.1:7233', namespace };
-}
-
-export function readServerInfo(dir: string): ServerInfo | undefined {
-  try {
-    const info = JSON.parse(readFileSync(path.join(dir, SERVER_INFO_FILE), 'utf8')) as ServerInfo;
-    if (info.pid !== undefined) process.kill(info.pid, 0); // throws when `cadre dev` is gone
-    return info;
-  } catch {
-    return undefined;
-  }
-}
 
 export interface StartOptions {
   workflowId?: string;
@@ -115,25 +78,38 @@ export class CadreClient {
     readonly client: Client,
     readonly connection: Connection,
     readonly server: ServerInfo,
+    /** False for a caller's own Client: its connection is the caller's to close. */
+    private readonly ownsConnection = true,
   ) {}
 
+  /** Connects as the CLI does (docs: "Connecting to Temporal"): Temporal's config file and variables, or `options`. */
   static async connect(options: ConnectOptions = {}): Promise<CadreClient> {
-    const server = resolveAddress(options);
+    const server = resolveConnection(options);
     let connection: Connection;
     try {
-      connection = await Connection.connect({ address: server.address, connectTimeout: 5000 });
+      connection = await Connection.connect({ ...connectionOptions(server), connectTimeout: 5000 });
     } catch (err) {
       throw new CadreError(
-        `cannot reach Temporal at ${server.address} (${(err as Error).message.split('\n')[0]}): ` +
-          'start one with `cadre dev`, or set TEMPORAL_ADDRESS',
+        `cannot reach Temporal at ${server.address} (from ${server.source ?? 'the caller'}; ${(err as Error).message.split('\n')[0]}): ` +
+          'start one with `cadre dev`, or set TEMPORAL_ADDRESS (or --address, or a profile with --profile)',
       );
     }
     const interceptors = { workflow: [workflowIdInterceptor] };
     return new CadreClient(new Client({ connection, namespace: server.namespace, interceptors }), connection, server);
   }
 
+  /**
+   * A CadreClient over a Temporal Client of the caller's own (its connection, namespace, data
+   * converter and interceptors); `close()` leaves that connection open.
+   */
+  static fromClient(client: Client, options: { uiUrl?: string } = {}): CadreClient {
+    const connection = client.connection as Connection;
+    const server: ServerInfo = { address: connection.options?.address ?? '(the caller\'s connection)', namespace: client.options.namespace, ...(options.uiUrl && { uiUrl: options.uiUrl }), source: 'the caller' };
+    return new CadreClient(client, connection, server, false);
+  }
+
   async close(): Promise<void> {
-    await this.connection.close();
+    if (this.ownsConnection) await this.connection.close();
   }
 
   /** Web UI link of a run, when the server is a dev server cadre started. */

@@ -10,13 +10,8 @@ import type { CompiledPlan } from '../spec/types';
 import { type Embedded, startEmbedded } from '../worker/embedded';
 import { CadreClient, type ServerInfo, readServerInfo } from './client';
 import { ProgressPrinter, renderDiagnostics } from './format';
+import { packageRoot } from '../package-root';
 
-/** The repository root, from src/ (ts) or dist/src/ (compiled) alike. */
-function packageRoot(): string {
-  let dir = __dirname;
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
-}
 
 export const DEMO_DIR = path.join(packageRoot(), 'examples', 'email-triage');
 export const TEAM_DEMO_DIR = path.join(packageRoot(), 'examples', 'feature-team');

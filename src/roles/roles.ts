@@ -13,6 +13,7 @@ import { PlanError, parsePlanText } from '../spec/load';
 import { formatBytes, shorten } from '../spec/text';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import { APPROVAL_POLICIES } from '../spec/types';
+import { packageRoot } from '../package-root';
 
 export const ROLE_NAME = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$|^[a-z]$/;
 /** A role is a page of text; anything bigger is a mistake (or not a role file). */
@@ -86,12 +87,6 @@ export class RoleError extends Error {
 
 const FIELDS = Object.keys(roleSchema.shape);
 
-/** The repository root, from src/ (ts) or dist/src/ (compiled) alike. */
-function packageRoot(): string {
-  let dir = __dirname;
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
-}
 
 export const BUILTIN_ROLES_DIR = path.join(packageRoot(), 'roles');
 

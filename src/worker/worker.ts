@@ -1,5 +1,5 @@
 /** Builds a cadre worker: the plan workflows plus every activity, on one task queue. */
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, type NativeConnectionOptions, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
 import { auditSinks } from './audit-log';
 
@@ -12,6 +12,10 @@ export function taskQueue(): string {
 export interface CadreWorkerOptions {
   address: string;
   namespace: string;
+  /** TLS, API key and gRPC metadata for a production cluster (from Temporal's config file and variables). */
+  tls?: NativeConnectionOptions['tls'];
+  apiKey?: string;
+  metadata?: Record<string, string>;
   taskQueue?: string;
   /** A bundle built once with `bundleWorkflowCode` (tests); otherwise the worker bundles at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
@@ -24,7 +28,8 @@ export interface CadreWorkerOptions {
 }
 
 export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
-  const connection = await NativeConnection.connect({ address: options.address });
+  const { address, tls, apiKey, metadata } = options;
+  const connection = await NativeConnection.connect({ address, ...(tls !== undefined && { tls }), ...(apiKey !== undefined && { apiKey }), ...(metadata !== undefined && { metadata }) });
   try {
     const worker = await Worker.create({
       connection,
