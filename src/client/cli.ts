@@ -12,6 +12,9 @@ import { createCadreWorker, taskQueue } from '../worker/worker';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveConnection } from './client';
 import { connectionOptions, setConnectionFlags } from './connection-config';
 import { packageVersion } from '../package-root';
+import { AesGcmCodec } from '../codec/aes-gcm';
+import { codecKeysFromEnv } from '../codec/keys';
+import { startCodecServer } from '../codec/server';
 import { ask } from '../ask/ask';
 import { chat } from './chat';
 import { runDemo } from './demo';
@@ -133,7 +136,12 @@ export function buildProgram(): Command {
       const running = readServerInfo(process.cwd());
       if (running) throw new CadreError(`cadre dev already runs here (pid ${running.pid}, ${running.address}); two servers on one .cadre/ would corrupt it`);
       installConciseLogging('WARN');
-      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info });
+      // With payload encryption on, the Web UI decodes through a codec server of its own.
+      const keys = codecKeysFromEnv();
+      const uiOrigins: string[] = [];
+      const codec = keys ? await startCodecServer({ codec: new AesGcmCodec(keys), port: 0, origins: uiOrigins, log: info }) : undefined;
+      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info, ...(codec && { codecEndpoint: codec.url }) });
+      if (embedded.server.uiUrl) uiOrigins.push(embedded.server.uiUrl, embedded.server.uiUrl.replace('127.0.0.1', 'localhost'));
       const infoFile = path.join(process.cwd(), SERVER_INFO_FILE);
       if (embedded.server.owned) {
         mkdirSync(path.dirname(infoFile), { recursive: true });
@@ -142,12 +150,33 @@ export function buildProgram(): Command {
       }
       out(`Temporal gRPC: ${embedded.server.address} (namespace ${embedded.server.namespace})`);
       if (embedded.server.uiUrl) out(`Web UI:        ${embedded.server.uiUrl}`);
+      if (codec) out(`codec server:  ${codec.url} (payloads encrypted; the Web UI decodes through it)`);
       out(`worker:        task queue "${taskQueue()}"; Ctrl-C stops both`);
       const signal = await Promise.race([untilSignal(), embedded.running.then(() => 'worker stopped')]);
       info(`${signal}: shutting down...`);
       await embedded.stop();
+      await codec?.close();
       if (embedded.server.owned) rmSync(infoFile, { force: true });
       info('stopped');
+    });
+
+  program
+    .command('codec-server')
+    .description('serve /encode and /decode for the Web UI and `temporal --codec-endpoint` (keys: CADRE_CODEC_KEYS or CADRE_CODEC_KEY_FILE)')
+    .option('--port <port>', 'port to listen on', port, 8081)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .addOption(new Option('--origin <url>', 'a browser origin allowed to call it, such as the Web UI\'s (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default(['http://localhost:8233', 'http://127.0.0.1:8233'], 'the dev server\'s Web UI'))
+    .option('--token-env <name>', 'require `Authorization: Bearer <token>`, the token read from this variable', undefined)
+    .action(async (opts: { port: number; host: string; origin: string[]; tokenEnv?: string }) => {
+      const keys = codecKeysFromEnv();
+      if (!keys) throw new CadreError('no keys: set CADRE_CODEC_KEYS (id=base64key, newest last) or CADRE_CODEC_KEY_FILE');
+      const token = opts.tokenEnv === undefined ? undefined : process.env[opts.tokenEnv];
+      if (opts.tokenEnv !== undefined && !token) throw new CadreError(`--token-env ${opts.tokenEnv}: the variable is not set`);
+      const server = await startCodecServer({ codec: new AesGcmCodec(keys), port: opts.port, host: opts.host, origins: opts.origin, token, log: info });
+      out(`codec server: ${server.url} (keys ${keys.map((k) => k.id).join(', ')}; encrypting with ${keys[keys.length - 1].id})`);
+      out(`Web UI: set it as the codec server; CLI: temporal --codec-endpoint ${server.url} ...`);
+      await untilSignal();
+      await server.close();
     });
 
   program

@@ -15,7 +15,7 @@ import {
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type DataConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { CompiledPlan, StepAction } from '../spec/types';
 import { resolveInputs } from '../spec/inputs';
@@ -44,6 +44,7 @@ import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from './errors';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { workflowIdInterceptor } from './workflow-ids';
+import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
 
 export { CadreError, UsageError } from './errors';
@@ -95,7 +96,14 @@ export class CadreClient {
       );
     }
     const interceptors = { workflow: [workflowIdInterceptor] };
-    return new CadreClient(new Client({ connection, namespace: server.namespace, interceptors }), connection, server);
+    let dataConverter: DataConverter | undefined;
+    try {
+      dataConverter = cadreDataConverter();
+    } catch (err) {
+      await connection.close();
+      throw err;
+    }
+    return new CadreClient(new Client({ connection, namespace: server.namespace, interceptors, ...(dataConverter && { dataConverter }) }), connection, server);
   }
 
   /**

@@ -34,6 +34,8 @@ export interface DevServerOptions {
   strictPorts?: boolean;
   /** Keep state in memory only (tests). */
   ephemeral?: boolean;
+  /** A codec server the Web UI decodes payloads with (`cadre codec-server`). */
+  codecEndpoint?: string;
   log?: (line: string) => void;
 }
 
@@ -61,6 +63,7 @@ export const PERSISTENT_SQLITE_ARGS = ['--sqlite-pragma', 'journal_mode=wal', '-
 function serverArgs(options: DevServerOptions): string[] {
   return [
     ...TUNED_SERVER_ARGS,
+    ...(options.codecEndpoint ? ['--ui-codec-endpoint', options.codecEndpoint] : []),
     ...(options.ephemeral ? [] : ['--db-filename', path.join(options.dataDir, 'temporal.db'), ...PERSISTENT_SQLITE_ARGS]),
   ];
 }

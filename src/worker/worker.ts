@@ -2,6 +2,7 @@
 import { NativeConnection, type NativeConnectionOptions, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
 import { auditSinks } from './audit-log';
+import { cadreDataConverter } from '../codec/data-converter';
 
 export const DEFAULT_TASK_QUEUE = 'cadre';
 
@@ -29,6 +30,7 @@ export interface CadreWorkerOptions {
 
 export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const { address, tls, apiKey, metadata } = options;
+  const dataConverter = cadreDataConverter();
   const connection = await NativeConnection.connect({ address, ...(tls !== undefined && { tls }), ...(apiKey !== undefined && { apiKey }), ...(metadata !== undefined && { metadata }) });
   try {
     const worker = await Worker.create({
@@ -39,6 +41,8 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
       activities: createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...options.activityDeps }),
       sinks: auditSinks(options.auditDir),
+      // Payload encryption when keys are configured (src/codec); the same keys must reach every client.
+      ...(dataConverter && { dataConverter }),
       // Let running tools finish on Ctrl-C before the worker goes.
       shutdownGraceTime: '10s',
       // Heartbeats reach the server at least every 2 s, so a team worker's stuck detection (10 s by
