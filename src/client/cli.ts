@@ -6,7 +6,7 @@ import { PlanError, loadPlan, loadPlanWithWarnings } from '../spec/load';
 import { resolveInputs } from '../spec/inputs';
 import { formatIssues } from '../spec/validate';
 import { startEmbedded } from '../worker/embedded';
-import { installConciseLogging } from '../worker/logging';
+import { installConciseLogging, statusLine } from '../worker/logging';
 import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
 import { createCadreWorker, taskQueue } from '../worker/worker';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveConnection } from './client';
@@ -182,23 +182,25 @@ export function buildProgram(): Command {
   program
     .command('worker')
     .description('run a worker only, against TEMPORAL_ADDRESS (or the `cadre dev` server); scale out by starting more')
-    .action(async () => {
-      installConciseLogging('WARN');
+    .option('--metrics-port <port>', 'serve Prometheus metrics at http://0.0.0.0:<port>/metrics (default: CADRE_METRICS_PORT; off)', port)
+    .action(async (opts: { metricsPort?: number }) => {
+      const metricsPort = opts.metricsPort ?? (process.env.CADRE_METRICS_PORT ? port(process.env.CADRE_METRICS_PORT) : undefined);
+      installConciseLogging('WARN', metricsPort === undefined ? {} : { metricsAddress: `0.0.0.0:${metricsPort}` });
       const server = resolveConnection();
       const client = await connectWhenUp();
       try {
         const report = await ensureSearchAttributes(client.connection, server.namespace);
-        if (report.added.length > 0) info(`registered search attributes ${report.added.join(', ')}`);
+        if (report.added.length > 0) statusLine(`registered search attributes ${report.added.join(', ')}`);
       } catch (err) {
         if (!(err instanceof SetupPermissionError)) throw err;
-        info(`warning: ${err.message}`);
+        statusLine(`warning: ${err.message}`);
       } finally {
         await client.close();
       }
-      info(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`);
+      statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`, { address: server.address, namespace: server.namespace, taskQueue: taskQueue() });
       const { worker, connection } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
       const running = worker.run();
-      info('worker running; Ctrl-C stops it after running tools finish');
+      statusLine('worker running; Ctrl-C stops it after running tools finish', metricsPort === undefined ? {} : { metrics: `http://0.0.0.0:${metricsPort}/metrics` });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;

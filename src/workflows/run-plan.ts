@@ -58,6 +58,7 @@ import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { ExpressionNames, listItems } from './stored';
 import { HumanWaits } from './waits';
+import { runEnded, stepEnded, stepStarted, toolLabel } from './metrics';
 import { sizeOf } from './sizes';
 import { WorktreeLeases } from './worktrees';
 
@@ -364,6 +365,9 @@ class PlanRun {
     this.stepScope[id].status = status;
     this.counts[before]--;
     this.counts[status]++;
+    const tool = toolLabel((this.stepsById.get(id) as CompiledStep).action);
+    if (status === 'running' && before !== 'waiting') stepStarted(tool);
+    else if (status === 'completed' || status === 'failed' || status === 'skipped') stepEnded(tool, status);
     if (TERMINAL.has(status) && !TERMINAL.has(before)) this.terminal++;
     if (status === 'running' || status === 'waiting' || status === 'failed') this.notable.add(id);
     else this.notable.delete(id);
@@ -716,6 +720,7 @@ class PlanRun {
   private finish(status: 'completed' | 'failed' | 'cancelled'): void {
     this.finalStatus = status;
     this.endedAtMs = nowMs();
+    runEnded(this.plan.name, status, this.endedAtMs - this.startedAtMs);
     this.publishStatus();
   }
 

@@ -7,6 +7,7 @@ import { ApplicationFailure, condition } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
 import { checkDurationMs } from '../spec/limits';
 import { isoAt, nowMs } from './clock';
+import { humanWaited } from './metrics';
 import type { WaitKind, Waiting } from './definitions';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
@@ -69,10 +70,12 @@ export class HumanWaits {
     const { id, timeout } = request;
     this.openWait(request);
     hooks.opened();
+    const openedMs = nowMs();
     try {
       const answered = timeout
         ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
         : (await condition(() => this.answers.has(id)), true);
+      humanWaited(request.kind, answered ? 'answered' : 'timed_out', nowMs() - openedMs);
       return answered ? this.answers.get(id) : undefined;
     } finally {
       this.open.delete(id);
