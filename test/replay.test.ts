@@ -31,6 +31,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-hardened',
       'run-plan-step-activity-ids',
       'run-plan-team',
+      'run-plan-visible-waits',
       'run-plan-worktrees',
       'session-after-continue',
       'session-first-run',

@@ -44,6 +44,7 @@ import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from './errors';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { workflowIdInterceptor } from './workflow-ids';
+import { FRAME_SLACK } from '../workflows/details';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
 
@@ -416,10 +417,10 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
   const lines = [`**plan ${plan.name}** in \`${brief(plan.workspace, 120)}\``];
   const given = Object.entries(inputs);
   if (given.length > 0) {
-    lines.push('', 'Inputs:', ...given.slice(0, DETAILS_INPUTS).map(([k, v]) => `- \`${brief(k, 40)}\` = \`${brief(JSON.stringify(v) ?? 'null', 80)}\``));
+    lines.push('', 'Inputs:', '', ...given.slice(0, DETAILS_INPUTS).map(([k, v]) => `- \`${brief(k, 40)}\` = \`${brief(JSON.stringify(v) ?? 'null', 80)}\``));
     if (given.length > DETAILS_INPUTS) lines.push(`- … and ${given.length - DETAILS_INPUTS} more inputs`);
   }
-  lines.push('', 'Steps:');
+  lines.push('', 'Steps:', '');
   const more = (shown: number) => `- … and ${formatCount(plan.steps.length - shown)} more steps (the run's input holds the whole plan)`;
   let bytes = utf8Length(lines.join('\n'));
   for (const [i, step] of plan.steps.entries()) {
@@ -436,6 +437,7 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
     lines.push(line);
     bytes += utf8Length(line) + 1;
   }
+  lines.push('', FRAME_SLACK);
   return lines.join('\n');
 }
 

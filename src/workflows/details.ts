@@ -11,16 +11,28 @@ export const STEP_MARKS: Record<StepRecord['status'], string> = {
   cancelled: '⊘',
 };
 
+/**
+ * The Web UI sizes the frame it renders details in by the body's height, without the page's
+ * margin, so the last line or so is cut off. A last, blank paragraph (a no-break space) is what
+ * gets cut instead.
+ */
+export const FRAME_SLACK = '\u00a0';
+
 /** Plans up to this many steps list every step; longer ones list only what is moving or went wrong. */
 export const DETAILS_ALL_STEPS_UP_TO = 40;
 const MAX_LISTED = 20;
 const MAX_LINE_CHARS = 300;
 
-/** A question as one line (`Archive 4 emails? [yes/no]`) and the command that answers it. */
-export function describeWait(workflowId: string, w: Waiting): { question: string; command: string } {
+/**
+ * A question as one line (`Archive 4 emails? [yes/no]`), the command that answers it, and the
+ * `answer` update's (or signal's) JSON for any other client: the Web UI, `temporal`, an SDK.
+ */
+export function describeWait(workflowId: string, w: Waiting): { question: string; command: string; update: string } {
   const question = `${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}`;
-  if (w.kind === 'approval') return { question, command: `cadre approve ${workflowId} ${w.id}  (or: cadre deny ${workflowId} ${w.id} --reason "...")` };
-  return { question, command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}` };
+  const value = w.kind === 'approval' ? 'approve' : (w.choices?.[0] ?? 'your answer');
+  const update = JSON.stringify({ waitId: w.id, value });
+  if (w.kind === 'approval') return { question, command: `cadre approve ${workflowId} ${w.id}  (or: cadre deny ${workflowId} ${w.id} --reason "...")`, update };
+  return { question, command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}`, update };
 }
 
 export interface DetailsInput {
@@ -37,21 +49,23 @@ export function currentDetails({ workflowId, status, total, counts, steps, waiti
   const done = counts.completed + counts.skipped;
   const lines = [`**${status}** · ${done}/${total} steps done`];
   if (waiting.length > 0) {
-    lines.push('', 'Waiting on a human:');
+    // Blank lines around lists: the Web UI's Markdown starts a list only after one.
+    lines.push('', 'Waiting on a human:', '');
     for (const w of waiting.slice(0, MAX_LISTED)) {
-      const { question, command } = describeWait(workflowId, w);
-      lines.push(`- \`${w.id}\`: ${clip(question)} — \`${clip(command)}\``);
+      const { question, command, update } = describeWait(workflowId, w);
+      lines.push(`- \`${w.id}\`: ${clip(question)} — \`${clip(command)}\`, or the \`answer\` update or signal with \`${clip(update)}\``);
     }
     if (waiting.length > MAX_LISTED) lines.push(`- … and ${waiting.length - MAX_LISTED} more (\`cadre status ${workflowId}\`)`);
   }
   if (total > DETAILS_ALL_STEPS_UP_TO) {
     const tally = (Object.keys(STEP_MARKS) as StepStatus[]).filter((s) => counts[s] > 0).map((s) => `${STEP_MARKS[s]} ${counts[s]} ${s}`);
-    lines.push('', `Steps: ${tally.join(' · ')}`);
-  } else lines.push('', 'Steps:');
+    lines.push('', `Steps: ${tally.join(' · ')}`, '');
+  } else lines.push('', 'Steps:', '');
   for (const s of steps.slice(0, total > DETAILS_ALL_STEPS_UP_TO ? MAX_LISTED : steps.length)) {
     lines.push(clip(`- ${STEP_MARKS[s.status]} \`${s.id}\` ${s.status}${s.error && s.status !== 'completed' ? ` — ${s.error}` : ''}`));
   }
   if (total > DETAILS_ALL_STEPS_UP_TO && steps.length > MAX_LISTED) lines.push(`- … and ${steps.length - MAX_LISTED} more`);
+  lines.push('', FRAME_SLACK);
   return lines.join('\n');
 }
 

@@ -3,7 +3,7 @@
  * the update handler, so the first valid answer wins and every later one is rejected by the
  * validator before it reaches history ("already answered with ...").
  */
-import { ApplicationFailure, condition } from '@temporalio/workflow';
+import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
 import { checkDurationMs } from '../spec/limits';
 import { isoAt, nowMs } from './clock';
@@ -14,6 +14,14 @@ import type { WaitKind, Waiting } from './definitions';
 function rejected(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AnswerRejected');
 }
+
+/**
+ * Runs that start on this code show a wait without a timeout in the Web UI's timeline: a timer named
+ * after it, renewed every year. Runs recorded before waited on a bare condition, which the timeline
+ * does not show, and must still replay that way.
+ */
+const PATCH_VISIBLE_WAITS = 'visible-waits';
+const NO_TIMEOUT_RENEWAL_MS = 365 * 24 * 60 * 60 * 1000;
 
 /** Longer answers belong in a file in the workspace; this keeps one answer far under Temporal's payload limit. */
 export const MAX_ANSWER_CHARS = 256 * 1024;
@@ -74,7 +82,7 @@ export class HumanWaits {
     try {
       const answered = timeout
         ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
-        : (await condition(() => this.answers.has(id)), true);
+        : await this.untilAnswered(id);
       humanWaited(request.kind, answered ? 'answered' : 'timed_out', nowMs() - openedMs);
       return answered ? this.answers.get(id) : undefined;
     } finally {
@@ -82,6 +90,18 @@ export class HumanWaits {
       this.answers.delete(id);
       hooks.closed();
     }
+  }
+
+  private async untilAnswered(id: string): Promise<true> {
+    if (!patched(PATCH_VISIBLE_WAITS)) {
+      await condition(() => this.answers.has(id));
+      return true;
+    }
+    const summary = `${id}: waiting for a human (no timeout)`;
+    while (!(await condition(() => this.answers.has(id), NO_TIMEOUT_RENEWAL_MS, { summary }))) {
+      // A year passed unanswered: wait on, with a new timer the timeline shows.
+    }
+    return true;
   }
 
   /** Opens a wait without waiting on it (the workflow waits in `wait`; tests drive it directly). */

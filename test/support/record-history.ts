@@ -192,6 +192,17 @@ output: "{{ steps.hello.output.stdout }} {{ steps.confirm.output }}"
     answers: { confirm: ['yes'] },
     document: true,
   },
+  // An ask without a timeout, shown in the timeline by a renewed timer (patch visible-waits).
+  {
+    name: 'run-plan-visible-waits',
+    plan: `
+name: replay-visible-waits
+steps:
+  - { id: confirm, ask: { question: "Go?", choices: [yes, no] } }
+  - { id: after, dependsOn: [confirm], tool: shell, with: { command: "echo {{ steps.confirm.output }}" } }
+`,
+    answers: { confirm: ['yes'] },
+  },
 ];
 
 /**
