@@ -25,6 +25,8 @@ import type { CompiledPlan } from '../spec/types';
 import { registerRolesCommand } from './roles-command';
 import { teamStart } from './team';
 import { checkWorkflowId } from './workflow-ids';
+import { colourOn, paintStatus } from './style';
+import { completionScript } from './completion';
 import { pruneWorktrees, runWorktrees } from './worktrees';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -129,6 +131,7 @@ export function buildProgram(): Command {
   program
     .command('dev')
     .description('run a Temporal dev server (state in .cadre/, Web UI on) and a worker, in the foreground')
+    .addHelpText('after', '\nExamples:\n  cadre dev\n  cadre dev --port 7233 --ui-port 8233')
     .option('--port <port>', 'gRPC port of the dev server', port, 7233)
     .option('--ui-port <port>', 'Web UI port', port, 8233)
     .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
@@ -163,6 +166,7 @@ export function buildProgram(): Command {
   program
     .command('codec-server')
     .description('serve /encode and /decode for the Web UI and `temporal --codec-endpoint` (keys: CADRE_CODEC_KEYS or CADRE_CODEC_KEY_FILE)')
+    .addHelpText('after', '\nExamples:\n  CADRE_CODEC_KEY_FILE=keys.txt cadre codec-server --port 8081 --origin https://temporal.example.com')
     .option('--port <port>', 'port to listen on', port, 8081)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .addOption(new Option('--origin <url>', 'a browser origin allowed to call it, such as the Web UI\'s (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default(['http://localhost:8233', 'http://127.0.0.1:8233'], 'the dev server\'s Web UI'))
@@ -182,6 +186,7 @@ export function buildProgram(): Command {
   program
     .command('worker')
     .description('run a worker only, against TEMPORAL_ADDRESS (or the `cadre dev` server); scale out by starting more')
+    .addHelpText('after', '\nExamples:\n  cadre worker\n  TEMPORAL_ADDRESS=temporal:7233 cadre worker --metrics-port 9464\n  cadre worker --profile prod')
     .option('--metrics-port <port>', 'serve Prometheus metrics at http://0.0.0.0:<port>/metrics (default: CADRE_METRICS_PORT; off)', port)
     .action(async (opts: { metricsPort?: number }) => {
       const metricsPort = opts.metricsPort ?? (process.env.CADRE_METRICS_PORT ? port(process.env.CADRE_METRICS_PORT) : undefined);
@@ -210,6 +215,7 @@ export function buildProgram(): Command {
   program
     .command('setup')
     .description("register cadre's search attributes on the namespace (needs operator rights)")
+    .addHelpText('after', '\nExamples:\n  cadre setup\n  cadre --profile prod setup')
     .action(async () => {
       await withClient(async (client) => {
         const report = await ensureSearchAttributes(client.connection, client.server.namespace);
@@ -221,7 +227,20 @@ export function buildProgram(): Command {
   program
     .command('validate <plan>')
     .description('check a plan file and report every problem with its path')
-    .action(async (file: string) => {
+    .option('--json', 'print {ok, plan, steps, warnings} or {ok: false, issues} as JSON')
+    .addHelpText('after', '\nExamples:\n  cadre validate plan.yaml\n  cadre validate plan.yaml --json | jq \'.issues[].path\'')
+    .action(async (file: string, opts: { json?: boolean }) => {
+      if (opts.json) {
+        try {
+          const { plan, warnings } = await loadPlanWithWarnings(file, process.cwd());
+          out(JSON.stringify({ ok: true, file, plan: plan.name, steps: plan.steps.length, warnings }, null, 2));
+        } catch (err) {
+          if (!(err instanceof PlanError)) throw err;
+          out(JSON.stringify({ ok: false, file, issues: err.issues }, null, 2));
+          process.exitCode = 2;
+        }
+        return;
+      }
       const { plan, warnings } = await loadPlanWithWarnings(file, process.cwd());
       // Warnings (a run close to Temporal's limits) do not make the plan invalid: exit 0.
       if (warnings.length > 0) {
@@ -233,6 +252,7 @@ export function buildProgram(): Command {
   program
     .command('run <plan>')
     .description('start a plan')
+    .addHelpText('after', '\nExamples:\n  cadre run plan.yaml -i vip=me@example.com\n  cadre run plan.yaml --wait\n  cadre run plan.yaml --id nightly-2026-11-23 --json')
     .addOption(new Option('-i, --input <name=value>', 'a plan input (repeatable)').argParser(collectInput).default({}, 'none'))
     .option('--id <id>', 'workflow id (default: derived from the plan and inputs)')
     .option('--task-queue <queue>', 'task queue of the workers', taskQueue())
@@ -265,6 +285,7 @@ export function buildProgram(): Command {
   program
     .command('status <id>')
     .description("a run's steps, what it waits for, its errors; exits 1 when it ended without completing")
+    .addHelpText('after', '\nExamples:\n  cadre status plan-triage-1a2b3c\n  cadre status plan-triage-1a2b3c --json | jq \'.steps[] | select(.status == "failed")\'')
     .option('--json', 'print the diagnostics as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
@@ -277,6 +298,7 @@ export function buildProgram(): Command {
   program
     .command('list')
     .description('recent runs')
+    .addHelpText('after', '\nExamples:\n  cadre list\n  cadre list --status waiting\n  cadre list --plan email-triage --limit 5 --json')
     .addOption(new Option('--status <status>', 'only runs in this state').choices(RUN_STATUSES))
     .option('--plan <name>', 'only runs of this plan')
     .option('--limit <n>', 'how many', positive, 20)
@@ -286,18 +308,22 @@ export function buildProgram(): Command {
         const runs = await client.list(opts);
         if (opts.json) return out(JSON.stringify(runs, null, 2));
         if (runs.length === 0) return out('no runs');
-        for (const run of runs) out(`${run.workflowId.padEnd(40)} ${String(run.plan ?? '').padEnd(20)} ${run.status.padEnd(10)} ${run.startTime.toISOString()}`);
+        const colour = colourOn();
+        out(`${'WORKFLOW ID'.padEnd(40)} ${'PLAN'.padEnd(20)} ${'STATUS'.padEnd(10)} STARTED`);
+        for (const run of runs) out(`${run.workflowId.padEnd(40)} ${String(run.plan ?? '').padEnd(20)} ${paintStatus(run.status, colour)}${' '.repeat(Math.max(1, 11 - run.status.length))}${run.startTime.toISOString()}`);
       });
     });
 
   program
     .command('watch <id>')
     .description('follow a run live until it ends')
-    .action(async (id: string) => {
+    .option('--json', 'print the diagnostics as a JSON line at every change')
+    .addHelpText('after', '\nExamples:\n  cadre watch plan-triage-1a2b3c\n  cadre watch plan-triage-1a2b3c --json | jq -c \'{status, waiting: [.waiting[].id]}\'')
+    .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         leaveRunOnCtrlC(id);
         const printer = new ProgressPrinter(id, out);
-        const final = await client.watch(id, (d) => printer.update(d));
+        const final = await client.watch(id, (d) => (opts.json ? out(JSON.stringify(d)) : printer.update(d)));
         process.exitCode = exitCodeOf(final.status);
       });
     });
@@ -305,20 +331,23 @@ export function buildProgram(): Command {
   program
     .command('answer <id> <waitId> <value>')
     .description('answer a question or decide about a failed step (retry | skip | abort | extend[:10m])')
-    .action(async (id: string, waitId: string, value: string) => {
+    .option('--json', 'print {workflowId, waitId, value, accepted} as JSON')
+    .addHelpText('after', '\nExamples:\n  cadre answer plan-triage-1a2b3c confirm yes\n  cadre answer plan-triage-1a2b3c archive extend:10m')
+    .action(async (id: string, waitId: string, value: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         await client.answer(id, waitId, value);
-        out(`answered ${waitId}: ${value}`);
+        out(opts.json ? JSON.stringify({ workflowId: id, waitId, value, accepted: true }) : `answered ${waitId}: ${value}`);
       });
     });
 
   program
     .command('approve <id> <waitId>')
     .description("let an agent's tool call that waits for approval run")
-    .action(async (id: string, waitId: string) => {
+    .option('--json', 'print {workflowId, waitId, value, accepted} as JSON')
+    .action(async (id: string, waitId: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         await client.answer(id, waitId, 'approve');
-        out(`approved ${waitId}`);
+        out(opts.json ? JSON.stringify({ workflowId: id, waitId, value: 'approve', accepted: true }) : `approved ${waitId}`);
       });
     });
 
@@ -326,10 +355,12 @@ export function buildProgram(): Command {
     .command('deny <id> <waitId>')
     .description("refuse an agent's tool call; the agent reads the denial (and the reason) as the call's result")
     .option('--reason <text>', 'why, for the agent to read')
-    .action(async (id: string, waitId: string, opts: { reason?: string }) => {
+    .option('--json', 'print {workflowId, waitId, value, accepted} as JSON')
+    .action(async (id: string, waitId: string, opts: { reason?: string; json?: boolean }) => {
       await withRun(id, async (client) => {
-        await client.answer(id, waitId, opts.reason ? `deny:${opts.reason}` : 'deny');
-        out(`denied ${waitId}`);
+        const value = opts.reason ? `deny:${opts.reason}` : 'deny';
+        await client.answer(id, waitId, value);
+        out(opts.json ? JSON.stringify({ workflowId: id, waitId, value, accepted: true }) : `denied ${waitId}`);
       });
     });
 
@@ -399,31 +430,37 @@ export function buildProgram(): Command {
   program
     .command('pause <id>')
     .description('let running steps finish and start no new ones')
-    .action(async (id: string) => {
+    .addHelpText('after', '\nExamples:\n  cadre pause plan-triage-1a2b3c')
+    .option('--json', 'print {workflowId, paused} as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         await client.pause(id);
-        out(`paused ${id}`);
+        out(opts.json ? JSON.stringify({ workflowId: id, paused: true }) : `paused ${id}`);
       });
     });
 
   program
     .command('resume <id>')
     .description('start steps again after a pause')
-    .action(async (id: string) => {
+    .addHelpText('after', '\nExamples:\n  cadre resume plan-triage-1a2b3c')
+    .option('--json', 'print {workflowId, paused} as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         await client.resume(id);
-        out(`resumed ${id}`);
+        out(opts.json ? JSON.stringify({ workflowId: id, paused: false }) : `resumed ${id}`);
       });
     });
 
   program
     .command('cancel <id>')
     .description('cancel a run (compensations run); the same as `temporal workflow cancel`')
+    .addHelpText('after', '\nExamples:\n  cadre cancel plan-triage-1a2b3c --reason \'wrong inbox\'')
     .option('--reason <text>', 'why')
-    .action(async (id: string, opts: { reason?: string }) => {
+    .option('--json', 'print {workflowId, cancelRequested} as JSON')
+    .action(async (id: string, opts: { reason?: string; json?: boolean }) => {
       await withRun(id, async (client) => {
         await client.cancel(id, opts.reason);
-        out(`cancellation requested for ${id}`);
+        out(opts.json ? JSON.stringify({ workflowId: id, cancelRequested: true, ...(opts.reason && { reason: opts.reason }) }) : `cancellation requested for ${id}`);
       });
     });
 
@@ -456,6 +493,7 @@ export function buildProgram(): Command {
   program
     .command('result <id>')
     .description("wait for a run to end and print its output")
+    .addHelpText('after', '\nExamples:\n  cadre result plan-triage-1a2b3c\n  cadre result plan-triage-1a2b3c --json')
     .option('--json', 'print the final diagnostics as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
@@ -468,6 +506,15 @@ export function buildProgram(): Command {
     });
 
   registerRolesCommand(program);
+
+  program
+    .command('completion <shell>')
+    .description('print a shell completion script (bash or zsh)')
+    .addHelpText('after', '\nExamples:\n  source <(cadre completion bash)     # in ~/.bashrc\n  source <(cadre completion zsh)      # in ~/.zshrc')
+    .action((shell: string) => {
+      if (shell !== 'bash' && shell !== 'zsh') throw new UsageError(`unknown shell "${shell}": bash or zsh`);
+      out(completionScript(program, shell).trimEnd());
+    });
 
   program
     .command('demo')
