@@ -27,6 +27,9 @@ import { teamStart } from './team';
 import { checkWorkflowId } from './workflow-ids';
 import { colourOn, paintStatus } from './style';
 import { completionScript } from './completion';
+import { formatProblems } from '../preflight/codes';
+import { environmentProblems } from '../preflight/environment';
+import { checkPlan, checkServer } from '../preflight/preflight';
 import { pruneWorktrees, runWorktrees } from './worktrees';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -227,9 +230,13 @@ export function buildProgram(): Command {
   program
     .command('validate <plan>')
     .description('check a plan file and report every problem with its path')
-    .option('--json', 'print {ok, plan, steps, warnings} or {ok: false, issues} as JSON')
-    .addHelpText('after', '\nExamples:\n  cadre validate plan.yaml\n  cadre validate plan.yaml --json | jq \'.issues[].path\'')
-    .action(async (file: string, opts: { json?: boolean }) => {
+    .option('--preflight', 'also check what the plan needs here and on the server: commands, workspaces, hosts, variables, a worker (codes CADRE-E1xx/E2xx/E3xx)')
+    .addOption(new Option('-i, --input <name=value>', 'a plan input, for --preflight (repeatable)').argParser(collectInput).default({}, 'none'))
+    .option('--task-queue <queue>', 'the task queue whose workers --preflight looks for', taskQueue())
+    .option('--json', 'print {ok, plan, steps, warnings} or {ok: false, issues} as JSON (with --preflight: {ok, problems})')
+    .addHelpText('after', '\nExamples:\n  cadre validate plan.yaml\n  cadre validate plan.yaml --json | jq \'.issues[].path\'\n  cadre validate plan.yaml --preflight -i vip=me@example.com')
+    .action(async (file: string, opts: { json?: boolean; preflight?: boolean; input: Record<string, string>; taskQueue: string }) => {
+      if (opts.preflight) return preflightCommand(file, opts);
       if (opts.json) {
         try {
           const { plan, warnings } = await loadPlanWithWarnings(file, process.cwd());
@@ -258,13 +265,20 @@ export function buildProgram(): Command {
     .option('--task-queue <queue>', 'task queue of the workers', taskQueue())
     .option('-w, --wait', 'follow progress and exit 0 only when the plan completed')
     .option('--json', 'print JSON')
-    .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
+    .option('--no-preflight', 'start without checking commands, workspaces, hosts and variables here (workers on another machine)')
+    .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean; preflight: boolean }) => {
       if (opts.id !== undefined) checkWorkflowId(opts.id);
       const plan = await loadPlan(file, process.cwd());
       // Bad inputs are the user's to fix before any server is involved.
       const inputs = resolveInputs(plan, opts.input);
       if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
-      await startAndFollow(plan, inputs.values, opts);
+      if (opts.preflight) {
+        const problems = await environmentProblems(plan);
+        if (problems.length > 0) {
+          throw new UsageError(`${file}: the plan would fail here (\`cadre run --no-preflight\` starts it anyway, for workers elsewhere):\n${formatProblems(problems).replace(/^/gm, '  ')}`);
+        }
+      }
+      await startAndFollow(plan, inputs.values, { ...opts, warnWithoutWorker: opts.preflight });
     });
 
   program
@@ -531,8 +545,17 @@ export function buildProgram(): Command {
 }
 
 /** Starts a plan; with `wait`, follows it to the end and exits by how it ended. */
-async function startAndFollow(plan: CompiledPlan, inputs: Record<string, unknown>, opts: { id?: string; taskQueue: string; wait?: boolean; json?: boolean }): Promise<void> {
+async function startAndFollow(
+  plan: CompiledPlan,
+  inputs: Record<string, unknown>,
+  opts: { id?: string; taskQueue: string; wait?: boolean; json?: boolean; warnWithoutWorker?: boolean },
+): Promise<void> {
   await withClient(async (client) => {
+    if (opts.warnWithoutWorker) {
+      // The run would wait for a worker: say so, and start it all the same.
+      const problems = await checkServer(client.connection, client.server.namespace, opts.taskQueue).catch(() => []);
+      for (const p of problems.filter((x) => x.code === 'CADRE-E303')) info(`warning: ${formatProblems([p])}`);
+    }
     const started = await client.start(plan, inputs, { workflowId: opts.id, taskQueue: opts.taskQueue });
     const link = client.uiLink(started.workflowId);
     if (!opts.wait) {
@@ -551,6 +574,24 @@ async function startAndFollow(plan: CompiledPlan, inputs: Record<string, unknown
     out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
     process.exitCode = exitCodeOf(final.status);
   });
+}
+
+/** `cadre validate --preflight`: exit 0 when ready, 2 for problems of the plan or this machine, 1 for the server's. */
+async function preflightCommand(file: string, opts: { json?: boolean; input: Record<string, string>; taskQueue: string }): Promise<void> {
+  const { plan, problems } = await checkPlan(file, process.cwd(), opts.input);
+  if (plan) {
+    try {
+      await withClient(async (client) => problems.push(...(await checkServer(client.connection, client.server.namespace, opts.taskQueue))));
+    } catch (err) {
+      if (!(err instanceof CadreError)) throw err;
+      problems.push({ code: 'CADRE-E301', path: '', message: err.message });
+    }
+  }
+  const local = problems.some((p) => p.code < 'CADRE-E3');
+  process.exitCode = problems.length === 0 ? 0 : local ? 2 : 1;
+  if (opts.json) out(JSON.stringify({ ok: problems.length === 0, file, ...(plan && { plan: plan.name }), problems }, null, 2));
+  else if (problems.length === 0) out(`${file}: ready to run (plan "${plan?.name}", ${plan?.steps.length} steps; a worker polls "${opts.taskQueue}")`);
+  else out(`${file}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${formatProblems(problems).replace(/^/gm, '  ')}`);
 }
 
 export async function main(argv: string[]): Promise<void> {

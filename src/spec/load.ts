@@ -16,6 +16,8 @@ export class PlanError extends Error {
   constructor(
     readonly file: string,
     readonly issues: PlanIssue[],
+    /** Whether the file could not be read or parsed, or its plan did not validate. */
+    readonly stage: 'read' | 'validate' = 'read',
   ) {
     super(`${file}: ${issues.length} problem${issues.length === 1 ? '' : 's'}`);
   }
@@ -125,7 +127,7 @@ export async function loadPlanWithWarnings(file: string, baseDir: string): Promi
     throw new PlanError(file, [{ path: '', message: `cannot read the plan: ${reason}` }]);
   }
   const result = validatePlan(parsePlanText(text, file), { baseDir });
-  if (!result.ok) throw new PlanError(file, result.issues);
+  if (!result.ok) throw new PlanError(file, result.issues, 'validate');
   return { plan: result.plan, warnings: result.warnings };
 }
 

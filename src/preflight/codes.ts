@@ -1,0 +1,30 @@
+/**
+ * Stable codes for what keeps a plan from running: E1xx the plan, E2xx the environment it runs in,
+ * E3xx the Temporal server. A code keeps its meaning across versions (README lists them); scripts
+ * and support answers can rely on it.
+ */
+export const PREFLIGHT_CODES = {
+  'CADRE-E101': 'the plan file cannot be read or parsed',
+  'CADRE-E102': 'the plan does not validate',
+  'CADRE-E103': 'an input is missing or has the wrong type',
+  'CADRE-E201': 'a command a shell step runs is not on PATH (or not in the workspace)',
+  'CADRE-E202': 'a workspace, or a worktree repository, does not exist',
+  'CADRE-E203': 'an HTTP host a step calls does not resolve',
+  'CADRE-E204': 'an environment variable a shell step reads is not set',
+  'CADRE-E301': 'the Temporal server cannot be reached',
+  'CADRE-E302': "the namespace lacks cadre's search attributes",
+  'CADRE-E303': 'no worker polls the task queue',
+} as const;
+
+export type PreflightCode = keyof typeof PREFLIGHT_CODES;
+
+export interface PreflightProblem {
+  code: PreflightCode;
+  /** Where in the plan (`steps[2].with.command`), or '' for the server. */
+  path: string;
+  message: string;
+}
+
+export function formatProblems(problems: PreflightProblem[]): string {
+  return problems.map((p) => `${p.code} ${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n');
+}

@@ -1,0 +1,84 @@
+/**
+ * Preflight: `cadre validate --preflight` (and `cadre run` before it starts) reports what keeps a
+ * plan from running, each problem with a stable code: CADRE-E1xx the plan, E2xx this machine, E3xx
+ * the server.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PREFLIGHT_CODES } from '../src/preflight/codes';
+import { firstProgram, variablesRead } from '../src/preflight/environment';
+import { runCadre } from './support/cli';
+import { tempWorkspace, uniqueId, withWorker } from './support/harness';
+
+test('the program a shell command starts with, and the variables it reads without setting them', () => {
+  expect(['git status', 'FOO=1 BAR=2 node x.js', './archive.sh --all', 'cd /tmp && ls', '{{ steps.a.output }} x', 'echo hi', '"quoted" x'].map(firstProgram)).toEqual(['git', 'node', './archive.sh', undefined, undefined, undefined, undefined]);
+  expect(variablesRead('curl -H "Authorization: $API_TOKEN" ${BASE_URL}/x; echo ${MAYBE:-none} $lower $1')).toEqual(['API_TOKEN', 'BASE_URL']);
+  expect(variablesRead('COUNT=3; echo $COUNT; export NAME=x; echo $NAME; for ITEM in a b; do echo $ITEM; done; read -r LINE; echo $LINE')).toEqual([]);
+});
+
+test('README lists every preflight code with its meaning', () => {
+  const readme = readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+  for (const [code, meaning] of Object.entries(PREFLIGHT_CODES)) expect(readme).toContain(`| \`${code}\` | ${meaning} |`);
+});
+
+test('validate --preflight and run report each problem with its code; run refuses to start until --no-preflight', async () => {
+  const dir = tempWorkspace();
+  mkdirSync(path.join(dir, 'not-a-repo'));
+  writeFileSync(path.join(dir, 'ok.sh'), '#!/bin/sh\necho ok\n', { mode: 0o755 });
+  writeFileSync(
+    path.join(dir, 'broken.yaml'),
+    `name: broken-env
+steps:
+  - { id: tool, tool: shell, with: { command: "no-such-tool-cadre --version" } }
+  - { id: script, tool: shell, with: { command: "./missing.sh" } }
+  - { id: script-ok, tool: shell, with: { command: "./ok.sh && echo \${DEFAULTED:-x}" } }
+  - { id: token, tool: shell, with: { command: "echo $CADRE_PREFLIGHT_UNSET_TOKEN $HOME", env: { GIVEN: "1" } } }
+  - { id: given, tool: shell, with: { command: "echo $GIVEN", env: { GIVEN: "1" } } }
+  - { id: call, tool: http.request, with: { url: "http://no-such-host.invalid/ping" } }
+  - { id: branch, worktree: { repo: not-a-repo }, tool: shell, with: { command: "true" } }
+`,
+  );
+  writeFileSync(path.join(dir, 'good.yaml'), 'name: good-env\ninputs: { n: { type: number } }\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo {{ inputs.n }}" } }\n');
+  writeFileSync(path.join(dir, 'unparsable.yaml'), 'name: [oops\n');
+  writeFileSync(path.join(dir, 'invalid.yaml'), 'name: invalid\nsteps:\n  - { id: a, tool: shell, with: { command: "true" }, dependsOn: [ghost] }\n');
+
+  await withWorker(async (h) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: h.taskQueue, CADRE_LOG_LEVEL: 'ERROR' };
+    delete env.CADRE_PREFLIGHT_UNSET_TOKEN;
+    const cadre = (...args: string[]) => runCadre(args, dir, env);
+
+    const broken = await cadre('validate', 'broken.yaml', '--preflight', '--json');
+    expect(broken.code).toBe(2);
+    expect(JSON.parse(broken.stdout).problems).toEqual([
+      { code: 'CADRE-E201', path: 'steps[0].with.command', message: '"no-such-tool-cadre" is not on PATH' },
+      { code: 'CADRE-E201', path: 'steps[1].with.command', message: '"./missing.sh" is not in the workspace' },
+      { code: 'CADRE-E204', path: 'steps[3].with.command', message: "$CADRE_PREFLIGHT_UNSET_TOKEN is not set (set it, or give it in the step's env)" },
+      { code: 'CADRE-E202', path: 'steps[6].worktree.repo', message: `${path.join(dir, 'not-a-repo')} is not a git repository` },
+      { code: 'CADRE-E203', path: 'steps[5].with.url', message: 'the host no-such-host.invalid does not resolve' },
+    ]);
+    const refused = await cadre('run', 'broken.yaml');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('cadre: broken.yaml: the plan would fail here (`cadre run --no-preflight` starts it anyway, for workers elsewhere):\n  CADRE-E201 steps[0].with.command: "no-such-tool-cadre" is not on PATH');
+    expect((await cadre('run', 'broken.yaml', '--no-preflight', '--id', uniqueId('anyway'))).code).toBe(0);
+
+    // Ready: a worker polls the task queue.
+    const ready = await cadre('validate', 'good.yaml', '--preflight', '-i', 'n=3');
+    expect(ready).toMatchObject({ code: 0, stdout: `good.yaml: ready to run (plan "good-env", 1 steps; a worker polls "${h.taskQueue}")\n` });
+    // The plan's own problems and its inputs.
+    const codes = async (...args: string[]) => JSON.parse((await cadre('validate', ...args, '--preflight', '--json')).stdout).problems.map((p: { code: string }) => p.code);
+    expect(await codes('unparsable.yaml')).toEqual(['CADRE-E101']);
+    expect(await codes('missing.yaml')).toEqual(['CADRE-E101']);
+    expect(await codes('invalid.yaml')).toEqual(['CADRE-E102']);
+    expect(await codes('good.yaml', '-i', 'n=many')).toEqual(['CADRE-E103']);
+    // No worker on this queue: exit 1; run warns and starts all the same (the run waits for one).
+    const idle = uniqueId('idle-queue');
+    const lonely = await runCadre(['validate', 'good.yaml', '--preflight', '-i', 'n=1', '--task-queue', idle], dir, env);
+    expect(lonely).toMatchObject({ code: 1, stdout: expect.stringContaining(`CADRE-E303 no worker polls task queue "${idle}"`) });
+    const started = await runCadre(['run', 'good.yaml', '-i', 'n=1', '--task-queue', idle, '--id', uniqueId('waits')], dir, env);
+    expect(started).toMatchObject({ code: 0, stderr: expect.stringContaining(`warning: CADRE-E303 no worker polls task queue "${idle}"`) });
+  });
+
+  const unreachable = await runCadre(['validate', 'good.yaml', '--preflight', '-i', 'n=1', '--json'], dir, { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+  expect(unreachable.code).toBe(1);
+  expect(JSON.parse(unreachable.stdout).problems).toEqual([{ code: 'CADRE-E301', path: '', message: expect.stringContaining('cannot reach Temporal at 127.0.0.1:1') }]);
+});
