@@ -206,12 +206,13 @@ export function buildProgram(): Command {
         await client.close();
       }
       statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`, { address: server.address, namespace: server.namespace, taskQueue: taskQueue() });
-      const { worker, connection } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
+      const { worker, connection, tracing } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
       const running = worker.run();
       statusLine('worker running; Ctrl-C stops it after running tools finish', metricsPort === undefined ? {} : { metrics: `http://0.0.0.0:${metricsPort}/metrics` });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      await tracing?.shutdown();
       await connection.close();
     });
 

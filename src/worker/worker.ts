@@ -3,6 +3,7 @@ import { NativeConnection, type NativeConnectionOptions, Worker, type WorkerOpti
 import { type ActivityDeps, createActivities } from '../activities';
 import { auditSinks } from './audit-log';
 import { cadreDataConverter } from '../codec/data-converter';
+import { type Tracing, tracingFromEnv } from './tracing';
 
 export const DEFAULT_TASK_QUEUE = 'cadre';
 
@@ -28,9 +29,11 @@ export interface CadreWorkerOptions {
   overrides?: Partial<WorkerOptions>;
 }
 
-export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection; tracing?: Tracing }> {
   const { address, tls, apiKey, metadata } = options;
   const dataConverter = cadreDataConverter();
+  // Traces need the workflow interceptors in the bundle: a prebuilt bundle (tests) has none.
+  const tracing = options.workflowBundle ? undefined : tracingFromEnv();
   const connection = await NativeConnection.connect({ address, ...(tls !== undefined && { tls }), ...(apiKey !== undefined && { apiKey }), ...(metadata !== undefined && { metadata }) });
   try {
     const worker = await Worker.create({
@@ -43,6 +46,7 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       sinks: auditSinks(options.auditDir),
       // Payload encryption when keys are configured (src/codec); the same keys must reach every client.
       ...(dataConverter && { dataConverter }),
+      ...(tracing && { plugins: [tracing.plugin] }),
       // Let running tools finish on Ctrl-C before the worker goes.
       shutdownGraceTime: '10s',
       // Heartbeats reach the server at least every 2 s, so a team worker's stuck detection (10 s by
@@ -50,7 +54,7 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       maxHeartbeatThrottleInterval: '2s',
       ...options.overrides,
     });
-    return { worker, connection };
+    return { worker, connection, ...(tracing && { tracing }) };
   } catch (err) {
     await connection.close();
     throw err;
