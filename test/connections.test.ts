@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { CadreClient } from '../src/client/client';
 import { resolveConnection, setConnectionFlags } from '../src/client/connection-config';
-import { exited, runCadre, spawnCadre } from './support/cli';
+import { runCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 import { makeCertificates, startTlsProxy } from './support/tls';
 
@@ -89,14 +89,9 @@ server_ca_cert_path = "${certs.ca}"
     const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: file, CADRE_TASK_QUEUE: taskQueue, CADRE_LOG_LEVEL: 'ERROR' };
     delete env.TEMPORAL_ADDRESS;
     writeFileSync(path.join(dir, 'plan.yaml'), 'name: over-tls\nsteps:\n  - { id: hello, tool: shell, with: { command: "echo secure" } }\noutput: "{{ steps.hello.output.stdout }}"\n');
-    const worker = spawnCadre(['worker', '--profile', 'secure'], dir, env);
-    let stderr = '';
-    worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const workerExit = exited(worker);
+    const worker = await startCadreWorker(['--profile', 'secure'], dir, env);
     try {
-      const deadline = Date.now() + 90_000;
-      while (!stderr.includes('worker running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      expect(stderr).toContain(`worker on ${proxy.address}`);
+      expect(worker.stderr()).toContain(`worker on ${proxy.address}`);
       const id = uniqueId('over-tls');
       const run = await runCadre(['--profile', 'secure', 'run', 'plan.yaml', '--wait', '--id', id], dir, env);
       expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/over-tls \(.*\): completed/) });
@@ -118,8 +113,7 @@ server_ca_cert_path = "${certs.ca}"
       expect(denied).toMatchObject({ code: 1, stderr: expect.stringContaining(`cadre: cannot reach Temporal at ${proxy.address} (from profile no-client-cert;`) });
       expect(proxy.refused).toBeGreaterThan(refusedBefore);
     } finally {
-      worker.kill('SIGINT');
-      await workerExit;
+      await worker.stop();
       await proxy.close();
     }
   });

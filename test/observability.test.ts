@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { LogEntry } from '@temporalio/worker';
 import { jsonEntry, jsonLogs } from '../src/worker/logging';
 import { freePort } from '../src/worker/ports';
-import { exited, runCadre, spawnCadre } from './support/cli';
+import { runCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 
 test('log format: JSON unless stderr is a terminal, or as CADRE_LOG_FORMAT says', () => {
@@ -66,13 +66,8 @@ steps:
   - { id: confirm, dependsOn: [hello], ask: { question: "Go?" } }
 `,
   );
-  const worker = spawnCadre(['worker', '--metrics-port', String(metricsPort)], dir, env);
-  let stderr = '';
-  worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const workerExit = exited(worker);
+  const worker = await startCadreWorker(['--metrics-port', String(metricsPort)], dir, env);
   try {
-    const deadline = Date.now() + 90_000;
-    while (!stderr.includes('worker running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     const id = uniqueId('observed');
     expect(await runCadre(['run', 'plan.yaml', '--id', id], dir, env)).toMatchObject({ code: 0 });
     for (let waiting = false; !waiting; ) {
@@ -85,7 +80,7 @@ steps:
     expect(await runCadre(['result', id], dir, env)).toMatchObject({ code: 0 });
 
     // Every line is JSON; the failed attempts name their run, step and attempt.
-    const lines = stderr.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = worker.stderr().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.find((l) => String(l.message).startsWith('worker running'))).toMatchObject({ level: 'info', metrics: `http://0.0.0.0:${metricsPort}/metrics` });
     const failures = lines.filter((l) => l.workflowId === id && l.step === 'flaky-step');
     expect(failures.map((l) => l.attempt)).toEqual([1, 2]);
@@ -104,7 +99,6 @@ steps:
     // The SDK's own, from the same endpoint.
     expect(series(metrics, 'temporal_activity_execution_failed_total', { activity_type: 'runTool' })).toBe(2);
   } finally {
-    worker.kill('SIGINT');
-    await workerExit;
+    await worker.stop();
   }
 });

@@ -7,7 +7,7 @@ import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { exited, runCadre, spawnCadre } from './support/cli';
+import { runCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 
 interface Span {
@@ -48,13 +48,8 @@ test('a run and each step are spans of one trace, exported over OTLP', async () 
   const taskQueue = uniqueId('traced');
   writeFileSync(path.join(dir, 'plan.yaml'), 'name: traced\nsteps:\n  - { id: fetch-data, tool: shell, with: { command: "echo a" } }\n  - { id: report, dependsOn: [fetch-data], tool: shell, with: { command: "echo b" } }\n');
   const env = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: taskQueue, CADRE_LOG_LEVEL: 'ERROR', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '200' };
-  const worker = spawnCadre(['worker'], dir, env);
-  let stderr = '';
-  worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const workerExit = exited(worker);
+  const worker = await startCadreWorker([], dir, env);
   try {
-    const deadline = Date.now() + 90_000;
-    while (!stderr.includes('worker running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     const id = uniqueId('traced');
     expect((await runCadre(['run', 'plan.yaml', '--wait', '--id', id], dir, env)).code).toBe(0);
     const run = () => collector.spans.find((s) => s.name === 'RunWorkflow:runPlan' && attr(s, 'workflowId') === id);
@@ -71,8 +66,7 @@ test('a run and each step are spans of one trace, exported over OTLP', async () 
     }
     expect([...collector.services]).toEqual(['cadre-worker']);
   } finally {
-    worker.kill('SIGINT');
-    await workerExit;
+    await worker.stop();
     await collector.close();
   }
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { freePort } from '../src/worker/ports';
-import { exited, runCadre, spawnCadre } from './support/cli';
+import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 
 async function waitForServer(address: string): Promise<void> {
@@ -52,22 +52,18 @@ describe('cadre worker against a plain Temporal dev server', () => {
     const early = await cadre(['run', 'plan.yaml']);
     expect(early).toMatchObject({ code: 1, stderr: expect.stringContaining("lacks cadre's search attributes: run `cadre setup` or start `cadre worker`") });
 
-    const worker = spawnCadre(['worker'], dir, env);
-    let stderr = '';
-    worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const workerExit = exited(worker);
+    const worker = await startCadreWorker([], dir, env, 60_000);
+    let exitCode: number | null = null;
     try {
-      const deadline = Date.now() + 60_000;
-      while (!stderr.includes('worker running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      expect(stderr).toContain('registered search attributes CadreStatus, CadrePlan, CadreWorkerState');
+      expect(worker.stderr()).toContain('registered search attributes CadreStatus, CadrePlan, CadreWorkerState');
       const run = await cadre(['run', 'plan.yaml', '--wait', '--id', uniqueId('plain')]);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/plain \(.*\): completed/);
       expect(await cadre(['setup'])).toMatchObject({ code: 0, stdout: 'already present: CadreStatus, CadrePlan, CadreWorkerState\n' });
     } finally {
-      worker.kill('SIGINT');
+      exitCode = await worker.stop();
     }
-    expect(await workerExit).toBe(0);
+    expect(exitCode).toBe(0);
 
     const id = uniqueId('orphan');
     expect(await cadre(['run', 'ask.yaml', '--id', id])).toMatchObject({ code: 0 });

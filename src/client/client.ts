@@ -430,7 +430,7 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
       .filter(Boolean)
       .join('; ');
     const line = `- \`${step.id}\`: ${action}${extras ? ` (${extras})` : ''}`;
-    if (bytes + utf8Length(line) + utf8Length(more(i)) + 2 > DETAILS_BUDGET_BYTES) {
+    if (bytes + utf8Length(line) + utf8Length(more(i)) + 2 + utf8Length(FRAME_SLACK) + 2 > DETAILS_BUDGET_BYTES) {
       lines.push(more(i));
       break;
     }

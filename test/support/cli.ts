@@ -37,3 +37,27 @@ export function exited(child: ChildProcess): Promise<number | null> {
 export function testServerEnv(): NodeJS.ProcessEnv {
   return { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_LOG_LEVEL: 'ERROR' };
 }
+
+export interface RunningWorker {
+  /** What it has written to stderr so far. */
+  stderr(): string;
+  /** Ctrl-C, then its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** `cadre worker` in a child process, returned once it says it runs (or exited, or `timeoutMs` passed). */
+export async function startCadreWorker(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<RunningWorker> {
+  const child = spawnCadre(['worker', ...args], cwd, env);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = exited(child);
+  const deadline = Date.now() + timeoutMs;
+  while (!stderr.includes('worker running') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  return {
+    stderr: () => stderr,
+    stop: () => {
+      child.kill('SIGINT');
+      return exit;
+    },
+  };
+}
