@@ -237,7 +237,9 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
         return { result: `subtask ${label} failed: ${describeFailure(err).message}`, isError: true };
       } finally {
         if (leases.size > 0) {
-          await CancellationScope.nonCancellable(() => leases.release(CancellationScope.current().consideredCancelled ? 'cancelled' : 'completed'));
+          // Read here: inside nonCancellable the current scope is the one that is never cancelled.
+          const outcome = CancellationScope.current().consideredCancelled ? 'cancelled' : 'completed';
+          await CancellationScope.nonCancellable(() => leases.release(outcome));
           ctx.subtaskWorktrees.push(...leases.records());
         }
         ctx.busy.subtasks--;
