@@ -29,7 +29,7 @@ import { colourOn, paintStatus } from './style';
 import { completionScript } from './completion';
 import { formatProblems } from '../preflight/codes';
 import { environmentProblems } from '../preflight/environment';
-import { checkPlan, checkServer } from '../preflight/preflight';
+import { checkPlan, checkServer, checkWorkers } from '../preflight/preflight';
 import { pruneWorktrees, runWorktrees } from './worktrees';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -554,8 +554,8 @@ async function startAndFollow(
   await withClient(async (client) => {
     if (opts.warnWithoutWorker) {
       // The run would wait for a worker: say so, and start it all the same.
-      const problems = await checkServer(client.connection, client.server.namespace, opts.taskQueue).catch(() => []);
-      for (const p of problems.filter((x) => x.code === 'CADRE-E303')) info(`warning: ${formatProblems([p])}`);
+      const problems = await checkWorkers(client.connection, client.server.namespace, opts.taskQueue).catch(() => []);
+      for (const p of problems) info(`warning: ${formatProblems([p])}`);
     }
     const started = await client.start(plan, inputs, { workflowId: opts.id, taskQueue: opts.taskQueue });
     const link = client.uiLink(started.workflowId);

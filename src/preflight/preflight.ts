@@ -38,6 +38,13 @@ export async function checkServer(connection: Connection, namespace: string, tas
   const { customAttributes, systemAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = SEARCH_ATTRIBUTES.map((k) => k.name).filter((name) => !(name in { ...customAttributes, ...systemAttributes }));
   if (missing.length > 0) problems.push({ code: 'CADRE-E302', path: '', message: `namespace "${namespace}" lacks ${missing.join(', ')}: run \`cadre setup\` or start \`cadre worker\`` });
+  problems.push(...(await checkWorkers(connection, namespace, taskQueue)));
+  return problems;
+}
+
+/** E303 alone: `cadre run` warns with it (the start itself reports missing search attributes). */
+export async function checkWorkers(connection: Connection, namespace: string, taskQueue: string): Promise<PreflightProblem[]> {
+  const problems: PreflightProblem[] = [];
   const { pollers } = await connection.workflowService.describeTaskQueue({
     namespace,
     taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
