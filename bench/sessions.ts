@@ -14,15 +14,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { CadreClient } from '../src/client/client';
 import { endSession, sendMessage, sessionInput } from '../src/client/sessions';
 import { sendUpdate } from '../src/workflows/definitions';
-import { resolveServer } from '../src/worker/dev-server';
-import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { createCadreWorker } from '../src/worker/worker';
 import { type baselineSession, sayUpdate, stopSignal } from './baseline-session';
+import { startBenchWorker } from './bench-worker';
 import { resultsFile, runMain, writeResults } from './run-main';
 
 const MESSAGES = 1000;
@@ -42,21 +38,8 @@ async function main(): Promise<void> {
   const scenario = path.join(tmp, 'chat.yaml');
   writeFileSync(scenario, 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "ok", usage: { inputTokens: 40, outputTokens: 1 } }\n');
   const model = `scripted:${scenario}`;
-  log('starting the Temporal server...');
-  const server = await resolveServer({ dataDir: path.join(tmp, 'server'), ephemeral: true, log });
+  const { server, worker, client, taskQueue, connection } = await startBenchWorker('sessions', tmp, log);
   try {
-    await registerSearchAttributes(server, log);
-    log('bundling workflows...');
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } });
-    const taskQueue = `bench-sessions-${process.pid}`;
-    const { worker, connection } = await createCadreWorker({
-      address: server.address,
-      namespace: server.namespace,
-      taskQueue,
-      workflowBundle: { code },
-      auditDir: path.join(tmp, 'audit'),
-    });
-    const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
     const start = sessionInput({ model, workspace: tmp });
 
     /**
