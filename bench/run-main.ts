@@ -1,8 +1,11 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /** How a benchmark script ends: exit 0 when it finished, 1 with the reason when it did not. */
 export function runMain(main: () => Promise<void>, log: (line: string) => void): void {
+  // Benchmarked runs record their analytics as every run does, into a database of their own, not ~/.cadre.
+  process.env.CADRE_ANALYTICS_DIR ??= mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-analytics-'));
   main().then(
     () => {
       process.exitCode = 0;

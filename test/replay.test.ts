@@ -24,6 +24,8 @@ describe('replay of recorded runPlan histories', () => {
       'agent-task-decide',
       'run-items-chunk',
       'run-plan-agents',
+      'run-plan-analytics',
+      'run-plan-analytics-cancelled',
       'run-plan-cancelled',
       'run-plan-completed',
       'run-plan-document',

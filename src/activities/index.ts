@@ -18,6 +18,9 @@ import { repairWorktree } from './git/repair';
 import { lastSignOfLife } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
+import { AnalyticsWriter } from '../analytics/writer';
+import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
+import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
 
 export type { ConditionRequest, ValueRequest } from './values';
@@ -56,11 +59,16 @@ export interface ToolFailureDetails {
 const HEARTBEAT_EVERY_MS = 1000;
 
 /** Dependencies of the activities; more join as cadre grows (model clients, git, audit sinks). */
-export type ActivityDeps = StoreOptions & ModelDeps;
+export type ActivityDeps = StoreOptions &
+  ModelDeps & {
+    /** Where finished runs are recorded; default from CADRE_ANALYTICS, CADRE_DATABASE_URL, CADRE_ANALYTICS_DIR. */
+    analytics?: AnalyticsTarget;
+  };
 
 export function createActivities(deps: ActivityDeps = {}) {
   const modelSettings = lazyModelSettings(deps);
   const customTools = lazyCustomTools(deps);
+  const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget());
   return {
     ...valueActivities(deps),
     // A run's worktree leases (workflows/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
@@ -91,6 +99,9 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     // A plan sent as a document (any Temporal client): validated and compiled before its first step.
     compilePlanDocument: async (request: PlanDocumentRequest) => compilePlanDocument(request),
+
+    // A finished run's step outcomes and waits for people, for `cadre stats` and ETAs (src/analytics).
+    recordRunAnalytics: (part: RunAnalyticsPart): Promise<RecordOutcome> => analytics.record(part),
 
     // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
     teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),

@@ -23,6 +23,7 @@ import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
 import type { CompiledPlan } from '../spec/types';
 import { registerRolesCommand } from './roles-command';
+import { etaReporter, registerStatsCommand } from './stats-command';
 import { teamStart } from './team';
 import { checkWorkflowId } from './workflow-ids';
 import { colourOn, paintStatus } from './style';
@@ -338,7 +339,13 @@ export function buildProgram(): Command {
       await withRun(id, async (client) => {
         leaveRunOnCtrlC(id);
         const printer = new ProgressPrinter(id, out);
-        const final = await client.watch(id, (d) => (opts.json ? out(JSON.stringify(d)) : printer.update(d)));
+        const eta = etaReporter(out);
+        const final = await client.watch(id, (d) => {
+          if (opts.json) return out(JSON.stringify(d));
+          printer.update(d);
+          eta.seen(d);
+        });
+        await eta.done();
         process.exitCode = exitCodeOf(final.status);
       });
     });
@@ -521,6 +528,7 @@ export function buildProgram(): Command {
     });
 
   registerRolesCommand(program);
+  registerStatsCommand(program);
 
   program
     .command('completion <shell>')
@@ -571,7 +579,13 @@ async function startAndFollow(
     if (!opts.json) info(`started ${started.workflowId}${link ? `\nWeb UI: ${link}` : ''}`);
     leaveRunOnCtrlC(started.workflowId);
     const printer = new ProgressPrinter(started.workflowId, info);
-    const final = await client.watch(started.workflowId, (d) => (opts.json ? undefined : printer.update(d)));
+    const eta = etaReporter(info);
+    const final = await client.watch(started.workflowId, (d) => {
+      if (opts.json) return;
+      printer.update(d);
+      eta.seen(d);
+    });
+    await eta.done();
     out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
     process.exitCode = exitCodeOf(final.status);
   });

@@ -61,6 +61,7 @@ import { HumanWaits } from './waits';
 import { runEnded, stepEnded, stepStarted, toolLabel } from './metrics';
 import { sizeOf } from './sizes';
 import { WorktreeLeases } from './worktrees';
+import { recordFinishedRun } from './analytics';
 
 const MAX_AUTO_EXTENSIONS = 3;
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
@@ -232,7 +233,25 @@ class PlanRun {
       this.abortReason ??= `cadre internal error: ${messageOf(err)}`;
       this.finish('failed');
       throw this.planFailed();
+    } finally {
+      // Every way a run ends (completed, aborted, cancelled, an internal error) is recorded once.
+      if (this.finalStatus) await CancellationScope.nonCancellable(() => this.recordAnalytics());
     }
+  }
+
+  private async recordAnalytics(): Promise<void> {
+    const problem = await recordFinishedRun({
+      plan: this.plan.name,
+      status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
+      startedMs: this.startedAtMs,
+      endedMs: this.endedAtMs ?? nowMs(),
+      steps: this.plan.steps.map((step, position) => {
+        const r = this.record(step.id);
+        return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }) };
+      }),
+      humanWaits: this.waits.ended,
+    });
+    if (problem) this.errors.push({ step: '(analytics)', message: problem });
   }
 
   private async runSteps(): Promise<PlanResult> {

@@ -9,6 +9,7 @@ import { checkDurationMs } from '../spec/limits';
 import { isoAt, nowMs } from './clock';
 import { humanWaited } from './metrics';
 import type { WaitKind, Waiting } from './definitions';
+import type { HumanWaitOutcome } from '../analytics/types';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
 function rejected(message: string): ApplicationFailure {
@@ -38,6 +39,8 @@ export class HumanWaits {
   private readonly open = new Map<string, Waiting>();
   private readonly answers = new Map<string, string>();
   private readonly lastAnswer = new Map<string, string>();
+  /** Every wait that ended, in order, for run analytics. */
+  readonly ended: HumanWaitOutcome[] = [];
 
   /**
    * @param firstAnswerWins false only while replaying runs recorded before answers closed their
@@ -83,7 +86,9 @@ export class HumanWaits {
       const answered = timeout
         ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
         : await this.untilAnswered(id);
-      humanWaited(request.kind, answered ? 'answered' : 'timed_out', nowMs() - openedMs);
+      const outcome = answered ? 'answered' : 'timed_out';
+      humanWaited(request.kind, outcome, nowMs() - openedMs);
+      this.ended.push({ step: id, kind: request.kind, outcome, waitedMs: nowMs() - openedMs });
       return answered ? this.answers.get(id) : undefined;
     } finally {
       this.open.delete(id);

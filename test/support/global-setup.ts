@@ -23,6 +23,10 @@ export default async function globalSetup(): Promise<void> {
   process.env.CADRE_TEST_NAMESPACE = server.namespace;
   process.env.CADRE_TEST_BUNDLE = bundlePath;
   process.env.CADRE_TEST_DIR = dir;
+  // Workers started by tests record no run analytics unless a test turns them on (test/analytics.test.ts),
+  // and never into the machine's ~/.cadre.
+  process.env.CADRE_ANALYTICS = 'off';
+  process.env.CADRE_ANALYTICS_DIR = path.join(dir, 'analytics');
 }
 
 const quietLogger = {

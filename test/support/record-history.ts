@@ -203,6 +203,30 @@ steps:
 `,
     answers: { confirm: ['yes'] },
   },
+  // A finished run recorded in the analytics database by a local activity (patch run-analytics);
+  // run with CADRE_ANALYTICS_DIR set to a temporary folder.
+  {
+    name: 'run-plan-analytics',
+    plan: `
+name: replay-analytics
+steps:
+  - { id: fetch-data, tool: shell, with: { command: "echo fetched" } }
+  - { id: confirm, dependsOn: [fetch-data], ask: { question: "Go?", choices: [yes, no] } }
+  - { id: never, dependsOn: [confirm], when: "false", tool: shell, with: { command: "echo never" } }
+`,
+    answers: { confirm: ['yes'] },
+  },
+  {
+    name: 'run-plan-analytics-cancelled',
+    plan: `
+name: replay-analytics-cancelled
+steps:
+  - { id: fetch-data, tool: shell, with: { command: "echo fetched" } }
+  - { id: confirm, dependsOn: [fetch-data], ask: { question: "Go?", choices: [yes, no] } }
+`,
+    answers: {},
+    cancelWhenWaitingOn: 'confirm',
+  },
 ];
 
 /**

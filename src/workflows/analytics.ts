@@ -1,0 +1,61 @@
+/**
+ * A finished run leaves its step outcomes and waits for people in the worker's analytics database
+ * (src/analytics), for `cadre stats` and the ETA of `cadre watch`. A local activity: no task
+ * queue round trip, and its input stays out of history. Analytics never fail or hold up a run for
+ * long: a failure to record is noted in diagnostics and the run ends as it would have.
+ */
+import { log, patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../analytics/types';
+import { isoAt } from './clock';
+
+/** Runs recorded before analytics replay without the activity. */
+const PATCH_RUN_ANALYTICS = 'run-analytics';
+/** Steps (and waits) a part: a 5,000-step plan's records stay well under Temporal's payload limit. */
+const RECORDS_PER_PART = 1000;
+
+const recorder = proxyLocalActivities<Activities>({
+  // The first write on a machine creates the embedded database (seconds).
+  startToCloseTimeout: '2m',
+  retry: { maximumAttempts: 3, initialInterval: '1s' },
+  summary: 'record run analytics',
+});
+
+export interface FinishedRun {
+  plan: string;
+  status: RunEndStatus;
+  startedMs: number;
+  endedMs: number;
+  steps: RunStepOutcome[];
+  humanWaits: HumanWaitOutcome[];
+}
+
+/** Records the run; returns why it could not, never throws. */
+export async function recordFinishedRun(run: FinishedRun): Promise<string | undefined> {
+  if (!patched(PATCH_RUN_ANALYTICS)) return undefined;
+  const { workflowId, runId } = workflowInfo();
+  const parts = Math.max(1, Math.ceil(run.steps.length / RECORDS_PER_PART), Math.ceil(run.humanWaits.length / RECORDS_PER_PART));
+  try {
+    for (let i = 0; i < parts; i++) {
+      const from = i * RECORDS_PER_PART;
+      await recorder.recordRunAnalytics({
+        workflowId,
+        runId,
+        plan: run.plan,
+        status: run.status,
+        startedAt: isoAt(run.startedMs),
+        endedAt: isoAt(run.endedMs),
+        durationMs: run.endedMs - run.startedMs,
+        steps: run.steps.slice(from, from + RECORDS_PER_PART),
+        humanWaits: run.humanWaits.slice(from, from + RECORDS_PER_PART),
+        humanWaitsFrom: from,
+        final: i === parts - 1,
+      });
+    }
+    return undefined;
+  } catch (err) {
+    const why = `run analytics not recorded: ${(err as Error)?.cause instanceof Error ? ((err as Error).cause as Error).message : String((err as Error)?.message ?? err)}`;
+    log.warn(why);
+    return why;
+  }
+}

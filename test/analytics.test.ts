@@ -1,0 +1,227 @@
+/**
+ * Run analytics: a `cadre worker` records every finished run (completed, failed, cancelled) in its
+ * embedded PGlite database; `cadre stats` reads per-step percentiles, failure and retry rates and
+ * waits for people from it, and `cadre watch` shows an ETA from past runs of the same plan.
+ */
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { type AnalyticsTarget, withAnalytics } from '../src/analytics/database';
+import { LockBusyError, acquireLock } from '../src/analytics/lock';
+import { type PlanStats, readStats } from '../src/analytics/stats';
+import { etaLine } from '../src/client/stats-command';
+import { CadreClient } from '../src/client/client';
+import type { Diagnostics } from '../src/workflows/definitions';
+import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
+import { tempWorkspace, uniqueId } from './support/harness';
+import { TSX } from './support/tsx';
+
+const exec = promisify(execFile);
+
+/** percentile_cont: linear interpolation between the two nearest ranks, as Postgres computes it. */
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = p * (sorted.length - 1);
+  const low = Math.floor(rank);
+  const high = Math.ceil(rank);
+  return sorted[low] + (sorted[high] - sorted[low]) * (rank - low);
+}
+
+describe('the analytics database', () => {
+  test('a part written twice (an activity retry) counts once; a run shows only once its last part is in', async () => {
+    const { stdout } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'analytics-probe.ts'), mkdtempSync(path.join(os.tmpdir(), 'cadre-analytics-unit-'))]);
+    const probe = JSON.parse(stdout) as { beforeLastPart: PlanStats[]; stats: PlanStats[]; estimate: unknown; estimateOther: unknown };
+    expect(probe.beforeLastPart).toEqual([]);
+    const [stats] = probe.stats;
+    expect(stats).toMatchObject({ plan: 'unit', runs: 2, completed: 1, failed: 1, cancelled: 0, p50Ms: 1000, p95Ms: 1000 });
+    expect(stats.steps.map((s) => [s.step, s.runs, s.failureRate, s.retryRate, s.p50Ms])).toEqual([
+      ['s0', 2, 0.5, 0.5, 100],
+      ['s1', 1, 0, 0, 200],
+      ['s2', 1, 0, 0, 300],
+    ]);
+    expect(stats.humanWaits).toEqual([{ step: 'a', kind: 'failure', waits: 2, answered: 2, timedOut: 0, p50Ms: 1500, p95Ms: 1500 }]);
+    expect(probe.estimate).toEqual({ plan: 'unit', runs: 1, p50Ms: 1000, p95Ms: 1000 });
+    expect(probe.estimateOther).toBeNull();
+  });
+
+  test('one process at a time: a reader waits for the holder, a dead holder\'s lock is taken over', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-lock-'));
+    const lock = path.join(dir, 'lock');
+    const release = await acquireLock(lock, { waitMs: 1000 });
+    const waited: number[] = [];
+    await expect(acquireLock(lock, { waitMs: 300, onWait: (pid) => waited.push(pid) })).rejects.toBeInstanceOf(LockBusyError);
+    expect(waited).toEqual([process.pid]);
+    setTimeout(() => void release(), 200);
+    const again = await acquireLock(lock, { waitMs: 5000 });
+    await again();
+    // A pid no process has: the lock is stale.
+    await writeFile(lock, '2147483646');
+    await (await acquireLock(lock, { waitMs: 1000 }))();
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  test('nothing recorded yet: readers find nothing and create nothing', async () => {
+    const empty: AnalyticsTarget = { kind: 'pglite', dir: path.join(os.tmpdir(), uniqueId('cadre-analytics-none')) };
+    expect(await withAnalytics(empty, { waitMs: 1000 }, (q) => readStats(q))).toBeUndefined();
+    expect(existsSync(empty.dir)).toBe(false);
+  });
+
+  test('the ETA: from the start and the median of past runs, or a note that the run takes longer', () => {
+    const estimate = { plan: 'p', runs: 4, p50Ms: 120_000, p95Ms: 200_000 };
+    const start = new Date(2026, 10, 23, 10, 0, 0);
+    const line = etaLine(estimate, start.toISOString(), 30_000);
+    expect(line).toBe(`ETA: ${new Date(2026, 10, 23, 10, 2, 0).toLocaleTimeString()}, about 1m30s left (median of 4 past completed runs of p: 2m0s)`);
+    expect(etaLine(estimate, start.toISOString(), 150_000)).toBe('ETA: running longer than usual (median of 4 past completed runs of p: 2m0s; p95 3m20s)');
+  });
+});
+
+const PLAN = `name: stats-demo
+inputs:
+  tag: { type: string }
+  outcome: { type: string, default: ok }
+steps:
+  - { id: fetch-data, tool: shell, with: { command: "sleep 0.2; echo fetched" } }
+  # Fails its first attempt in every run, then succeeds: retried in every run.
+  - id: flaky
+    dependsOn: [fetch-data]
+    tool: shell
+    retry: { maximumAttempts: 3, initialInterval: 100ms }
+    with: { command: "test -f flaky-{{ inputs.tag }} || { touch flaky-{{ inputs.tag }}; exit 3; }; echo fine" }
+  - { id: confirm, dependsOn: [flaky], ask: { question: "Ship {{ inputs.tag }}?", choices: [yes, no] } }
+  - { id: ship, dependsOn: [confirm], tool: shell, retry: { maximumAttempts: 1 }, onFailure: abort, with: { command: "test {{ inputs.outcome }} = ok" } }
+  - { id: never, dependsOn: [ship], when: "false", tool: shell, with: { command: "echo never" } }
+`;
+
+test('cadre worker records finished runs; cadre stats and cadre watch read them', async () => {
+  const dir = tempWorkspace();
+  const analyticsDir = path.join(dir, 'analytics');
+  const taskQueue = uniqueId('stats');
+  // Analytics as a user has them: on by default, in the embedded database (here in the test's own folder).
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: taskQueue, CADRE_ANALYTICS_DIR: analyticsDir, CADRE_LOG_LEVEL: 'ERROR' };
+  delete env.CADRE_ANALYTICS;
+  writeFileSync(path.join(dir, 'plan.yaml'), PLAN);
+  const worker = await startCadreWorker([], dir, env);
+  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  try {
+    const waitFor = async (id: string, test: (d: Diagnostics) => boolean): Promise<Diagnostics> => {
+      for (const deadline = Date.now() + 60_000; ; ) {
+        const d = await client.diagnostics(id);
+        if (test(d)) return d;
+        if (Date.now() > deadline) throw new Error(`not reached: ${JSON.stringify(d)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const start = async (tag: string, outcome = 'ok'): Promise<string> => {
+      const id = uniqueId(`stats-${tag}`);
+      expect(await runCadre(['run', 'plan.yaml', '--id', id, '--input', `tag=${tag}`, '--input', `outcome=${outcome}`], dir, env)).toMatchObject({ code: 0 });
+      return id;
+    };
+    const finished: Diagnostics[] = [];
+    // Three completed runs and one aborted one, each answered after a wait of its own length.
+    for (const [tag, outcome, waitMs] of [['a', 'ok', 300], ['b', 'ok', 700], ['c', 'ok', 1100], ['d', 'bad', 200]] as const) {
+      const id = await start(tag, outcome);
+      await waitFor(id, (d) => d.waiting.some((w) => w.id === 'confirm'));
+      await new Promise((r) => setTimeout(r, waitMs));
+      await client.answer(id, 'confirm', 'yes');
+      finished.push(await waitFor(id, (d) => d.status === 'completed' || d.status === 'failed'));
+    }
+    // A cancelled run: `temporal workflow cancel` would do the same.
+    const cancelled = await start('e');
+    await waitFor(cancelled, (d) => d.waiting.length > 0);
+    await client.cancel(cancelled);
+    finished.push(await waitFor(cancelled, (d) => d.status === 'cancelled'));
+    expect(finished.map((d) => d.status)).toEqual(['completed', 'completed', 'completed', 'failed', 'cancelled']);
+
+    // The run's last step records the analytics after its status is final: wait for the fifth run in the database.
+    let stats: PlanStats[] | undefined;
+    for (const deadline = Date.now() + 60_000; (stats?.[0]?.runs ?? 0) < 5; ) {
+      if (Date.now() > deadline) throw new Error(`runs not recorded: ${JSON.stringify(stats)}`);
+      const result = await runCadre(['stats', '--plan', 'stats-demo', '--json'], dir, env);
+      expect(result).toMatchObject({ code: 0 });
+      stats = JSON.parse(result.stdout) as PlanStats[];
+    }
+    const [plan] = stats!;
+    expect(plan).toMatchObject({ plan: 'stats-demo', runs: 5, completed: 3, failed: 1, cancelled: 1 });
+    const completed = finished.filter((d) => d.status === 'completed');
+    expect(plan.p50Ms).toBe(Math.round(percentile(completed.map((d) => d.elapsedMs), 0.5)));
+    const byStep = Object.fromEntries(plan.steps.map((s) => [s.step, s]));
+    expect(plan.steps.map((s) => s.step)).toEqual(['fetch-data', 'flaky', 'confirm', 'ship', 'never']);
+    // Percentiles of the steps' own durations in those runs, computed here independently.
+    const durations = (step: string) => finished.map((d) => d.steps.find((s) => s.id === step)!).filter((s) => s.status === 'completed').map((s) => s.durationMs!);
+    for (const step of ['fetch-data', 'flaky', 'confirm']) {
+      expect([byStep[step].p50Ms, byStep[step].p95Ms]).toEqual([Math.round(percentile(durations(step), 0.5)), Math.round(percentile(durations(step), 0.95))]);
+    }
+    expect(byStep['fetch-data']).toMatchObject({ tool: 'shell', runs: 5, completed: 5, failed: 0, failureRate: 0, retryRate: 0 });
+    // Retried in each of the five runs: attempts 2 every time.
+    expect(byStep.flaky).toMatchObject({ runs: 5, completed: 5, retried: 5, retryRate: 1 });
+    expect(byStep.confirm).toMatchObject({ tool: 'ask', completed: 4, cancelled: 1 });
+    expect(byStep.ship).toMatchObject({ completed: 3, failed: 1, failureRate: 0.25, cancelled: 1 });
+    expect(byStep.never).toMatchObject({ skipped: 3, cancelled: 2 });
+    expect(plan.humanWaits).toHaveLength(1);
+    const waits = plan.humanWaits[0];
+    expect(waits).toMatchObject({ step: 'confirm', kind: 'ask', waits: 4, answered: 4, timedOut: 0 });
+    // The waits: at least as long as the test waited before answering, each a little more.
+    expect(waits.p50Ms).toBeGreaterThanOrEqual(percentile([300, 700, 1100, 200], 0.5));
+    expect(waits.p50Ms).toBeLessThan(percentile([300, 700, 1100, 200], 0.5) + 2000);
+
+    const table = await runCadre(['stats', '--plan', 'stats-demo'], dir, env);
+    expect(table.stdout).toContain('plan stats-demo: 5 runs (3 completed, 1 failed, 1 cancelled); completed in p50');
+    expect(table.stdout).toMatch(/flaky\s+shell\s+5\s+\S+\s+\S+\s+0%\s+100%\s+0/);
+    expect(table.stdout).toMatch(/ship\s+shell\s+5\s+\S+\s+\S+\s+25%\s+0%\s+0/);
+    expect(table.stdout).toContain('confirm (ask): 4 waits, p50');
+    expect((await runCadre(['stats', '--plan', 'nothing-like-it'], dir, env)).stdout).toBe(`no finished runs of plan "nothing-like-it" recorded in ${analyticsDir}\n`);
+
+    // `cadre watch` of a new run gives its ETA from the three completed runs.
+    const id = await start('f');
+    const watch = spawnCadre(['watch', id], dir, env);
+    let watched = '';
+    watch.stdout!.on('data', (chunk: Buffer) => (watched += chunk.toString()));
+    const watchEnded = exited(watch);
+    await waitFor(id, (d) => d.waiting.length > 0);
+    for (const deadline = Date.now() + 30_000; !watched.includes('ETA'); ) {
+      if (Date.now() > deadline) throw new Error(`no ETA in: ${watched}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await client.answer(id, 'confirm', 'yes');
+    expect(await watchEnded).toBe(0);
+    expect(watched).toMatch(/ETA: .*left \(median of 3 past completed runs of stats-demo: \S+\)|ETA: running longer than usual \(median of 3 past completed runs/);
+  } finally {
+    await client.close();
+    await worker.stop();
+  }
+});
+
+test('a plan of 1,001 steps is recorded in two parts, every step of it', async () => {
+  const dir = tempWorkspace();
+  const analyticsDir = path.join(dir, 'analytics');
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: uniqueId('stats-many'), CADRE_ANALYTICS_DIR: analyticsDir, CADRE_LOG_LEVEL: 'ERROR' };
+  delete env.CADRE_ANALYTICS;
+  const steps = Array.from({ length: 1001 }, (_, i) => `  - { id: s${i}, when: "false", tool: shell, with: { command: "echo ${i}" } }`);
+  writeFileSync(path.join(dir, 'plan.yaml'), `name: many-steps\nsteps:\n${steps.join('\n')}\n`);
+  const worker = await startCadreWorker([], dir, env);
+  try {
+    expect(await runCadre(['run', 'plan.yaml', '--wait'], dir, env)).toMatchObject({ code: 0 });
+    let stats: PlanStats[] = [];
+    for (const deadline = Date.now() + 60_000; stats.length === 0; ) {
+      if (Date.now() > deadline) throw new Error('not recorded');
+      stats = JSON.parse((await runCadre(['stats', '--json'], dir, env)).stdout) as PlanStats[];
+    }
+    expect(stats).toHaveLength(1);
+    expect(stats[0]).toMatchObject({ plan: 'many-steps', runs: 1, completed: 1 });
+    expect(stats[0].steps).toHaveLength(1001);
+    expect(stats[0].steps.every((s) => s.skipped === 1)).toBe(true);
+    expect(stats[0].steps[1000].step).toBe('s1000');
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('with analytics off, runs end as before and cadre stats says so', async () => {
+  const dir = tempWorkspace();
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_ANALYTICS: 'off' };
+  const result = await runCadre(['stats'], dir, env);
+  expect(result).toMatchObject({ code: 1, stderr: 'cadre: run analytics are off (CADRE_ANALYTICS=off)\n' });
+});

@@ -1,0 +1,54 @@
+/**
+ * Writes run parts into a fresh embedded analytics database and prints what the readers see, as
+ * JSON. A process of its own: PGlite loads its WebAssembly by dynamic import, which jest refuses.
+ * Usage: tsx test/support/analytics-probe.ts <dir>
+ */
+import { openAnalytics } from '../../src/analytics/database';
+import { writeRunPart } from '../../src/analytics/record';
+import { estimateRun, readStats } from '../../src/analytics/stats';
+import type { RunAnalyticsPart } from '../../src/analytics/types';
+
+function part(runId: string, more: Partial<RunAnalyticsPart> = {}): RunAnalyticsPart {
+  return {
+    workflowId: `wf-${runId}`,
+    runId,
+    plan: 'unit',
+    status: 'completed',
+    startedAt: '2026-11-23T10:00:00.000Z',
+    endedAt: '2026-11-23T10:00:01.000Z',
+    durationMs: 1000,
+    steps: [],
+    humanWaits: [{ step: 'a', kind: 'failure', outcome: 'answered', waitedMs: 1500 }],
+    humanWaitsFrom: 0,
+    final: true,
+    ...more,
+  };
+}
+
+async function main(): Promise<void> {
+  const db = await openAnalytics({ kind: 'pglite', dir: process.argv[2] }, { create: true, waitMs: 5000 });
+  if (!db) throw new Error('no database');
+  try {
+    const steps = Array.from({ length: 3 }, (_, i) => ({ id: `s${i}`, position: i, tool: 'shell', status: 'completed', attempts: 1, durationMs: 100 * (i + 1) }));
+    // A run's first part, then its last one twice (an activity retried), then a failed run.
+    await db.transaction((q) => writeRunPart(q, part('r1', { steps: steps.slice(0, 2), final: false })));
+    const beforeLastPart = await readStats(db.query);
+    await db.transaction((q) => writeRunPart(q, part('r1', { steps: steps.slice(2), humanWaits: [], humanWaitsFrom: 1 })));
+    await db.transaction((q) => writeRunPart(q, part('r1', { steps: steps.slice(2), humanWaits: [], humanWaitsFrom: 1 })));
+    await db.transaction((q) => writeRunPart(q, part('r2', { status: 'failed', durationMs: 300, steps: [{ id: 's0', position: 0, tool: 'shell', status: 'failed', attempts: 3 }] })));
+    const result = {
+      beforeLastPart,
+      stats: await readStats(db.query),
+      estimate: await estimateRun(db.query, 'unit'),
+      estimateOther: (await estimateRun(db.query, 'other')) ?? null,
+    };
+    process.stdout.write(JSON.stringify(result));
+  } finally {
+    await db.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
