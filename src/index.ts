@@ -41,3 +41,6 @@ export type { WorkerState } from './workflows/worker-state';
 export { createCadreWorker, taskQueue, type CadreWorkerOptions } from './worker/worker';
 export { startEmbedded, type Embedded } from './worker/embedded';
 export { defineAgent, defineTool, type AgentMethod, type CadreTool, type ToolRunContext } from './tools/define';
+// Run analytics (README, "Run analytics"): where workers record finished runs, and what `cadre stats` reads.
+export { analyticsTarget, withAnalytics, type AnalyticsTarget } from './analytics/database';
+export { estimateRun, readStats, type HumanWaitStats, type PlanStats, type RunEstimate, type StatsFilter, type StepStats } from './analytics/stats';

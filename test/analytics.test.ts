@@ -13,6 +13,7 @@ import { type AnalyticsTarget, withAnalytics } from '../src/analytics/database';
 import { LockBusyError, acquireLock } from '../src/analytics/lock';
 import { type PlanStats, readStats } from '../src/analytics/stats';
 import { etaLine } from '../src/client/stats-command';
+import { freePort } from '../src/worker/ports';
 import { CadreClient } from '../src/client/client';
 import type { Diagnostics } from '../src/workflows/definitions';
 import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
@@ -224,4 +225,37 @@ test('with analytics off, runs end as before and cadre stats says so', async () 
   const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_ANALYTICS: 'off' };
   const result = await runCadre(['stats'], dir, env);
   expect(result).toMatchObject({ code: 1, stderr: 'cadre: run analytics are off (CADRE_ANALYTICS=off)\n' });
+});
+
+test('a database that cannot be reached costs the run nothing but a warning in the worker log', async () => {
+  const dir = tempWorkspace();
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS,
+    CADRE_TASK_QUEUE: uniqueId('stats-down'),
+    CADRE_DATABASE_URL: `postgres://cadre:secret-password@127.0.0.1:${port}/cadre`,
+  };
+  delete env.CADRE_ANALYTICS;
+  delete env.CADRE_LOG_LEVEL;
+  writeFileSync(path.join(dir, 'plan.yaml'), 'name: no-database\nsteps:\n  - { id: hello, tool: shell, with: { command: "echo hi" } }\n');
+  const worker = await startCadreWorker([], dir, env);
+  try {
+    const run = await runCadre(['run', 'plan.yaml', '--wait', '--json'], dir, env);
+    expect(run).toMatchObject({ code: 0 });
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', errors: [] });
+    for (const deadline = Date.now() + 30_000; !worker.stderr().includes('run analytics not recorded'); ) {
+      if (Date.now() > deadline) throw new Error(`no warning in: ${worker.stderr()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const warning = worker.stderr().split('\n').find((l) => l.includes('run analytics not recorded'))!;
+    expect(JSON.parse(warning)).toMatchObject({ level: 'warn', workflowType: 'runPlan', message: expect.stringContaining('ECONNREFUSED') });
+    expect(warning).not.toContain('secret-password');
+    // `cadre stats` says where it looked, without the password.
+    const stats = await runCadre(['stats'], dir, env);
+    expect(stats.code).toBe(1);
+    expect(stats.stderr).toContain(`cannot read the analytics database at postgres://cadre:***@127.0.0.1:${port}/cadre`);
+  } finally {
+    await worker.stop();
+  }
 });

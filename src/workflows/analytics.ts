@@ -2,7 +2,7 @@
  * A finished run leaves its step outcomes and waits for people in the worker's analytics database
  * (src/analytics), for `cadre stats` and the ETA of `cadre watch`. A local activity: no task
  * queue round trip, and its input stays out of history. Analytics never fail or hold up a run for
- * long: a failure to record is noted in diagnostics and the run ends as it would have.
+ * long: a failure to record is a warning in the worker's log, and the run ends as it would have.
  */
 import { log, patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -30,9 +30,9 @@ export interface FinishedRun {
   humanWaits: HumanWaitOutcome[];
 }
 
-/** Records the run; returns why it could not, never throws. */
-export async function recordFinishedRun(run: FinishedRun): Promise<string | undefined> {
-  if (!patched(PATCH_RUN_ANALYTICS)) return undefined;
+/** Records the run; never throws. */
+export async function recordFinishedRun(run: FinishedRun): Promise<void> {
+  if (!patched(PATCH_RUN_ANALYTICS)) return;
   const { workflowId, runId } = workflowInfo();
   const parts = Math.max(1, Math.ceil(run.steps.length / RECORDS_PER_PART), Math.ceil(run.humanWaits.length / RECORDS_PER_PART));
   try {
@@ -52,10 +52,9 @@ export async function recordFinishedRun(run: FinishedRun): Promise<string | unde
         final: i === parts - 1,
       });
     }
-    return undefined;
   } catch (err) {
-    const why = `run analytics not recorded: ${(err as Error)?.cause instanceof Error ? ((err as Error).cause as Error).message : String((err as Error)?.message ?? err)}`;
-    log.warn(why);
-    return why;
+    const cause = (err as Error)?.cause instanceof Error ? ((err as Error).cause as Error) : (err as Error);
+    // The workflow logger: written once, not again on replay.
+    log.warn(`run analytics not recorded: ${cause?.message ?? String(err)}`);
   }
 }

@@ -240,7 +240,7 @@ class PlanRun {
   }
 
   private async recordAnalytics(): Promise<void> {
-    const problem = await recordFinishedRun({
+    await recordFinishedRun({
       plan: this.plan.name,
       status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
       startedMs: this.startedAtMs,
@@ -251,7 +251,6 @@ class PlanRun {
       }),
       humanWaits: this.waits.ended,
     });
-    if (problem) this.errors.push({ step: '(analytics)', message: problem });
   }
 
   private async runSteps(): Promise<PlanResult> {
