@@ -241,8 +241,18 @@ export class CadreClient {
   /** Calls `onChange` with fresh diagnostics whenever they change, until the run ends. */
   async watch(workflowId: string, onChange: (d: Diagnostics) => void, intervalMs = 500): Promise<Diagnostics> {
     let last = '';
+    let unanswered = 0;
     for (;;) {
-      const diagnostics = await this.diagnostics(workflowId);
+      let diagnostics: Diagnostics;
+      try {
+        diagnostics = await this.diagnostics(workflowId);
+        unanswered = 0;
+      } catch (err) {
+        // A worker that died holding the run's sticky queue: the server hands the run to another
+        // worker once that queue's timeout (10 s) passes, so one unanswered query is worth a retry.
+        if (!(err instanceof NoWorkerAnswered) || ++unanswered > 1) throw err;
+        continue;
+      }
       const key = JSON.stringify({ ...diagnostics, elapsedMs: 0 });
       if (key !== last) {
         last = key;
@@ -306,7 +316,7 @@ export class CadreClient {
         if (stuck) throw new CadreError(stuck);
       }
       const when = isFailingWorkflowTask(err) ? 'in time (its workflow tasks time out)' : `within ${QUERY_TIMEOUT_MS / 1000}s`;
-      throw new CadreError(
+      throw new NoWorkerAnswered(
         `run ${description.workflowId} is running, but no worker answered ${when}: ` +
           `start one with \`cadre worker\` or \`cadre dev\`, or give a loaded one time (task queue "${description.taskQueue}")`,
       );
@@ -474,6 +484,9 @@ function withClientClock(diagnostics: Diagnostics): Diagnostics {
 }
 
 class TimedOut extends Error {}
+
+/** A run's query that no worker answered in time: none runs, or the one that had the run just died. */
+class NoWorkerAnswered extends CadreError {}
 
 /** The server refuses queries of a run whose workflow task is failing (FAILED_PRECONDITION). */
 const TaskFailedCause = temporal.api.enums.v1.WorkflowTaskFailedCause;

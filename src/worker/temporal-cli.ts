@@ -22,7 +22,7 @@ export function cachedCliPath(): string {
   return path.join(cacheDir(), 'bin', 'temporal');
 }
 
-function isExecutable(file: string): boolean {
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;
@@ -31,7 +31,7 @@ function isExecutable(file: string): boolean {
   }
 }
 
-function onPath(name: string): string | undefined {
+export function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     const candidate = path.join(dir, name);
     if (dir && isExecutable(candidate)) return candidate;
@@ -60,15 +60,19 @@ export async function findTemporalCli(options: FindOptions = {}): Promise<string
   return isExecutable(cachedCliPath()) ? cachedCliPath() : undefined;
 }
 
-function goAvailable(): boolean {
+export function goAvailable(): boolean {
   return spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
 }
 
 async function buildWithGo(log: (line: string) => void): Promise<void> {
-  const bin = path.dirname(cachedCliPath());
+  await goInstall([TEMPORAL_CLI_MODULE], path.dirname(cachedCliPath()), 'the temporal CLI', log);
+}
+
+/** `go install` of `modules` into `bin` (CGO off), with a progress line every 30 s while it builds. */
+export async function goInstall(modules: string[], bin: string, what: string, log: (line: string) => void): Promise<void> {
   mkdirSync(bin, { recursive: true });
   const started = Date.now();
-  const child = spawn('go', ['install', TEMPORAL_CLI_MODULE], {
+  const child = spawn('go', ['install', ...modules], {
     env: { ...process.env, CGO_ENABLED: '0', GOBIN: bin },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -76,14 +80,14 @@ async function buildWithGo(log: (line: string) => void): Promise<void> {
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const progress = setInterval(() => log(`  still building the temporal CLI (${Math.round((Date.now() - started) / 1000)}s)`), 30_000);
+  const progress = setInterval(() => log(`  still building ${what} (${Math.round((Date.now() - started) / 1000)}s)`), 30_000);
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
       child.on('error', reject);
       child.on('close', resolve);
     });
-    if (code !== 0) throw new Error(`go install ${TEMPORAL_CLI_MODULE} failed:\n${stderr.split('\n').slice(-15).join('\n')}`);
-    log(`built the temporal CLI in ${Math.round((Date.now() - started) / 1000)}s`);
+    if (code !== 0) throw new Error(`go install ${modules.join(' ')} failed:\n${stderr.split('\n').slice(-15).join('\n')}`);
+    log(`built ${what} in ${Math.round((Date.now() - started) / 1000)}s`);
   } finally {
     clearInterval(progress);
   }
