@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, type QueryResultRow } from 'pg';
 import { freePort } from '../../src/worker/ports';
+import { ownedProcess } from './owned-process';
 
 export interface Postgres {
   host: string;
@@ -108,7 +109,6 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   let log = '';
   child.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
-  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('error', (err) => (log += `\n${err.message}`));
 
   const urlFor = (database: string) => `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${host}:${port}/${encodeURIComponent(database)}`;
@@ -122,25 +122,8 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     }
   };
 
-  // A test process that exits without stop() (a timeout, forceExit) takes the server with it.
-  const onExit = () => {
-    child.kill('SIGKILL');
-    rmSync(root, { recursive: true, force: true });
-  };
-  process.once('exit', onExit);
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    process.removeListener('exit', onExit);
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGINT'); // fast shutdown: ends sessions, no waiting for clients
-      const killed = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exit;
-      clearTimeout(killed);
-    }
-    rmSync(root, { recursive: true, force: true });
-  };
+  // SIGINT: PostgreSQL's fast shutdown, which ends sessions instead of waiting for clients.
+  const stop = ownedProcess(child, root, 'SIGINT', 10_000);
 
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {

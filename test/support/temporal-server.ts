@@ -6,7 +6,7 @@
  * deploy/dynamicconfig.yaml, and the `default` namespace is registered.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -16,6 +16,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import YAML from 'yaml';
 import { isPortFree } from '../../src/worker/ports';
 import { cachedBinaryPath, findTemporalServer, TEMPORAL_SERVER_VERSION, type TemporalServerBinaries } from '../../src/worker/temporal-server';
+import { ownedProcess } from './owned-process';
 import type { Postgres } from './postgres';
 
 const exec = promisify(execFile);
@@ -164,7 +165,6 @@ export async function startTemporalServer(pg: Postgres, options: RealServerOptio
     stdio: ['ignore', out, out],
   });
   closeSync(out);
-  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const alive = () => child.exitCode === null && child.signalCode === null;
   const readLog = () => {
     try {
@@ -175,25 +175,7 @@ export async function startTemporalServer(pg: Postgres, options: RealServerOptio
   };
   const address = `127.0.0.1:${ports[0]}`;
 
-  // A test process that exits without stop() (a timeout, forceExit) takes the server with it.
-  const onExit = () => {
-    child.kill('SIGKILL');
-    rmSync(root, { recursive: true, force: true });
-  };
-  process.once('exit', onExit);
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    process.removeListener('exit', onExit);
-    if (alive()) {
-      child.kill('SIGTERM');
-      const killed = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exit;
-      clearTimeout(killed);
-    }
-    rmSync(root, { recursive: true, force: true });
-  };
+  const stop = ownedProcess(child, root, 'SIGTERM', 20_000);
 
   try {
     const connection = await retry('the frontend answering', () => Connection.connect({ address, connectTimeout: 1000 }), 120_000, alive);
