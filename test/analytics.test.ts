@@ -3,7 +3,7 @@
  * embedded PGlite database; `cadre stats` reads per-step percentiles, failure and retry rates and
  * waits for people from it, and `cadre watch` shows an ETA from past runs of the same plan.
  */
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,8 +33,9 @@ function percentile(values: number[], p: number): number {
 
 describe('the analytics database', () => {
   test('a part written twice (an activity retry) counts once; a run shows only once its last part is in', async () => {
-    const { stdout } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'analytics-probe.ts'), mkdtempSync(path.join(os.tmpdir(), 'cadre-analytics-unit-'))]);
-    const probe = JSON.parse(stdout) as { beforeLastPart: PlanStats[]; stats: PlanStats[]; estimate: unknown; estimateOther: unknown };
+    const dirs = [mkdtempSync(path.join(os.tmpdir(), 'cadre-analytics-unit-')), path.join(os.tmpdir(), uniqueId('cadre-analytics-inbox'))];
+    const { stdout } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'analytics-probe.ts'), ...dirs]);
+    const probe = JSON.parse(stdout) as { beforeLastPart: PlanStats[]; stats: PlanStats[]; estimate: unknown; estimateOther: unknown; inbox: Record<string, unknown> };
     expect(probe.beforeLastPart).toEqual([]);
     const [stats] = probe.stats;
     expect(stats).toMatchObject({ plan: 'unit', runs: 2, completed: 1, failed: 1, cancelled: 0, p50Ms: 1000, p95Ms: 1000 });
@@ -46,6 +47,13 @@ describe('the analytics database', () => {
     expect(stats.humanWaits).toEqual([{ step: 'a', kind: 'failure', waits: 2, answered: 2, timedOut: 0, p50Ms: 1500, p95Ms: 1500 }]);
     expect(probe.estimate).toEqual({ plan: 'unit', runs: 1, p50Ms: 1000, p95Ms: 1000 });
     expect(probe.estimateOther).toBeNull();
+    // The inbox of a database not created yet: a reader creates it, takes both parts in and empties
+    // the inbox; a file that is not a part is moved aside with a warning.
+    expect(probe.inbox.pendingBefore).toEqual(['garbage.json', 's1.0.json', 's1.1000.json']);
+    expect(probe.inbox.stats).toEqual([expect.objectContaining({ plan: 'spooled', runs: 1, completed: 1, steps: [expect.objectContaining({ step: 'a' }), expect.objectContaining({ step: 'b' })] })]);
+    expect(probe.inbox.pendingAfter).toEqual([]);
+    expect(probe.inbox.rejected).toEqual(['garbage.json']);
+    expect(probe.inbox.warnings).toEqual([expect.stringContaining('garbage.json cannot be read')]);
   });
 
   test('one process at a time: a reader waits for the holder, a dead holder\'s lock is taken over', async () => {
@@ -136,6 +144,12 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
     finished.push(await waitFor(cancelled, (d) => d.status === 'cancelled'));
     expect(finished.map((d) => d.status)).toEqual(['completed', 'completed', 'completed', 'failed', 'cancelled']);
 
+    // Each run's end dropped its record into the database's inbox; the worker takes them in by itself.
+    const inbox = path.join(analyticsDir, 'pending');
+    for (const deadline = Date.now() + 30_000; !existsSync(inbox) || readdirSync(inbox).length > 0; ) {
+      if (Date.now() > deadline) throw new Error(`the worker left runs in ${inbox}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
     // The run's last step records the analytics after its status is final: wait for the fifth run in the database.
     let stats: PlanStats[] | undefined;
     for (const deadline = Date.now() + 60_000; (stats?.[0]?.runs ?? 0) < 5; ) {

@@ -3,6 +3,7 @@
  * of `createActivities`; the worker registers the real functions.
  */
 import { Context } from '@temporalio/activity';
+import { Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { hasDeferred } from '../spec/refs';
@@ -68,7 +69,8 @@ export type ActivityDeps = StoreOptions &
 export function createActivities(deps: ActivityDeps = {}) {
   const modelSettings = lazyModelSettings(deps);
   const customTools = lazyCustomTools(deps);
-  const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget());
+  // Its background writes log through the worker's logger (JSON lines when not on a terminal).
+  const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
   return {
     ...valueActivities(deps),
     // A run's worktree leases (workflows/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { acquireLock } from './lock';
 import { SCHEMA_SQL } from './schema';
+import { hasPending, ingestPending } from './spool';
 
 export type AnalyticsTarget = { kind: 'off' } | { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string };
 
@@ -48,6 +49,8 @@ export interface OpenOptions {
   /** How long to wait for another process that has the embedded database open. */
   waitMs: number;
   onWait?: (holder: number) => void;
+  /** Problems that do not stop the opening (a waiting run's file that cannot be read). */
+  warn?: (message: string) => void;
 }
 
 /** Opens the target, with the tables in place; undefined when it is off, or embedded and not created yet. */
@@ -59,6 +62,8 @@ export async function openAnalytics(target: AnalyticsTarget, options: OpenOption
     await db.transaction(async (query) => {
       for (const statement of SCHEMA_SQL.split(';').map((s) => s.trim()).filter(Boolean)) await query(statement);
     });
+    // Runs the worker has not moved in yet: whoever opens the embedded database takes them in.
+    if (target.kind === 'pglite') await ingestPending(db, target.dir, options.warn);
     return db;
   } catch (err) {
     await db.close();
@@ -68,7 +73,7 @@ export async function openAnalytics(target: AnalyticsTarget, options: OpenOption
 
 async function openPglite(dir: string, options: OpenOptions): Promise<AnalyticsDb | undefined> {
   const dataDir = path.join(dir, 'pgdata');
-  if (!options.create && !existsSync(dataDir)) return undefined;
+  if (!options.create && !existsSync(dataDir) && !hasPending(dir)) return undefined;
   await mkdir(dir, { recursive: true });
   const release = await acquireLock(path.join(dir, 'lock'), options);
   try {

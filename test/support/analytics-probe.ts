@@ -1,9 +1,12 @@
 /**
  * Writes run parts into a fresh embedded analytics database and prints what the readers see, as
  * JSON. A process of its own: PGlite loads its WebAssembly by dynamic import, which jest refuses.
- * Usage: tsx test/support/analytics-probe.ts <dir>
+ * Usage: tsx test/support/analytics-probe.ts <dir> <another dir>
  */
-import { openAnalytics } from '../../src/analytics/database';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { openAnalytics, withAnalytics } from '../../src/analytics/database';
+import { spoolPart } from '../../src/analytics/spool';
 import { writeRunPart } from '../../src/analytics/record';
 import { estimateRun, readStats } from '../../src/analytics/stats';
 import type { RunAnalyticsPart } from '../../src/analytics/types';
@@ -42,10 +45,29 @@ async function main(): Promise<void> {
       estimate: await estimateRun(db.query, 'unit'),
       estimateOther: (await estimateRun(db.query, 'other')) ?? null,
     };
-    process.stdout.write(JSON.stringify(result));
+    process.stdout.write(JSON.stringify({ ...result, inbox: await inbox(process.argv[3]) }));
   } finally {
     await db.close();
   }
+}
+
+/** Parts left in the inbox of a database never opened, and a file that is not a part: a reader takes them in. */
+async function inbox(dir: string) {
+  await spoolPart(dir, part('s1', { plan: 'spooled', final: false, steps: [{ id: 'a', position: 0, tool: 'shell', status: 'completed', attempts: 1, durationMs: 5 }] }));
+  await spoolPart(dir, part('s1', { plan: 'spooled', humanWaits: [], humanWaitsFrom: 1000, steps: [{ id: 'b', position: 1, tool: 'shell', status: 'completed', attempts: 1, durationMs: 7 }] }));
+  // The activity retried: the same part again replaces its file.
+  await spoolPart(dir, part('s1', { plan: 'spooled', humanWaits: [], humanWaitsFrom: 1000, steps: [{ id: 'b', position: 1, tool: 'shell', status: 'completed', attempts: 1, durationMs: 7 }] }));
+  writeFileSync(path.join(dir, 'pending', 'garbage.json'), '{ not json');
+  const pendingBefore = readdirSync(path.join(dir, 'pending')).sort();
+  const warnings: string[] = [];
+  const stats = await withAnalytics({ kind: 'pglite', dir }, { waitMs: 5000, warn: (m) => warnings.push(m) }, (q) => readStats(q));
+  return {
+    pendingBefore,
+    stats,
+    pendingAfter: readdirSync(path.join(dir, 'pending')),
+    rejected: existsSync(path.join(dir, 'rejected')) ? readdirSync(path.join(dir, 'rejected')) : [],
+    warnings,
+  };
 }
 
 main().catch((err: unknown) => {
