@@ -15,7 +15,7 @@ const PATCH_RUN_ANALYTICS = 'run-analytics';
 const RECORDS_PER_PART = 1000;
 
 const recorder = proxyLocalActivities<Activities>({
-  // The first write on a machine creates the embedded database (seconds).
+  // The embedded database's inbox takes milliseconds; a Postgres far away or busy may take seconds.
   startToCloseTimeout: '2m',
   retry: { maximumAttempts: 3, initialInterval: '1s' },
   summary: 'record run analytics',
