@@ -19,6 +19,7 @@ import type { Diagnostics } from '../src/workflows/definitions';
 import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 import { TSX } from './support/tsx';
+import { until } from './support/until';
 
 const exec = promisify(execFile);
 
@@ -115,14 +116,11 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
   const worker = await startCadreWorker([], dir, env);
   const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
   try {
-    const waitFor = async (id: string, test: (d: Diagnostics) => boolean): Promise<Diagnostics> => {
-      for (const deadline = Date.now() + 60_000; ; ) {
+    const waitFor = (id: string, test: (d: Diagnostics) => boolean): Promise<Diagnostics> =>
+      until(`run ${id}: ${test}`, async () => {
         const d = await client.diagnostics(id);
-        if (test(d)) return d;
-        if (Date.now() > deadline) throw new Error(`not reached: ${JSON.stringify(d)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+        return test(d) ? d : undefined;
+      });
     const start = async (tag: string, outcome = 'ok'): Promise<string> => {
       const id = uniqueId(`stats-${tag}`);
       expect(await runCadre(['run', 'plan.yaml', '--id', id, '--input', `tag=${tag}`, '--input', `outcome=${outcome}`], dir, env)).toMatchObject({ code: 0 });
@@ -146,19 +144,15 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
 
     // Each run's end dropped its record into the database's inbox; the worker takes them in by itself.
     const inbox = path.join(analyticsDir, 'pending');
-    for (const deadline = Date.now() + 30_000; !existsSync(inbox) || readdirSync(inbox).length > 0; ) {
-      if (Date.now() > deadline) throw new Error(`the worker left runs in ${inbox}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(`the worker empties ${inbox}`, () => (existsSync(inbox) && readdirSync(inbox).length === 0) || undefined, 30_000);
     // The run's last step records the analytics after its status is final: wait for the fifth run in the database.
-    let stats: PlanStats[] | undefined;
-    for (const deadline = Date.now() + 60_000; (stats?.[0]?.runs ?? 0) < 5; ) {
-      if (Date.now() > deadline) throw new Error(`runs not recorded: ${JSON.stringify(stats)}`);
+    const stats = await until('five runs recorded', async () => {
       const result = await runCadre(['stats', '--plan', 'stats-demo', '--json'], dir, env);
       expect(result).toMatchObject({ code: 0 });
-      stats = JSON.parse(result.stdout) as PlanStats[];
-    }
-    const [plan] = stats!;
+      const read = JSON.parse(result.stdout) as PlanStats[];
+      return read[0]?.runs === 5 ? read : undefined;
+    });
+    const [plan] = stats;
     expect(plan).toMatchObject({ plan: 'stats-demo', runs: 5, completed: 3, failed: 1, cancelled: 1 });
     const completed = finished.filter((d) => d.status === 'completed');
     expect(plan.p50Ms).toBe(Math.round(percentile(completed.map((d) => d.elapsedMs), 0.5)));
@@ -196,10 +190,7 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
     watch.stdout!.on('data', (chunk: Buffer) => (watched += chunk.toString()));
     const watchEnded = exited(watch);
     await waitFor(id, (d) => d.waiting.length > 0);
-    for (const deadline = Date.now() + 30_000; !watched.includes('ETA'); ) {
-      if (Date.now() > deadline) throw new Error(`no ETA in: ${watched}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until('an ETA from cadre watch', () => watched.includes('ETA') || undefined, 30_000);
     await client.answer(id, 'confirm', 'yes');
     expect(await watchEnded).toBe(0);
     expect(watched).toMatch(/ETA: .*left \(median of 3 past completed runs of stats-demo: \S+\)|ETA: running longer than usual \(median of 3 past completed runs/);
@@ -219,11 +210,10 @@ test('a plan of 1,001 steps is recorded in two parts, every step of it', async (
   const worker = await startCadreWorker([], dir, env);
   try {
     expect(await runCadre(['run', 'plan.yaml', '--wait'], dir, env)).toMatchObject({ code: 0 });
-    let stats: PlanStats[] = [];
-    for (const deadline = Date.now() + 60_000; stats.length === 0; ) {
-      if (Date.now() > deadline) throw new Error('not recorded');
-      stats = JSON.parse((await runCadre(['stats', '--json'], dir, env)).stdout) as PlanStats[];
-    }
+    const stats = await until('the run recorded', async () => {
+      const read = JSON.parse((await runCadre(['stats', '--json'], dir, env)).stdout) as PlanStats[];
+      return read.length > 0 ? read : undefined;
+    });
     expect(stats).toHaveLength(1);
     expect(stats[0]).toMatchObject({ plan: 'many-steps', runs: 1, completed: 1 });
     expect(stats[0].steps).toHaveLength(1001);
@@ -258,10 +248,7 @@ test('a database that cannot be reached costs the run nothing but a warning in t
     const run = await runCadre(['run', 'plan.yaml', '--wait', '--json'], dir, env);
     expect(run).toMatchObject({ code: 0 });
     expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', errors: [] });
-    for (const deadline = Date.now() + 30_000; !worker.stderr().includes('run analytics not recorded'); ) {
-      if (Date.now() > deadline) throw new Error(`no warning in: ${worker.stderr()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until('a warning in the worker log', () => worker.stderr().includes('run analytics not recorded') || undefined, 30_000);
     const warning = worker.stderr().split('\n').find((l) => l.includes('run analytics not recorded'))!;
     expect(JSON.parse(warning)).toMatchObject({ level: 'warn', workflowType: 'runPlan', message: expect.stringContaining('ECONNREFUSED') });
     expect(warning).not.toContain('secret-password');

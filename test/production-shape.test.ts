@@ -6,45 +6,24 @@
  * run completes on the other; the run's state is read back from PostgreSQL's tables, and both
  * workers' run analytics from the `cadre` database docker-compose's Postgres creates.
  */
-import { type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { PlanStats } from '../src/analytics/stats';
 import { SEARCH_ATTRIBUTES } from '../src/workflows/definitions';
-import { exited, runCadre, spawnCadre } from './support/cli';
+import { type RunningWorker, exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
+import { until } from './support/until';
 import { kill, tempWorkspace, uniqueId } from './support/harness';
 import { type Postgres, startPostgres } from './support/postgres';
 import { type RealTemporalServer, startTemporalServer, waitForSearchAttributes } from './support/temporal-server';
 
-interface CadreWorker {
-  name: string;
-  child: ChildProcess;
-  stderr(): string;
-}
+type CadreWorker = RunningWorker & { name: string };
 
 const say = (line: string) => process.stderr.write(`production-shape: ${line}\n`);
 
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000}s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** `cadre worker` in a child process; CADRE_TEST_WORKER=name reaches its shell steps. */
 async function startWorker(name: string, cwd: string, env: NodeJS.ProcessEnv): Promise<CadreWorker> {
-  const child = spawnCadre(['worker'], cwd, { ...env, CADRE_TEST_WORKER: name });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await until(`worker ${name} running`, () => {
-    if (child.exitCode !== null) throw new Error(`worker ${name} exited (${child.exitCode}): ${stderr}`);
-    return stderr.includes('worker running') ? true : undefined;
-  });
-  return { name, child, stderr: () => stderr };
+  return { name, ...(await startCadreWorker([], cwd, { ...env, CADRE_TEST_WORKER: name }, 120_000)) };
 }
 
 const FAN_ITEMS = 12;

@@ -22,6 +22,7 @@ import { sendMessage, sessionInput } from './sessions';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
 import type { CompiledPlan } from '../spec/types';
+import type { Diagnostics } from '../workflows/definitions';
 import { registerRolesCommand } from './roles-command';
 import { etaReporter, registerStatsCommand } from './stats-command';
 import { teamStart } from './team';
@@ -338,14 +339,7 @@ export function buildProgram(): Command {
     .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         leaveRunOnCtrlC(id);
-        const printer = new ProgressPrinter(id, out);
-        const eta = etaReporter(out);
-        const final = await client.watch(id, (d) => {
-          if (opts.json) return out(JSON.stringify(d));
-          printer.update(d);
-          eta.seen(d);
-        });
-        await eta.done();
+        const final = await follow(client, id, out, opts.json ? (d) => out(JSON.stringify(d)) : undefined);
         process.exitCode = exitCodeOf(final.status);
       });
     });
@@ -578,17 +572,23 @@ async function startAndFollow(
     }
     if (!opts.json) info(`started ${started.workflowId}${link ? `\nWeb UI: ${link}` : ''}`);
     leaveRunOnCtrlC(started.workflowId);
-    const printer = new ProgressPrinter(started.workflowId, info);
-    const eta = etaReporter(info);
-    const final = await client.watch(started.workflowId, (d) => {
-      if (opts.json) return;
-      printer.update(d);
-      eta.seen(d);
-    });
-    await eta.done();
+    const final = await follow(client, started.workflowId, info, opts.json ? () => undefined : undefined);
     out(opts.json ? JSON.stringify({ workflowId: started.workflowId, ...final }, null, 2) : renderDiagnostics(started.workflowId, final));
     process.exitCode = exitCodeOf(final.status);
   });
+}
+
+/** Follows a run to its end: its progress and, once, its ETA; or each change to `instead` (--json). */
+async function follow(client: CadreClient, workflowId: string, write: (line: string) => void, instead?: (d: Diagnostics) => void): Promise<Diagnostics> {
+  const printer = new ProgressPrinter(workflowId, write);
+  const eta = etaReporter(write);
+  const final = await client.watch(workflowId, (d) => {
+    if (instead) return instead(d);
+    printer.update(d);
+    eta.seen(d);
+  });
+  await eta.done();
+  return final;
 }
 
 /** `cadre validate --preflight`: exit 0 when ready, 2 for problems of the plan or this machine, 1 for the server's. */

@@ -87,8 +87,9 @@ export class HumanWaits {
         ? await condition(() => this.answers.has(id), durationMs(timeout), { summary: `${id}: waiting for a human` })
         : await this.untilAnswered(id);
       const outcome = answered ? 'answered' : 'timed_out';
-      humanWaited(request.kind, outcome, nowMs() - openedMs);
-      this.ended.push({ step: id, kind: request.kind, outcome, waitedMs: nowMs() - openedMs });
+      const waitedMs = nowMs() - openedMs;
+      humanWaited(request.kind, outcome, waitedMs);
+      this.ended.push({ step: id, kind: request.kind, outcome, waitedMs });
       return answered ? this.answers.get(id) : undefined;
     } finally {
       this.open.delete(id);

@@ -11,6 +11,7 @@ import { CadreClient } from '../../src/client/client';
 import { auditFile } from '../../src/store/audit-files';
 import { type AgentDiagnostics, agentDiagnosticsQuery } from '../../src/workflows/definitions';
 import { compile, kill, startWorker, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
+import { until } from '../support/until';
 
 test('a worker that goes silent mid-tool is reported blocked, not completed', async () => {
   const ws = tempWorkspace();
@@ -26,7 +27,7 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
   const { workflowId } = await client.start(plan, {}, { workflowId: uniqueId('team-stuck'), taskQueue });
   const agent = client.client.workflow.getHandle(`${workflowId}/w`);
   try {
-    await until(async () => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running.includes('shell') === true);
+    await until('the agent running shell', async () => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running.includes('shell') || undefined, 20_000, 250);
     // The tool beats while its worker lives: no false alarm in the first seconds.
     await new Promise((r) => setTimeout(r, 3000));
     expect((await agent.query(agentDiagnosticsQuery)).state).toBe('running');
@@ -35,7 +36,7 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
     second = await startWorker(taskQueue, { auditDir });
     running = second.worker.run();
     // Queries fail while the run's workflow still sits on the dead worker's sticky queue: ask again.
-    await until(async () => (await client.diagnostics(workflowId).catch(() => undefined))?.workers?.[0]?.state === 'blocked', 40_000);
+    await until('the worker reported blocked', async () => (await client.diagnostics(workflowId).catch(() => undefined))?.workers?.[0]?.state === 'blocked' || undefined, 40_000, 250);
     const reportedAfterMs = Date.now() - killedAt;
     const a: AgentDiagnostics = await agent.query(agentDiagnosticsQuery);
     expect(a.state).toBe('blocked');
@@ -72,12 +73,12 @@ test('with the workflow on a live worker, a worker whose tool went silent is rep
   const { workflowId } = await client.start(plan, {}, { workflowId: uniqueId('team-silent-tool'), taskQueue });
   const agent = client.client.workflow.getHandle(`${workflowId}/w`);
   try {
-    await until(async () => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running.includes('shell') === true);
+    await until('the agent running shell', async () => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running.includes('shell') || undefined, 20_000, 250);
     await new Promise((r) => setTimeout(r, 3000));
     expect((await agent.query(agentDiagnosticsQuery)).state).toBe('running');
     await kill(tools, 'SIGKILL');
     const killedAt = Date.now();
-    await until(async () => (await client.diagnostics(workflowId)).workers?.[0]?.state === 'blocked', 30_000);
+    await until('the worker reported blocked', async () => (await client.diagnostics(workflowId)).workers?.[0]?.state === 'blocked' || undefined, 30_000, 250);
     const reportedAfterMs = Date.now() - killedAt;
     process.stdout.write(`team-stuck (live workflow worker): reported blocked ${reportedAfterMs} ms after the tool's worker was killed\n`);
     expect((await agent.describe()).searchAttributes.CadreWorkerState).toEqual(['blocked']);
@@ -92,11 +93,3 @@ test('with the workflow on a live worker, a worker whose tool went silent is rep
     await client.close();
   }
 }, 90_000);
-
-async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}

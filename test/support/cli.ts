@@ -3,6 +3,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { TSX } from './tsx';
+import { until } from './until';
 
 const exec = promisify(execFile);
 const CADRE = path.join(__dirname, 'cadre.ts');
@@ -39,21 +40,29 @@ export function testServerEnv(): NodeJS.ProcessEnv {
 }
 
 export interface RunningWorker {
+  child: ChildProcess;
   /** What it has written to stderr so far. */
   stderr(): string;
   /** Ctrl-C, then its exit code. */
   stop(): Promise<number | null>;
 }
 
-/** `cadre worker` in a child process, returned once it says it runs (or exited, or `timeoutMs` passed). */
+/** `cadre worker` in a child process, returned once it says it runs; a worker that exits first fails the test. */
 export async function startCadreWorker(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<RunningWorker> {
   const child = spawnCadre(['worker', ...args], cwd, env);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exit = exited(child);
-  const deadline = Date.now() + timeoutMs;
-  while (!stderr.includes('worker running') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  await until(
+    'cadre worker running',
+    () => {
+      if (child.exitCode !== null) throw new Error(`cadre worker exited (${child.exitCode}) before it ran: ${stderr}`);
+      return stderr.includes('worker running') ? true : undefined;
+    },
+    timeoutMs,
+  );
   return {
+    child,
     stderr: () => stderr,
     stop: () => {
       child.kill('SIGINT');

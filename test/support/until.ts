@@ -1,0 +1,10 @@
+/** Polls `probe` until it gives a value (not undefined), and returns it; fails naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000, intervalMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000}s`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
