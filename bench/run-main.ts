@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { hasPending } from '../src/analytics/spool';
 
 /** How a benchmark script ends: exit 0 when it finished, 1 with the reason when it did not. */
 export function runMain(main: () => Promise<void>, log: (line: string) => void): void {
@@ -28,4 +30,20 @@ export function writeResults(file: string, report: unknown): void {
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${json}\n`);
   process.stdout.write(`${json}\n`);
+}
+
+/**
+ * Waits until the worker's analytics writer has taken in every finished run. The first run of a
+ * benchmark creates its (fresh) database, about 5 s of CPU once per machine: not part of what a
+ * measurement that follows a warm-up should see.
+ */
+export async function analyticsSettled(log: (line: string) => void, timeoutMs = 60_000): Promise<void> {
+  const dir = process.env.CADRE_ANALYTICS_DIR;
+  if (!dir || process.env.CADRE_ANALYTICS === 'off') return;
+  const deadline = Date.now() + timeoutMs;
+  if (hasPending(dir)) log('waiting for the analytics writer to take in the warm-up runs...');
+  while (hasPending(dir)) {
+    if (Date.now() > deadline) throw new Error(`analytics parts still waiting in ${dir} after ${timeoutMs / 1000}s`);
+    await sleep(100);
+  }
 }

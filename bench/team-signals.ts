@@ -25,7 +25,7 @@ import type { WorkerStateSignal } from '../src/workflows/definitions';
 import { type WorkerState, WorkerStateMachine } from '../src/workflows/worker-state';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
-import { resultsFile, runMain, writeResults } from './run-main';
+import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
 
 const WORKERS = 10;
 const CYCLES = 50;
@@ -81,6 +81,7 @@ async function main(): Promise<void> {
       (async () => {
         log(`warm-up: ${WORKERS} workers, ${WARMUP_CYCLES} cycles each`);
         await teamRun('warm-team', WARMUP_CYCLES);
+        await analyticsSettled(log);
         log(`measuring: ${WORKERS} workers, ${CYCLES} cycles each (${WORKERS * movesFor(CYCLES).length} signals)`);
         return teamRun('team', CYCLES);
       })(),

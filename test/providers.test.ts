@@ -280,6 +280,18 @@ describe('scripted model', () => {
     expect(departed.message).toContain('turn 2 of 2: expected the last message from user, got assistant');
   });
 
+  test('a scenario edited between turns is read anew (parsed scenarios are kept only while the file is unchanged)', async () => {
+    const edited = path.join(dir, 'edited.yaml');
+    writeFileSync(edited, 'turns:\n  - reply: { text: before }\n');
+    const ask = () => modelTurn({ model: `scripted:${edited}`, messages: turn1 }, scripted);
+    expect((await ask()).text).toBe('before');
+    expect((await ask()).text).toBe('before');
+    writeFileSync(edited, 'turns:\n  - reply: { text: after }\n');
+    expect((await ask()).text).toBe('after');
+    writeFileSync(edited, 'turns: []\n');
+    expect((await failureOf(ask())).type).toBe(ErrorTypes.ModelConfigInvalid);
+  });
+
   test('a scenario that is not valid names its path', async () => {
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, 'turns:\n  - reply: { toolCalls: [{ args: {} }] }\n');

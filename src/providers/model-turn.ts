@@ -104,15 +104,29 @@ type ModelTools = NonNullable<z.infer<typeof modelTurnRequestSchema>['tools']>;
 
 /** Checks the model's tool calls against the tools offered; a schema zod cannot read is left to the tool's own check. */
 function toolCallChecker(tools: ModelTools): (id: string, name: string, input: unknown) => ToolCall {
-  const checkers = new Map(tools.map((t) => [t.name, zodFromJsonSchema(t.inputSchema)]));
+  const offered = new Map(tools.map((t) => [t.name, t.inputSchema]));
   return (id, name, input) => {
     const args = isPlainObject(input) ? input : {};
-    if (!checkers.has(name)) return { id, name, args, error: `no tool named ${JSON.stringify(clip(name))} was offered (offered: ${tools.map((t) => t.name).join(', ') || 'none'})` };
+    const schema = offered.get(name);
+    if (!schema) return { id, name, args, error: `no tool named ${JSON.stringify(clip(name))} was offered (offered: ${tools.map((t) => t.name).join(', ') || 'none'})` };
     if (!isPlainObject(input)) return { id, name, args, error: `the arguments are not a JSON object: ${clip(typeof input === 'string' ? input : JSON.stringify(input) ?? String(input))}` };
-    const checked = checkers.get(name)?.safeParse(input);
+    const checked = checkerFor(schema)?.safeParse(input);
     if (checked && !checked.success) return { id, name, args, error: `the arguments do not match ${name}'s schema: ${issueList(checked.error.issues)}` };
     return { id, name, args };
   };
+}
+
+/** Checkers by schema text: a turn converts only the schemas of tools called, each once per worker. */
+const checkers = new Map<string, z.ZodType | undefined>();
+const MAX_CHECKERS = 256;
+
+function checkerFor(schema: Record<string, unknown>): z.ZodType | undefined {
+  const key = JSON.stringify(schema);
+  if (checkers.has(key)) return checkers.get(key);
+  const checker = zodFromJsonSchema(schema);
+  if (checkers.size >= MAX_CHECKERS) checkers.delete(checkers.keys().next().value as string);
+  checkers.set(key, checker);
+  return checker;
 }
 
 function zodFromJsonSchema(schema: Record<string, unknown>): z.ZodType | undefined {

@@ -80,6 +80,10 @@ export function parseScenario(text: string, source: string): Scenario {
   return parsed.data;
 }
 
+/** Scenarios parsed, by path, with the text they came from: a turn re-reads the file but parses only what changed. */
+const parsedScenarios = new Map<string, { text: string; scenario: Scenario }>();
+const MAX_PARSED_SCENARIOS = 64;
+
 export function loadScenario(path: string): Scenario {
   let text: string;
   try {
@@ -87,7 +91,14 @@ export function loadScenario(path: string): Scenario {
   } catch (err) {
     throw permanent(ErrorTypes.ModelConfigInvalid, `scenario ${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
-  return parseScenario(text, path);
+  // Parsing a long scenario on every turn held the worker's event loop for tens of milliseconds.
+  const known = parsedScenarios.get(path);
+  if (known?.text === text) return known.scenario;
+  const scenario = parseScenario(text, path);
+  parsedScenarios.delete(path);
+  parsedScenarios.set(path, { text, scenario });
+  if (parsedScenarios.size > MAX_PARSED_SCENARIOS) parsedScenarios.delete(parsedScenarios.keys().next().value as string);
+  return scenario;
 }
 
 export class ScriptedModel implements LanguageModelV3 {
