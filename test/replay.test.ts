@@ -9,7 +9,7 @@ import { installConciseLogging } from '../src/worker/logging';
 
 const dir = path.join(__dirname, 'histories');
 /** Workflows whose children's ids derive from their own replay under the id they were recorded with. */
-const RECORDED_IDS: Record<string, string> = { 'team-worker': 'run-plan-team/impl' };
+const RECORDED_IDS: Record<string, string> = { 'team-worker': 'run-plan-team/impl', 'team-worker-watch': 'run-plan-team-watch/impl' };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .map((file) => file.replace(/\.json$/, ''))
@@ -33,13 +33,16 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-hardened',
       'run-plan-step-activity-ids',
       'run-plan-team',
+      'run-plan-team-watch',
       'run-plan-visible-waits',
       'run-plan-worktrees',
       'session-after-continue',
       'session-first-run',
       'team-specialist',
       'team-subtask',
+      'team-subtask-watch',
       'team-worker',
+      'team-worker-watch',
     ]);
   });
 

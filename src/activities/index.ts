@@ -16,7 +16,7 @@ import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
 import { teamRoles } from './roles';
 import { repairWorktree } from './git/repair';
-import { lastSignOfLife } from './liveness';
+import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
 import { AnalyticsWriter } from '../analytics/writer';
@@ -98,6 +98,8 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     // A team worker's stuck detection: when its running activities last beat.
     lastSignOfLife: (request: { workflowId: string }) => lastSignOfLife(request.workflowId),
+    // ...and its watch from outside the workflow, which a lost worker cannot hold up (it beats).
+    watchForSilence: (request: SilenceWatch) => heartbeating(() => watchForSilence(request)),
 
     // A plan sent as a document (any Temporal client): validated and compiled before its first step.
     compilePlanDocument: async (request: PlanDocumentRequest) => compilePlanDocument(request),

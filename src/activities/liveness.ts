@@ -17,3 +17,61 @@ export async function lastSignOfLife(workflowId: string): Promise<{ running: num
   }
   return { running: pending.length, ...(latestMs !== undefined && { latestMs }) };
 }
+
+export interface SilenceWatch {
+  /** How long an activity may go without a sign of life. */
+  stuckMs: number;
+  /** Workflows (the team run) whose next task should not wait on a lost worker's sticky queue. */
+  alsoReset: string[];
+}
+
+export interface Silence {
+  /** The quiet activity's last sign of life (epoch ms, the server's clock). */
+  sinceMs: number;
+  activityType?: string;
+}
+
+/** A watch returns null after this long, and the workflow starts another (a bounded attempt). */
+const WATCH_ROUND_MS = 60 * 60 * 1000;
+
+/**
+ * A team worker's stuck watch, from outside its workflow: runs (and beats) while the worker runs,
+ * and returns when one of the workflow's other activities has shown no life for `stuckMs`.
+ *
+ * Why outside: when the process that ran the workflow dies, every workflow task of it waits up to
+ * 10 s on that worker's sticky queue before another worker takes it; a timer of the workflow's own
+ * would report the silence that much late. This activity is retried on a live worker within its
+ * heartbeat timeout, and before it returns it tells the server to send the workflow's (and the
+ * team run's) next task to any worker.
+ */
+export async function watchForSilence({ stuckMs, alsoReset }: SilenceWatch): Promise<Silence | null> {
+  const ctx = Context.current();
+  const own = ctx.info.workflowExecution;
+  if (!own) throw new Error('watchForSilence runs only as an activity of a workflow');
+  const started = Date.now();
+  for (;;) {
+    if (Date.now() - started > WATCH_ROUND_MS) return null;
+    const description = await ctx.client.workflow.getHandle(own.workflowId, own.runId).describe();
+    let quiet: Silence | undefined;
+    for (const activity of description.raw.pendingActivities ?? []) {
+      if (activity.activityId === ctx.info.activityId) continue;
+      const stamp = activity.lastHeartbeatTime ?? activity.lastStartedTime ?? activity.scheduledTime;
+      if (!stamp) continue;
+      const ms = Number(stamp.seconds ?? 0) * 1000 + Math.floor((stamp.nanos ?? 0) / 1e6);
+      // The most recent sign of life of any of them decides, as in the workflow's own check.
+      if (!quiet || ms > quiet.sinceMs) quiet = { sinceMs: ms, ...(activity.activityType?.name && { activityType: activity.activityType.name }) };
+    }
+    const dueMs = quiet ? quiet.sinceMs + stuckMs - Date.now() : stuckMs;
+    if (quiet && dueMs <= 0) {
+      const executions = [[own.workflowId, own.runId], ...alsoReset.map((id) => [id, undefined])] as const;
+      await Promise.all(
+        executions.map(([workflowId, runId]) =>
+          ctx.client.workflowService.resetStickyTaskQueue({ namespace: ctx.info.workflowNamespace, execution: { workflowId, ...(runId && { runId }) } }).catch(() => undefined),
+        ),
+      );
+      return quiet;
+    }
+    // Context.sleep ends early when the activity is cancelled (the worker finished).
+    await ctx.sleep(Math.min(Math.max(dueMs, 200), stuckMs));
+  }
+}

@@ -35,6 +35,20 @@ const TRANSIENT_ROUNDS = 3;
 
 const repairs = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' });
 const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
+/** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
+const PATCH_STUCK_WATCH = 'stuck-watch';
+/**
+ * The watch beats: a lost worker's watch is retried on a live one within 3 s. With no worker for
+ * activities within 3 s more, the workflow's own timers watch instead (still before a silence of
+ * the default 10 s is due). It returns each hour, to start afresh.
+ */
+const watcher = proxyActivities<Activities>({
+  startToCloseTimeout: '70m',
+  scheduleToStartTimeout: '3s',
+  heartbeatTimeout: '3s',
+  retry: { initialInterval: '100ms', maximumInterval: '5s', maximumAttempts: 20 },
+  summary: 'stuck watch',
+});
 
 export interface AgentTaskInput {
   /** The plan step (`review`, or `review[2]` for a forEach item): audit and wait ids name it. */
@@ -134,7 +148,11 @@ class AgentRun {
     this.reporter.move('running', 'started');
     const messages: ModelMessageInput[] = [{ role: 'user', content: this.input.prompt }];
     const watchdog = new CancellationScope();
-    if (this.input.team) void watchdog.run(() => this.watch(durationMs(this.input.team?.stuckAfter ?? '10s'))).catch(() => undefined);
+    if (this.input.team) {
+      const stuckMs = durationMs(this.input.team.stuckAfter ?? '10s');
+      const outside = patched(PATCH_STUCK_WATCH);
+      void watchdog.run(() => (outside ? this.watchFromOutside(stuckMs) : this.watch(stuckMs))).catch(() => undefined);
+    }
     try {
       const output = await this.loop.respond(messages);
       if (this.reporter.state !== 'completing') this.reporter.move('completing', 'final answer');
@@ -189,16 +207,59 @@ class AgentRun {
         continue;
       }
       if (this.reporter.state !== 'running') continue;
-      const silentMs = now() - Math.max(this.lastProgressMs, latestMs ?? 0);
-      this.reporter.move('blocked', `no progress, heartbeat or state signal for ${Math.round(silentMs / 1000)} s${this.runningNote()}`);
-      this.stuck = true;
-      // Blocked until the loop moves on, or its tools beat again (retried on another worker).
-      for (let until = now() + stuckMs; !(await condition(() => !this.stuck, stuckMs)); until = now() + stuckMs) {
-        firedAt = Math.max(firedAt, until);
-        const again = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
-        if (again.latestMs !== undefined && again.latestMs + stuckMs > now()) this.progressed();
+      this.reportStuck(now() - Math.max(this.lastProgressMs, latestMs ?? 0));
+      firedAt = await this.untilProgress(stuckMs, firedAt);
+    }
+  }
+
+  /**
+   * Stuck detection by an activity that watches the workflow's other activities (see
+   * `watchForSilence`): no timer of the workflow's own runs while it watches, so nothing of this
+   * workflow waits on a lost worker's sticky queue before the watch has sent it elsewhere.
+   */
+  private async watchFromOutside(stuckMs: number): Promise<void> {
+    const team = this.input.team?.runId;
+    for (;;) {
+      let silence: Awaited<ReturnType<Activities['watchForSilence']>>;
+      try {
+        silence = await watcher.watchForSilence({ stuckMs, alsoReset: team ? [team] : [] });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        // No worker took the watch (activities run elsewhere, and none is up): the workflow's own timers watch.
+        return this.watch(stuckMs);
+      }
+      if (silence === null) continue; // an hour's round ended
+      const progress = this.lastProgressMs;
+      // Silent is silent for the worker too: no move, model turn or tool call since either.
+      const dueMs = Math.max(this.lastProgressMs, silence.sinceMs) + stuckMs;
+      if (this.reporter.state !== 'running') {
+        await condition(() => this.lastProgressMs !== progress);
+      } else if (dueMs > nowMs()) {
+        await condition(() => this.lastProgressMs !== progress, dueMs - nowMs());
+      } else {
+        this.reportStuck(nowMs() - Math.max(this.lastProgressMs, silence.sinceMs));
+        await this.untilProgress(stuckMs, 0);
       }
     }
+  }
+
+  private reportStuck(silentMs: number): void {
+    this.reporter.move('blocked', `no progress, heartbeat or state signal for ${Math.round(silentMs / 1000)} s${this.runningNote()}`);
+    this.stuck = true;
+  }
+
+  /**
+   * Blocked until the loop moves on, or its activities beat again (retried on another worker).
+   * Returns the latest time a timer proved (see `watch`).
+   */
+  private async untilProgress(stuckMs: number, firedAt: number): Promise<number> {
+    const now = () => Math.max(nowMs(), firedAt);
+    for (let until = now() + stuckMs; !(await condition(() => !this.stuck, stuckMs)); until = now() + stuckMs) {
+      firedAt = Math.max(firedAt, until);
+      const again = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
+      if (again.latestMs !== undefined && again.latestMs + stuckMs > now()) this.progressed();
+    }
+    return firedAt;
   }
 
   /** The worker moved on: a stuck worker runs again. */

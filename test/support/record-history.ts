@@ -178,6 +178,20 @@ output: "{{ steps.impl.output }}"
     children: { 'team-worker': '/impl', 'team-specialist': '/consult-1', 'team-subtask': '/impl/sub-1' },
     setup: teamScenarios,
   },
+  // The same team after the stuck watch moved into an activity (patch stuck-watch): each worker runs one.
+  {
+    name: 'run-plan-team-watch',
+    plan: `
+name: replay-team-watch
+team: { model: "scripted:team.yaml" }
+steps:
+  - { id: impl, agent: { role: implementer, prompt: "Add retries", model: "scripted:worker.yaml" } }
+output: "{{ steps.impl.output }}"
+`,
+    answers: {},
+    children: { 'team-worker-watch': '/impl', 'team-subtask-watch': '/impl/sub-1' },
+    setup: teamScenarios,
+  },
   // Started with the plan document (as the temporal CLI or Python would): validated by a local activity.
   {
     name: 'run-plan-document',
