@@ -14,7 +14,9 @@ export function runMain(main: () => Promise<void>, log: (line: string) => void):
     },
     (err: unknown) => {
       log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-      process.exitCode = 1;
+      // Exit now: a benchmark that failed half-way may leave the SDK's runtime or a worker up, and
+      // those keep the process alive (CI would wait for it until its own timeout).
+      process.exit(1);
     },
   );
 }

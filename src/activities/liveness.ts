@@ -4,16 +4,26 @@
  * progress of its own for a while: a long tool that still beats is working, a silent one is not.
  */
 import { Context } from '@temporalio/activity';
+import type { temporal } from '@temporalio/proto';
+
+type PendingActivity = temporal.api.workflow.v1.IPendingActivityInfo;
+
+/** The watch itself beats too: its beats are not the worker's. */
+const WATCH_TYPE = 'watchForSilence';
+
+/** An activity's last sign of life in epoch ms: its last beat, else its start, else (`orScheduled`) its scheduling. */
+function signOfLifeMs(activity: PendingActivity, orScheduled: boolean): number | undefined {
+  const stamp = activity.lastHeartbeatTime ?? activity.lastStartedTime ?? (orScheduled ? activity.scheduledTime : undefined);
+  return stamp ? Number(stamp.seconds ?? 0) * 1000 + Math.floor((stamp.nanos ?? 0) / 1e6) : undefined;
+}
 
 export async function lastSignOfLife(workflowId: string): Promise<{ running: number; latestMs?: number }> {
   const description = await Context.current().client.workflow.getHandle(workflowId).describe();
-  const pending = description.raw.pendingActivities ?? [];
+  const pending = (description.raw.pendingActivities ?? []).filter((a) => a.activityType?.name !== WATCH_TYPE);
   let latestMs: number | undefined;
   for (const activity of pending) {
-    const stamp = activity.lastHeartbeatTime ?? activity.lastStartedTime;
-    if (!stamp) continue;
-    const ms = Number(stamp.seconds ?? 0) * 1000 + Math.floor((stamp.nanos ?? 0) / 1e6);
-    latestMs = Math.max(latestMs ?? 0, ms);
+    const ms = signOfLifeMs(activity, false);
+    if (ms !== undefined) latestMs = Math.max(latestMs ?? 0, ms);
   }
   return { running: pending.length, ...(latestMs !== undefined && { latestMs }) };
 }
@@ -54,10 +64,10 @@ export async function watchForSilence({ stuckMs, alsoReset }: SilenceWatch): Pro
     const description = await ctx.client.workflow.getHandle(own.workflowId, own.runId).describe();
     let quiet: Silence | undefined;
     for (const activity of description.raw.pendingActivities ?? []) {
-      if (activity.activityId === ctx.info.activityId) continue;
-      const stamp = activity.lastHeartbeatTime ?? activity.lastStartedTime ?? activity.scheduledTime;
-      if (!stamp) continue;
-      const ms = Number(stamp.seconds ?? 0) * 1000 + Math.floor((stamp.nanos ?? 0) / 1e6);
+      if (activity.activityType?.name === WATCH_TYPE) continue;
+      // One never started (no worker took it) counts from its scheduling.
+      const ms = signOfLifeMs(activity, true);
+      if (ms === undefined) continue;
       // The most recent sign of life of any of them decides, as in the workflow's own check.
       if (!quiet || ms > quiet.sinceMs) quiet = { sinceMs: ms, ...(activity.activityType?.name && { activityType: activity.activityType.name }) };
     }
