@@ -47,9 +47,10 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
     expect((await agent.describe()).searchAttributes.CadreWorkerState).toEqual(['blocked']);
     const audit = readFileSync(auditFile(auditDir, workflowId), 'utf8');
     expect(audit).toMatch(/"event":"worker\.state".*"state":"blocked"/);
-    // 10 s of silence (its last beat came up to 2 s before the kill), then the watch's report.
+    // 10 s of silence (its last beat came up to 2 s before the kill), then the watch's report
+    // (0.5-1.2 s here). Waiting out the dead worker's sticky queue took 16.8-17 s.
     process.stdout.write(`team-stuck: reported blocked ${reportedAfterMs} ms after the kill\n`);
-    expect(reportedAfterMs).toBeLessThan(12_000);
+    expect(reportedAfterMs).toBeLessThan(13_000);
     // The watch told the server to send both workflows to any worker: neither waited out the dead one's sticky queue.
     for (const id of [workflowId, `${workflowId}/w`]) {
       const { events } = await client.client.workflow.getHandle(id).fetchHistory();
