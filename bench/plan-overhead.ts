@@ -23,7 +23,7 @@ import type { runPlan } from '../src/workflows';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { resultsFile, runMain, writeResults } from './run-main';
+import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
@@ -206,6 +206,7 @@ async function main(): Promise<void> {
         await runPlanOnce(localPlan);
         log(`warm-up ${w + 1}: runPlan ${round(warmPlan.wallMs)}ms, baseline ${round(warmBase.wallMs)}ms`);
       }
+      await analyticsSettled(log);
       const planRuns: Run[] = [];
       const baseRuns: Run[] = [];
       const localRuns: Run[] = [];

@@ -20,7 +20,7 @@ import type { CompiledPlan } from '../src/spec/types';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
-import { resultsFile, runMain, writeResults } from './run-main';
+import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
 
 const QUESTIONS = 30;
 const EXAMPLE_RUNS = 5;
@@ -72,6 +72,7 @@ async function main(): Promise<void> {
       (async () => {
         log('warm-up: the team example once');
         await example(0);
+        await analyticsSettled(log);
         log(`${QUESTIONS} questions, each to a specialist`);
         const qdir = mkdtempSync(path.join(tmp, 'questions-'));
         const { d } = await run(questionsPlan(qdir), 'team-questions');
