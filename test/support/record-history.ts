@@ -87,6 +87,15 @@ function teamScenarios(workspace: string): void {
 `);
 }
 
+/** A team of one worker (scenarios above): it asks the architect, then waits for a subtask. */
+const teamPlan = (name: string) => `
+name: ${name}
+team: { model: "scripted:team.yaml" }
+steps:
+  - { id: impl, agent: { role: implementer, prompt: "Add retries", model: "scripted:worker.yaml" } }
+output: "{{ steps.impl.output }}"
+`;
+
 const scenarios: Scenario[] = [
   { name: 'run-plan-completed', plan: fullTour('replay-completed'), answers: { confirm: ['yes'], flaky: ['retry'] } },
   // Recorded after activities were named after steps (patch step-activity-ids).
@@ -167,13 +176,7 @@ output: "{{ steps.act.output }}"
   // A team: a worker asks a question a specialist answers, then waits for a subtask.
   {
     name: 'run-plan-team',
-    plan: `
-name: replay-team
-team: { model: "scripted:team.yaml" }
-steps:
-  - { id: impl, agent: { role: implementer, prompt: "Add retries", model: "scripted:worker.yaml" } }
-output: "{{ steps.impl.output }}"
-`,
+    plan: teamPlan('replay-team'),
     answers: {},
     children: { 'team-worker': '/impl', 'team-specialist': '/consult-1', 'team-subtask': '/impl/sub-1' },
     setup: teamScenarios,
@@ -181,13 +184,7 @@ output: "{{ steps.impl.output }}"
   // The same team after the stuck watch moved into an activity (patch stuck-watch): each worker runs one.
   {
     name: 'run-plan-team-watch',
-    plan: `
-name: replay-team-watch
-team: { model: "scripted:team.yaml" }
-steps:
-  - { id: impl, agent: { role: implementer, prompt: "Add retries", model: "scripted:worker.yaml" } }
-output: "{{ steps.impl.output }}"
-`,
+    plan: teamPlan('replay-team-watch'),
     answers: {},
     children: { 'team-worker-watch': '/impl', 'team-subtask-watch': '/impl/sub-1' },
     setup: teamScenarios,
