@@ -1,6 +1,6 @@
 /**
- * Confinement: every path a tool touches stays inside a boundary (the plan's workspace; later a
- * git worktree, which also denies its `.git`).
+ * Confinement: every path a tool touches stays inside a boundary (the plan's workspace, or a git
+ * worktree), never in the sub-paths it denies (for tools: `.git` and `.cadre`, PROTECTED_PATHS).
  *
  * Two phases, so that races can be reasoned about and tested:
  *  1. `resolveInside` resolves a path as the kernel would, following symlinks name by name (a
@@ -13,9 +13,16 @@
  *     created inside. Elsewhere the final name is opened with O_NOFOLLOW and the opened file is
  *     compared with the checked path afterwards, which narrows the race without closing it.
  *
- * Not covered: hard links to outside files (a hard link is the file itself, not a path to it),
- * and anything done by processes the tools start (a shell command can `cd /` or `cat /etc/x`:
- * `cwd` is confined, the command is not sandboxed).
+ * A hard link is the file itself, not a path to it: no check of paths can tell where its other
+ * names are. So a regular file with more than one link is refused once opened (on the open
+ * handle, so it cannot be swapped in after the check), whether the other link is outside or not.
+ *
+ * Denied sub-paths are compared without regard to case: on a case-insensitive file system
+ * (macOS, Windows) `.GIT` is `.git`; on a case-sensitive one it is another, harmless name,
+ * refused all the same.
+ *
+ * Not covered: anything done by processes the tools start (shell commands run in the sandbox,
+ * src/sandbox, or, with `sandbox: none`, as the worker: `cwd` is confined, the command is not).
  */
 import { constants, existsSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
@@ -23,11 +30,23 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { ErrorTypes, permanent } from './errors';
 
+/** A sub-path of the root refused with everything under it, and why (a few words, for the message). */
+export interface DeniedPath {
+  path: string;
+  reason?: string;
+}
+
+/** Where git and cadre keep what they run or trust: denied to tools in every workspace and worktree. */
+export const PROTECTED_PATHS: readonly DeniedPath[] = [
+  { path: '.git', reason: "git's metadata: its configuration and hooks run programs as the worker" },
+  { path: '.cadre', reason: "cadre's own state: stored values the worker trusts" },
+];
+
 export interface BoundaryOptions {
   /** What the boundary is called in messages: "workspace", "worktree". */
   name: string;
-  /** Sub-paths of the root refused with everything under them (a worktree's ".git"). */
-  deny?: readonly string[];
+  /** Sub-paths of the root refused with everything under them. */
+  deny?: readonly (string | DeniedPath)[];
   /** Open name by name through /proc/self/fd (Linux). Default: when /proc/self/fd exists; tests turn it off to cover other systems. */
   viaProcFd?: boolean;
 }
@@ -36,8 +55,8 @@ export interface Boundary {
   /** The root with its symlinks resolved. */
   readonly root: string;
   readonly name: string;
-  /** Denied sub-paths as names under the root. */
-  readonly deny: readonly (readonly string[])[];
+  /** Denied sub-paths as names under the root, lower-cased, with their reasons. */
+  readonly deny: readonly DeniedNames[];
   readonly viaProcFd: boolean;
   /** The root's identity when the boundary was made, to notice it being replaced. */
   readonly rootId: FileId;
@@ -70,6 +89,13 @@ interface FileId {
   ino: number;
 }
 
+interface DeniedNames {
+  /** As given, for messages. */
+  path: string;
+  names: readonly string[];
+  reason?: string;
+}
+
 /** Linux's own limit on symlinks followed in one lookup (MAXSYMLINKS). */
 const MAX_SYMLINK_HOPS = 40;
 const PROC_FD = '/proc/self/fd';
@@ -80,10 +106,11 @@ export async function openBoundary(root: string, options: BoundaryOptions): Prom
   if (real === undefined || !info?.isDirectory()) {
     throw permanent(ErrorTypes.WorkspaceMissing, `${options.name} ${root} is not a directory on worker ${hostname()}`);
   }
-  const deny = (options.deny ?? []).map((sub) => {
+  const deny = (options.deny ?? []).map((entry): DeniedNames => {
+    const { path: sub, reason } = typeof entry === 'string' ? { path: entry, reason: undefined } : entry;
     const names = splitNames(path.normalize(sub));
     if (path.isAbsolute(sub) || names.length === 0 || names.includes('..')) throw new Error(`denied sub-path "${sub}" must be a path under the root`);
-    return names;
+    return { path: sub, names: names.map(folded), ...(reason && { reason }) };
   });
   return { root: real, name: options.name, deny, viaProcFd: options.viaProcFd ?? existsSync(PROC_FD), rootId: idOf(info) };
 }
@@ -122,9 +149,10 @@ export async function resolveInside(boundary: Boundary, target: string, field = 
     throw permanent(ErrorTypes.OutsideWorkspace, `${field} ${quote(target)} is outside the ${boundary.name} ${boundary.root} (it leads to ${current})`);
   }
   const names = splitNames(relative);
-  const denied = boundary.deny.find((sub) => sub.every((n, i) => names[i] === n));
+  const denied = boundary.deny.find((sub) => sub.names.every((n, i) => names[i] !== undefined && folded(names[i]) === n));
   if (denied) {
-    throw permanent(ErrorTypes.OutsideWorkspace, `${field} ${quote(target)} is in ${denied.join(path.sep)}, which the ${boundary.name} ${boundary.root} does not allow`);
+    const reason = denied.reason ? `: ${denied.reason}` : '';
+    throw permanent(ErrorTypes.OutsideWorkspace, `${field} ${quote(target)} is in ${denied.path}, which the ${boundary.name} ${boundary.root} does not allow${reason}`);
   }
   return { boundary, target, field, path: current, names, danglingLink };
 }
@@ -139,7 +167,10 @@ export async function openResolved(resolved: Resolved, mode: OpenMode): Promise<
   const flags = constants.O_NOFOLLOW | constants.O_NONBLOCK | (create ? constants.O_WRONLY | constants.O_CREAT : constants.O_RDONLY) | (mode === 'append' ? constants.O_APPEND : 0);
   const handle = await (resolved.boundary.viaProcFd ? openBeneath(resolved, flags) : openByPath(resolved, flags));
   try {
-    if (!(await handle.stat()).isFile()) throw permanent(ErrorTypes.BadToolInput, `${resolved.field} ${quote(resolved.target)} is not a regular file`);
+    const info = await handle.stat();
+    if (!info.isFile()) throw permanent(ErrorTypes.BadToolInput, `${resolved.field} ${quote(resolved.target)} is not a regular file`);
+    // Before anything is read or truncated: the opened file itself, whatever its path became since.
+    if (info.nlink > 1) throw hardLinked(resolved, info.nlink);
     if (mode === 'write') await handle.truncate(0);
     return handle;
   } catch (err) {
@@ -242,6 +273,13 @@ async function requireUnchanged(resolved: Resolved, opened: Stats): Promise<void
   if (real !== resolved.path || !info || !sameFile(info, idOf(opened))) changed(resolved, resolved.path);
 }
 
+function hardLinked(resolved: Resolved, links: number) {
+  return permanent(
+    ErrorTypes.OutsideWorkspace,
+    `${resolved.field} ${quote(resolved.target)} is a file with ${links} hard links: cadre cannot tell whether another of them is outside the ${resolved.boundary.name} ${resolved.boundary.root}, so it neither reads nor writes it (a link between two files inside is refused too; a copy of the file has one link)`,
+  );
+}
+
 function changed(resolved: Resolved, where: string): never {
   throw permanent(
     ErrorTypes.OutsideWorkspace,
@@ -259,6 +297,11 @@ function refusal(resolved: Resolved, err: unknown, kind: 'file' | 'directory'): 
   if (code === 'ENXIO') throw permanent(ErrorTypes.BadToolInput, `${what} is not a regular file`);
   if (code === 'ENAMETOOLONG') throw permanent(ErrorTypes.BadToolInput, `${what} is too long`);
   throw err;
+}
+
+/** A name as compared with denied sub-paths. */
+function folded(name: string): string {
+  return name.toLowerCase();
 }
 
 function splitNames(p: string): string[] {

@@ -1,27 +1,29 @@
 /**
- * The git CLI through simple-git, with cadre's error reading: a lock left by another git process
- * is worth a retry; anything else git refuses is permanent and says what was being done.
+ * The git CLI through simple-git, hardened (./hardened: nothing the repository configures runs),
+ * with cadre's error reading (./failures).
  */
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { type SimpleGit, simpleGit } from 'simple-git';
-import { ErrorTypes, permanent, transient } from '../errors';
+import { ErrorTypes, permanent } from '../errors';
+import { scanConfiguration } from './drivers';
+import { gitFailure } from './failures';
+import { type Git, hardenedGit } from './hardened';
+
+export { gitFailure } from './failures';
+export type { Git } from './hardened';
 
 /** Who commits when the repository names no one: commits and merges still work on a bare machine. */
 const FALLBACK_IDENTITY = { 'user.name': 'cadre', 'user.email': 'cadre@localhost' };
 
-export type Git = SimpleGit;
-
 /**
- * A git client in `dir`, with the fallback identity for whichever of user.name and user.email the
- * repository (or the machine) does not set. One git call reads both: every call costs a process.
+ * A git client in `dir` for anything that may check out, stage, merge or look at files: every
+ * driver the repository configures is made inert (./drivers), and the fallback identity fills
+ * whichever of user.name and user.email the configuration does not set.
  */
 export async function gitAt(dir: string): Promise<Git> {
-  const plain = simpleGit({ baseDir: dir });
-  const configured = await plain.raw(['config', '--get-regexp', '^user\\.(name|email)$']).catch(() => '');
-  const set = new Set(configured.split('\n').map((line) => line.split(' ')[0]));
-  const missing = Object.entries(FALLBACK_IDENTITY).filter(([key]) => !set.has(key));
-  return missing.length === 0 ? plain : simpleGit({ baseDir: dir, config: missing.map(([key, value]) => `${key}=${value}`) });
+  const { keys, overrides } = await scanConfiguration(dir);
+  const missing = Object.entries(FALLBACK_IDENTITY).filter(([key]) => !keys.has(key));
+  return hardenedGit(dir, { config: missing.map(([key, value]) => `${key}=${value}`), overrides });
 }
 
 /** Runs git, turning its refusals into typed failures that name what was being done. */
@@ -31,15 +33,6 @@ export async function run(git: Git, args: string[], doing: string): Promise<stri
   } catch (err) {
     throw gitFailure(err, doing);
   }
-}
-
-export function gitFailure(err: unknown, doing: string) {
-  const message = (err instanceof Error ? err.message : String(err)).trim().split('\n').slice(0, 6).join('; ');
-  // git 2.39's merge says only "Unable to write index" when another process holds index.lock.
-  if (/index\.lock|Unable to create .*\.lock|could not lock|Unable to write (new )?index/i.test(message)) {
-    return transient(ErrorTypes.GitBusy, `${doing}: another git process holds a lock (${message})`);
-  }
-  return permanent(ErrorTypes.GitFailed, `${doing}: ${message}`);
 }
 
 export interface RepositoryLocation {
@@ -67,7 +60,8 @@ export async function locateRepository(repo: string, rev?: string): Promise<Repo
   const args = ['rev-parse', '--show-toplevel', '--git-common-dir', ...(rev === undefined ? [] : [`${rev}^{commit}`, '--abbrev-ref', 'HEAD'])];
   let lines: string[];
   try {
-    lines = (await simpleGit({ baseDir: dir }).raw(args)).trim().split('\n');
+    // rev-parse reads no attributes and refreshes no index: the fixed settings are enough.
+    lines = (await hardenedGit(dir).raw(args)).trim().split('\n');
   } catch (err) {
     if (/not a git repository/i.test(String((err as Error).message))) throw permanent(ErrorTypes.BadToolInput, `repo: ${repo} is not a git repository`);
     throw permanent(ErrorTypes.BadToolInput, `base: "${rev}" names no commit in ${repo}`);

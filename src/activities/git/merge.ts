@@ -37,11 +37,11 @@ export async function mergeWorktree(request: MergeRequest): Promise<MergeResult>
 
   const checkout = (await worktreeEntries(git)).find((e) => e.branch === into && !e.prunable);
   if (checkout) {
-    const dirty = (await (await gitAt(checkout.path)).status()).files.map((f) => f.path);
+    const there = await gitAt(checkout.path);
+    const dirty = (await there.status()).files.map((f) => f.path);
     if (dirty.length > 0) {
       throw permanent(ErrorTypes.WorktreeDirty, `${into} is checked out at ${checkout.path} with uncommitted changes (${dirty.slice(0, 10).join(', ')}); commit or stash them, then merge again`, { files: dirty });
     }
-    const there = await gitAt(checkout.path);
     await readyToMerge(there, checkout.path, request.branch);
     return mergeIn(there, request.branch, into);
   }
@@ -98,6 +98,14 @@ async function mergeIn(git: Git, branch: string, into: string): Promise<MergeRes
       branch,
       into,
     });
+  }
+  // The repository's merge drivers are inert (./drivers): git cannot start one and refuses the merge.
+  if (failure && /Failed to execute internal merge/.test(String((failure as Error).message))) {
+    throw permanent(
+      ErrorTypes.GitFailed,
+      `merging ${branch} into ${into} needs a merge driver the repository configures (a "merge=" attribute in .gitattributes); cadre never runs those: merge it by hand (both branches are unchanged)`,
+      { branch, into },
+    );
   }
   // Anything else git refused: a held lock is retryable, the rest permanent.
   if (failure) throw gitFailure(failure, `merging ${branch} into ${into}`);

@@ -5,13 +5,15 @@
  */
 import { lstat, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { gitAt, run } from './git';
+import { run } from './git';
+import { hardenedGit } from './hardened';
 
 export const STALE_LOCK_MS = 30_000;
 const LOCKS = ['index.lock', 'HEAD.lock', 'config.lock'];
 
 export async function repairWorktree(worktree: string, now = Date.now()): Promise<{ removed: string[] }> {
-  const git = await gitAt(worktree);
+  // Only rev-parse runs here, which reads no attributes: no configuration scan (it may be what is broken).
+  const git = hardenedGit(worktree);
   const dirs = new Set<string>();
   for (const flag of ['--git-dir', '--git-common-dir']) dirs.add(path.resolve(worktree, (await run(git, ['rev-parse', flag], 'finding the git directory')).trim()));
   const removed: string[] = [];

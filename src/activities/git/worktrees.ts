@@ -7,7 +7,6 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rmdir, writeFile } from 'node:fs/promises';
-import { simpleGit } from 'simple-git';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors';
 import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, repositoryRoot, run } from './git';
@@ -64,8 +63,8 @@ export interface WorktreeInfo {
 
 export async function createWorktree(request: CreateRequest): Promise<WorktreeInfo> {
   const { root, base, baseCommit } = await resolveRepository(request.repo, request.base);
-  // No committer identity needed here; every git call costs a process, so no more than needed.
-  const git = simpleGit({ baseDir: root });
+  // Hardened with the repository's drivers made inert: `worktree add` checks files out (smudge filters).
+  const git = await gitAt(root);
   const names = worktreeNames(root, request.plan, request.task, request.baseDir);
   const parent = path.dirname(names.path);
   await mkdir(parent, { recursive: true });
