@@ -25,9 +25,10 @@ RUN npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
 # ---- runtime ----
 FROM node:22-bookworm-slim AS runtime
 
-# What `shell` steps commonly need besides /bin/sh and coreutils (already in the base image).
+# What `shell` steps commonly need besides /bin/sh and coreutils (already in the base image), and
+# bubblewrap, the sandbox every tool process runs in (docs/security.md).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
  && rm -rf /var/lib/apt/lists/*
 
 # Where the worker reaches Temporal: the `temporal` service of docker-compose.yml by default.

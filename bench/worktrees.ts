@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createWorktree } from '../src/activities/git';
-import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { resultsFile, runMain, writeResults } from './run-main';
 
@@ -52,7 +52,7 @@ async function timed<T>(work: () => Promise<T> | T): Promise<number> {
 
 /** One query through the tool as a plan step runs it, on this project's checkout. */
 function query(tool: string, params: Record<string, unknown>): Promise<unknown> {
-  return runTool(tool, params, { workspace: PROJECT_ROOT, stepId: 'bench', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS });
+  return runTool(tool, params, { workspace: PROJECT_ROOT, stepId: 'bench', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() });
 }
 
 async function main(): Promise<void> {

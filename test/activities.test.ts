@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import type { ShellOutput } from '../src/activities/tools/shell';
 import { CappedBytes } from '../src/activities/tools/capped';
 import { spawnTied } from '../src/activities/tools/tied-process';
 import { tempWorkspace } from './support/harness';
+import { processesRunning, uniqueSleep } from './support/processes';
 
 const { runTool } = createActivities();
 /** These tests fail activities on purpose; the SDK would log each failure as a warning. */
@@ -23,35 +24,20 @@ async function waitFor(test: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('the runTool activity', () => {
   test('heartbeats while a command runs, and cancellation kills the whole command', async () => {
     const ws = tempWorkspace();
     const env = new MockActivityEnvironment(undefined, quiet);
     let heartbeats = 0;
     env.on('heartbeat', () => heartbeats++);
-    const running = env.run(runTool, { tool: 'shell', params: { command: 'sleep 30 & echo $! > child; wait' }, workspace: ws, stepId: 's' });
-    const childFile = path.join(ws, 'child');
-    await waitFor(() => {
-      try {
-        return readFileSync(childFile, 'utf8').trim() !== '';
-      } catch {
-        return false;
-      }
-    });
-    const child = Number(readFileSync(childFile, 'utf8'));
+    // A sleep no other process has: the command runs in its own PID namespace, so it is found by its arguments.
+    const marker = uniqueSleep(30);
+    const running = env.run(runTool, { tool: 'shell', params: { command: `sleep ${marker} & wait` }, workspace: ws, stepId: 's' });
+    await waitFor(() => processesRunning(['sleep', marker]).length > 0);
     await waitFor(() => heartbeats >= 1, 3000);
     env.cancel();
     await expect(running).rejects.toBeInstanceOf(CancelledFailure);
-    await waitFor(() => !alive(child));
+    await waitFor(() => processesRunning(['sleep', marker]).length === 0);
   });
 
   test('a failure carries its type, retryability and the attempt number', async () => {
@@ -110,13 +96,16 @@ describe('the runTool activity', () => {
     const body = `{"a": 1}${' '.repeat(600 * 1024)}`;
     const server = createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(req.url === '/small' ? '{"a": 1}' : body));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const port = (server.address() as AddressInfo).port;
+    const url = `http://127.0.0.1:${port}`;
+    // The test's server is on this machine: the run opens exactly its port.
+    const sandbox = { egress: { allow: [], loopback: [port], addresses: [] } };
     try {
       const env = new MockActivityEnvironment(undefined, quiet);
-      const small: ToolResult = await env.run(runTool, { tool: 'http.request', params: { url: `${url}/small` }, workspace: tempWorkspace(), stepId: 's' });
+      const small: ToolResult = await env.run(runTool, { tool: 'http.request', params: { url: `${url}/small` }, workspace: tempWorkspace(), stepId: 's', sandbox });
       expect(small.output).toMatchObject({ status: 200, body: '{"a": 1}', json: { a: 1 } });
       expect(small.output).not.toHaveProperty('truncated');
-      const cut: ToolResult = await env.run(runTool, { tool: 'http.request', params: { url: `${url}/big` }, workspace: tempWorkspace(), stepId: 's' });
+      const cut: ToolResult = await env.run(runTool, { tool: 'http.request', params: { url: `${url}/big` }, workspace: tempWorkspace(), stepId: 's', sandbox });
       const out = cut.output as { body: string };
       expect(out).toMatchObject({ status: 200, truncated: true, droppedBytes: { body: body.length - 512 * 1024 } });
       expect(out.body).toBe(body.slice(0, 512 * 1024));

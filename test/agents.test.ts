@@ -316,11 +316,19 @@ steps:
       let d = await waitFor('1.1');
       expect(d.status).toBe('waiting');
       expect(step(d, 'deploy').status).toBe('waiting');
-      expect(d.waiting[0]).toMatchObject({ kind: 'approval', choices: ['approve', 'deny'] });
-      expect(d.waiting[0].prompt).toContain('Allow shell with {"command":"echo first > first.txt"}?');
+      expect(d.waiting[0]).toMatchObject({ kind: 'approval', choices: ['approve', 'always', 'deny'] });
+      expect(d.waiting[0].prompt).toBe('Allow shell: echo first > first.txt? approve, always (this exact call from now on), or deny[:reason]');
+      // The whole call, as the rules read it, for the person who decides.
+      expect(d.waiting[0].detail).toEqual({
+        tool: 'shell',
+        args: '{"command":"echo first > first.txt"}',
+        command: 'echo first > first.txt',
+        reason: '`echo first` needs a person: the rule echo: ask',
+        segments: [{ text: 'echo first', decision: 'ask', rule: 'echo: ask' }],
+      });
       const listed = await waitUntilListed(h, id);
       expect(listed).toContain(id);
-      await expect(h.client.answer(id, 'deploy/call-1.1', 'maybe')).rejects.toThrow('"maybe" is not one of: approve, deny');
+      await expect(h.client.answer(id, 'deploy/call-1.1', 'maybe')).rejects.toThrow('"maybe" is not one of: approve, always, deny');
       await h.client.answer(id, 'deploy/call-1.1', 'deny:not on a Friday');
       await expect(h.client.answer(id, 'deploy/call-1.1', 'approve')).rejects.toThrow('already answered');
       d = await waitFor('2.1');
@@ -330,7 +338,7 @@ steps:
       expect(existsSync(path.join(ws, 'first.txt'))).toBe(false);
       expect(readFileSync(path.join(ws, 'second.txt'), 'utf8')).toBe('second\n');
       expect(toolResults(server.requests[1]).first).toContain('denied by a person: not on a Friday');
-      expect(toolResults(server.requests[2]).wipe).toContain('denied: the approval policy of this step denies shell');
+      expect(toolResults(server.requests[2]).wipe).toContain('denied: `rm -rf /tmp/x` is denied: the rule rm: deny');
       const approvals = auditLines(id).filter((l) => String(l.event).startsWith('approval.')).map((l) => `${String(l.event)} ${String(l.call)} ${String(l.outcome ?? '')}`.trim());
       expect(approvals.sort()).toEqual(['approval.asked 1.1', 'approval.asked 2.1', 'approval.decided 1.1 denied', 'approval.decided 2.1 approved', 'approval.decided 2.2 denied_by_policy']);
       expect(readFileSync(auditFile(auditDir, id), 'utf8')).not.toContain('Friday');
@@ -357,7 +365,8 @@ steps:
       const id = await startPlan(h, plan);
       await waitUntil(h, id, (d) => d.waiting.length === 1);
       const status = await runCadre(['status', id], ws, env);
-      expect(status.stdout).toContain('? ship/call-1.1: Allow fs.write with {"path":"one.txt","content":"1"}? approve, or deny[:reason] [approve/deny]');
+      expect(status.stdout).toContain('? ship/call-1.1: Allow fs.write? approve, always (this exact call from now on), or deny[:reason] [approve/always/deny]');
+      expect(status.stdout).toContain('    arguments: {"path":"one.txt","content":"1"}');
       expect(status.stdout).toContain(`cadre approve ${id} ship/call-1.1`);
       expect(status.stdout).toMatch(/ship\s+waiting .*1 turn, 1 tool calls, 0 tokens/);
       expect(await runCadre(['deny', id, 'ship/call-1.1', '--reason', 'use two.txt'], ws, env)).toMatchObject({ code: 0, stdout: 'denied ship/call-1.1\n' });

@@ -5,7 +5,7 @@
 import { cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { applicationFailure } from './support/failures';
 import { compile, startPlan, withWorker } from './support/harness';
@@ -24,7 +24,7 @@ function workspace(): string {
 
 const ws = workspace();
 const tool = (name: string, params: unknown, at = ws) =>
-  runTool(name, params, { workspace: at, stepId: 'nav', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS }) as Promise<Record<string, unknown>>;
+  runTool(name, params, { workspace: at, stepId: 'nav', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() }) as Promise<Record<string, unknown>>;
 const where = (locations: unknown) => (locations as { file: string; line: number }[]).map((l) => `${l.file}:${l.line}`);
 
 describe('code navigation', () => {

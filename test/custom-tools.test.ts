@@ -31,7 +31,15 @@ test('an agent calls a TypeScript tool and an MCP server’s tools; bad argument
   const fixtures = path.join(__dirname, 'fixtures', 'tools');
   const customTools = {
     modules: [path.join(fixtures, 'weather.ts')],
-    mcpServers: { notes: { command: process.execPath, args: ['--import', TSX, path.join(fixtures, 'notes-mcp-server.ts')], env: { NOTES_FILE: notes } } },
+    mcpServers: {
+      notes: {
+        command: process.execPath,
+        args: ['--import', TSX, path.join(fixtures, 'notes-mcp-server.ts')],
+        env: { NOTES_FILE: notes },
+        // In the sandbox: it reads its code (and tsx) from this repository and writes only its notes.
+        sandbox: { read: [path.resolve(__dirname, '..')], write: [ws] },
+      },
+    },
     baseDir: fixtures,
   };
   const models = modelSettings({}, { OPENAI_API_KEY: 'sk-test-tools', OPENAI_BASE_URL: server.baseURL });

@@ -13,7 +13,7 @@ import { temporal } from '@temporalio/proto';
 import YAML from 'yaml';
 import { AesGcmCodec, ENCRYPTED_ENCODING, KEY_ID_KEY } from '../src/codec/aes-gcm';
 import { type CodecKey, parseCodecKeys } from '../src/codec/keys';
-import { startCodecServer } from '../src/codec/server';
+import { randomCodecToken, startCodecServer } from '../src/codec/server';
 import { CadreClient } from '../src/client/client';
 import { validatePlan } from '../src/spec/validate';
 import { startDevServer } from '../src/worker/dev-server';
@@ -85,8 +85,10 @@ describe('a run with encryption on', () => {
     const codec = new AesGcmCodec(keys(OLD));
     const counting: PayloadCodec = { encode: (p) => codec.encode(p), decode: (p) => ((decodes.count += p.length), codec.decode(p)) };
     const origins: string[] = [];
-    const codecServer = await startCodecServer({ codec: counting, port: 0, origins });
-    const server = await startDevServer({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'cadre-codec-')), ephemeral: true, codecEndpoint: codecServer.url });
+    // As `cadre dev` does: the token in the endpoint's path, since the Web UI sends no header of its own.
+    const token = randomCodecToken();
+    const codecServer = await startCodecServer({ codec: counting, port: 0, origins, token });
+    const server = await startDevServer({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'cadre-codec-')), ephemeral: true, codecEndpoint: `${codecServer.url}/${token}` });
     origins.push(server.uiUrl!);
     const taskQueue = uniqueId('encrypted');
     // No prebuilt bundle: the worker bundles the failure converter that encrypts failure messages.
@@ -130,7 +132,7 @@ output: { echoed: "{{ steps.echo.output.stdout }}", answer: "{{ steps.confirm.ou
         const kinds = plainOnes.map((p) => {
           const value = JSON.parse(Buffer.from(p.data ?? []).toString()) as unknown;
           if (['encrypted', 'running', 'waiting', 'completed'].includes(value as string)) return 'search attribute';
-          if (Array.isArray(value) && value.every((id) => ['engine-hardening', 'plan-signals', 'run-analytics', 'step-activity-ids', 'visible-waits'].includes(id))) return 'patch ids';
+          if (Array.isArray(value) && value.every((id) => ['engine-hardening', 'plan-signals', 'run-analytics', 'step-activity-ids', 'visible-waits', 'reasked-waits', 'command-rules'].includes(id))) return 'patch ids';
           const keys = Object.keys(value as object).sort().join(',');
           if (keys === 'deprecated,id') return 'patch marker';
           if (keys === 'activity_id,activity_type,attempt,backoff,complete_time,original_schedule_time,seq') return 'local activity marker';
@@ -172,16 +174,17 @@ output: { echoed: "{{ steps.echo.output.stdout }}", answer: "{{ steps.confirm.ou
     }
   });
 
-  test('the codec server: decode for an allowed origin, CORS for others refused, the bearer token required when set', async () => {
+  // More of the codec server's token and CORS in test/codec-server.test.ts.
+  test('the codec server: decode for an allowed origin, CORS for others refused, the bearer token required', async () => {
     const codec = new AesGcmCodec(keys(NEW));
-    const server = await startCodecServer({ codec, port: 0, origins: ['http://ui.example'], token: 's3cret' });
+    const server = await startCodecServer({ codec, port: 0, origins: ['http://ui.example'], token: 's3cret-codec-token' });
     try {
       const [sealed] = await codec.encode([{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"hello"') }]);
       const body = JSON.stringify({ payloads: [temporal.api.common.v1.Payload.toObject(temporal.api.common.v1.Payload.create(sealed), { bytes: String })] });
       const post = (route: string, headers: Record<string, string>) => fetch(`${server.url}${route}`, { method: 'POST', body, headers: { 'Content-Type': 'application/json', ...headers } });
       expect((await post('/decode', {})).status).toBe(401);
       expect((await post('/decode', { Authorization: 'Bearer wrong!' })).status).toBe(401);
-      const ok = await post('/decode', { Authorization: 'Bearer s3cret', Origin: 'http://ui.example', 'X-Namespace': 'default' });
+      const ok = await post('/decode', { Authorization: 'Bearer s3cret-codec-token', Origin: 'http://ui.example', 'X-Namespace': 'default' });
       expect(ok.status).toBe(200);
       expect(ok.headers.get('access-control-allow-origin')).toBe('http://ui.example');
       const decoded = (await ok.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
@@ -191,7 +194,7 @@ output: { echoed: "{{ steps.echo.output.stdout }}", answer: "{{ steps.confirm.ou
       expect((await preflight('http://ui.example')).status).toBe(204);
       const refused = await preflight('http://evil.example');
       expect([refused.status, refused.headers.get('access-control-allow-origin')]).toEqual([403, null]);
-      expect((await post('/decode', { Authorization: 'Bearer s3cret' }).then(() => fetch(`${server.url}/decode`, { method: 'POST', body: '{"nope": 1}', headers: { Authorization: 'Bearer s3cret' } }))).status).toBe(400);
+      expect((await post('/decode', { Authorization: 'Bearer s3cret-codec-token' }).then(() => fetch(`${server.url}/decode`, { method: 'POST', body: '{"nope": 1}', headers: { Authorization: 'Bearer s3cret-codec-token' } }))).status).toBe(400);
     } finally {
       await server.close();
     }

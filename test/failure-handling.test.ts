@@ -1,19 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
-
-async function expectProcessGone(pid: number, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    if (Date.now() > deadline) throw new Error(`process ${pid} still runs`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+import { uniqueSleep, untilProcesses } from './support/processes';
 
 describe('failure strategies', () => {
   test('onFailure: skip lets downstream run', async () => {
@@ -72,11 +60,12 @@ output: "{{ steps.needsFile.output.stdout }}"
 
   test('onTimeout: skip skips a step that runs past its timeout', async () => {
     const ws = tempWorkspace();
+    const nap = uniqueSleep(20);
     const plan = compile(
       `
 name: timeout-skip
 steps:
-  - { id: slow, timeout: 1s, onTimeout: skip, tool: shell, with: { command: "echo $$ > pid; sleep 20; touch finished" } }
+  - { id: slow, timeout: 1s, onTimeout: skip, tool: shell, with: { command: "sleep ${nap}; touch finished" } }
   - { id: napping, timeout: 500ms, onTimeout: skip, tool: sleep, with: { duration: 1h } }
   - { id: after, dependsOn: [slow, napping], tool: shell, with: { command: "echo after" } }
 `,
@@ -92,8 +81,7 @@ steps:
       expect(Date.now() - started).toBeLessThan(15_000);
       expect(existsSync(path.join(ws, 'finished'))).toBe(false);
       // The timed-out command was killed, not left running.
-      const pid = Number(readFileSync(path.join(ws, 'pid'), 'utf8'));
-      await expectProcessGone(pid, 15_000);
+      await untilProcesses(['sleep', nap], (pids) => pids.length === 0, 15_000);
     });
   });
 

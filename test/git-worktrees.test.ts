@@ -4,7 +4,7 @@ import os from 'node:os';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
-import { INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { applicationFailure } from './support/failures';
 import { git, tempRepository } from './support/git-repo';
@@ -103,7 +103,7 @@ describe('git worktrees', () => {
     expect((await applicationFailure(worktreeStatus({ path: repo }))).message).toContain('is not a cadre worktree');
     // The same as a plan's tool, in the step's worktree.
     writeFileSync(path.join(w.path, 'again.txt'), 'x');
-    const ctx = { workspace: w.path, worktree: true, stepId: 's', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS };
+    const ctx = { workspace: w.path, worktree: true, stepId: 's', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() };
     expect(await runTool('git.reset', {}, ctx)).toEqual({ commit: w.baseCommit });
     expect(existsSync(path.join(w.path, 'again.txt'))).toBe(false);
     expect((await applicationFailure(runTool('git.reset', {}, { ...ctx, worktree: false }))).message).toBe('git.reset runs in a worktree: give the step a "worktree"');

@@ -28,6 +28,7 @@ test('validate --preflight and run report each problem with its code; run refuse
   writeFileSync(
     path.join(dir, 'broken.yaml'),
     `name: broken-env
+egress: { allow: [no-such-host.invalid] }
 steps:
   - { id: tool, tool: shell, with: { command: "no-such-tool-cadre --version" } }
   - { id: script, tool: shell, with: { command: "./missing.sh" } }
@@ -36,6 +37,8 @@ steps:
   - { id: given, tool: shell, with: { command: "echo $GIVEN", env: { GIVEN: "1" } } }
   - { id: call, tool: http.request, with: { url: "http://no-such-host.invalid/ping" } }
   - { id: branch, worktree: { repo: not-a-repo }, tool: shell, with: { command: "true" } }
+  - { id: hidden, tool: shell, with: { command: "echo $CADRE_PREFLIGHT_HIDDEN" } }
+  - { id: local, tool: http.request, with: { url: "http://127.0.0.1:9/ping" } }
 `,
   );
   writeFileSync(path.join(dir, 'good.yaml'), 'name: good-env\ninputs: { n: { type: number } }\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo {{ inputs.n }}" } }\n');
@@ -45,6 +48,7 @@ steps:
   await withWorker(async (h) => {
     const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: h.taskQueue, CADRE_LOG_LEVEL: 'ERROR' };
     delete env.CADRE_PREFLIGHT_UNSET_TOKEN;
+    env.CADRE_PREFLIGHT_HIDDEN = 'set on this machine';
     const cadre = (...args: string[]) => runCadre(args, dir, env);
 
     const broken = await cadre('validate', 'broken.yaml', '--preflight', '--json');
@@ -54,6 +58,12 @@ steps:
       { code: 'CADRE-E201', path: 'steps[1].with.command', message: '"./missing.sh" is not in the workspace' },
       { code: 'CADRE-E204', path: 'steps[3].with.command', message: "$CADRE_PREFLIGHT_UNSET_TOKEN is not set (set it, or give it in the step's env)" },
       { code: 'CADRE-E202', path: 'steps[6].worktree.repo', message: `${path.join(dir, 'not-a-repo')} is not a git repository` },
+      {
+        code: 'CADRE-E204',
+        path: 'steps[7].with.command',
+        message: "$CADRE_PREFLIGHT_HIDDEN is set here, but the sandbox passes tools only the variables it is told: add CADRE_PREFLIGHT_HIDDEN to the plan's sandbox.env",
+      },
+      { code: 'CADRE-E206', path: 'steps[8].with.url', message: '127.0.0.1:9 is this machine: the run refuses it unless egress.loopback lists 9' },
       { code: 'CADRE-E203', path: 'steps[5].with.url', message: 'the host no-such-host.invalid does not resolve' },
     ]);
     const refused = await cadre('run', 'broken.yaml');

@@ -36,6 +36,8 @@ const CHAIN = ['s1', 's2', 's3', 's4'];
  * Temporal retries it on whichever worker polls first. Only a second worker that takes work ends it.
  */
 const FAN_PLAN = `name: production-fan
+# The worker's name comes from its environment, which the sandbox passes only when told.
+sandbox: { env: [CADRE_TEST_WORKER] }
 steps:
   - id: fan
     forEach: [${Array.from({ length: FAN_ITEMS }, (_, i) => i + 1).join(', ')}]

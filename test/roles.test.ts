@@ -97,7 +97,8 @@ describe('role files', () => {
       expect(roles.map((r) => r.name)).toEqual([...BUILTINS, 'security'].sort());
       const reviewer = roles.find((r) => r.name === 'reviewer')!;
       expect(reviewer).toMatchObject({ description: 'Our stricter reviewer.', source: path.join(dir, 'reviewer.yaml'), overrides: path.join(BUILTIN_ROLES_DIR, 'reviewer.yaml') });
-      expect(reviewer.approvals).toEqual({ shell: { 'git *': 'allow', '*': 'deny' } });
+      // The shorthand as written (`git *`, `*`), read as prefix rules.
+      expect(reviewer.approvals).toEqual({ shell: { rules: [{ prefix: ['git'], decision: 'allow' }], otherwise: 'deny' } });
       expect(roles.find((r) => r.name === 'security')).toMatchObject({ source: path.join(dir, 'security.yml') });
       expect(roles.find((r) => r.name === 'security')!.overrides).toBeUndefined();
     } finally {
@@ -142,7 +143,7 @@ describe('role files', () => {
       'empty.yaml: a role is a map with name, description, competencies, system, tools, authority, consultWhen; this file holds nothing',
       'notes.txt: not a role file: a roles folder holds only <name>.yaml, <name>.yml or <name>.json',
       'sec.yaml: tools[1]: "fs.read" is listed twice',
-      'sec.yaml: approvals.fs.read: only shell takes command globs; other tools take allow, deny or ask',
+      'sec.yaml: approvals.fs.read: only shell takes command rules; other tools take allow, deny or ask',
       'sec.yaml: approvals.shell: "shell" is not one of the role\'s tools (fs.read, fs.read)',
       'tester.yaml: description: description must be one line',
     ]);

@@ -139,7 +139,15 @@ test('infrastructure: an MCP server that dies mid-call is started afresh and the
   const fixtures = path.join(__dirname, 'fixtures', 'tools');
   const customTools = {
     modules: [],
-    mcpServers: { notes: { command: process.execPath, args: ['--import', TSX, path.join(fixtures, 'notes-mcp-server.ts')], env: { NOTES_FILE: notes, NOTES_CRASHES: '3' } } },
+    mcpServers: {
+      notes: {
+        command: process.execPath,
+        args: ['--import', TSX, path.join(fixtures, 'notes-mcp-server.ts')],
+        env: { NOTES_FILE: notes, NOTES_CRASHES: '3' },
+        // In the sandbox: it reads its code from this repository and writes only its notes.
+        sandbox: { read: [path.resolve(__dirname, '..')], write: [ws] },
+      },
+    },
     baseDir: fixtures,
   };
   server.enqueue({ toolCalls: [{ id: 'c1', name: 'notes__add_note', args: { text: 'kept' } }] }, finish('c2'));

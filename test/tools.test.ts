@@ -30,10 +30,12 @@ describe('file and HTTP tools in a plan', () => {
 
   test('fs.write, fs.read and http.request pass typed values between steps', async () => {
     const ws = tempWorkspace();
+    const port = Number(new URL(url).port);
     const plan = compile(
       `
 name: tools
 inputs: { url: { type: string } }
+egress: { loopback: [${port}] }
 steps:
   - { id: write, tool: fs.write, with: { path: "data/items.json", content: { items: [1, 2, 3] } } }
   - { id: read, dependsOn: [write], tool: fs.read, with: { path: "data/items.json" } }

@@ -57,6 +57,14 @@ export const ErrorTypes = {
   RolesInvalid: 'RolesInvalid',
   /** The conversation departed from a scripted model's scenario. */
   ScriptMismatch: 'ScriptMismatch',
+  /** The profile asks for bubblewrap and this worker cannot give it: the message names the fix. */
+  SandboxUnavailable: 'SandboxUnavailable',
+  /** A sandbox profile that cannot be honoured (it names a secret to pass to tools). */
+  SandboxConfigInvalid: 'SandboxConfigInvalid',
+  /** A connection the egress policy refuses: the message names the host, its address and the rule. */
+  EgressDenied: 'EgressDenied',
+  /** A request redirected more often than cadre follows (a loop, or a long chain). */
+  TooManyRedirects: 'TooManyRedirects',
 } as const;
 
 export function permanent(type: string, message: string, details?: unknown): ApplicationFailure {

@@ -23,6 +23,14 @@ import { AnalyticsWriter } from '../analytics/writer';
 import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
 import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
 import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
+import { type SandboxDeps, lazyContainment } from './sandbox-settings';
+import { configFile } from './models';
+import type { SandboxSpec } from '../sandbox/profile';
+import { effectiveProfile } from '../sandbox/profile';
+import { codecKeysFromEnv } from '../codec/keys';
+import type { Redactor } from '../secrets/redact';
+import type { CommandDecision } from '../commands/rules';
+import type { CommandRuleSetInput } from '../commands/rule-set';
 
 export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
@@ -43,6 +51,8 @@ export interface ToolRequest {
   worktree?: boolean;
   /** Whose blob store holds big outputs, when not `workspace`'s (an agent in a worktree keeps its worktree clean). */
   storeWorkspace?: string;
+  /** What the plan (or role) says of its tools' sandbox and egress; the worker's own settings fill the rest. */
+  sandbox?: SandboxSpec;
 }
 
 export interface ToolResult {
@@ -61,14 +71,17 @@ const HEARTBEAT_EVERY_MS = 1000;
 
 /** Dependencies of the activities; more join as cadre grows (model clients, git, audit sinks). */
 export type ActivityDeps = StoreOptions &
-  ModelDeps & {
+  ModelDeps &
+  SandboxDeps & {
     /** Where finished runs are recorded; default from CADRE_ANALYTICS, CADRE_DATABASE_URL, CADRE_ANALYTICS_DIR. */
     analytics?: AnalyticsTarget;
   };
 
 export function createActivities(deps: ActivityDeps = {}) {
   const modelSettings = lazyModelSettings(deps);
-  const customTools = lazyCustomTools(deps);
+  // Provider keys and codec keys are secrets whatever the config says: known once the settings are read.
+  const containment = lazyContainment(() => configFile(deps), deps, () => [...modelSecrets(modelSettings), ...codecKeyTexts()]);
+  const customTools = lazyCustomTools(deps, containment);
   // Its background writes log through the worker's logger (JSON lines when not on a terminal).
   const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
   return {
@@ -101,6 +114,12 @@ export function createActivities(deps: ActivityDeps = {}) {
     // ...and its watch from outside the workflow, which a lost worker cannot hold up (it beats).
     watchForSilence: (request: SilenceWatch) => heartbeating(() => watchForSilence(request)),
 
+    // An agent's shell call judged by its command rules: every command it would run (src/commands).
+    decideCommand: async (request: { command: string; rules: object }): Promise<CommandDecision> => {
+      const { decideCommand } = await import('../commands/rules');
+      return decideCommand(request.command, request.rules as CommandRuleSetInput);
+    },
+
     // A plan sent as a document (any Temporal client): validated and compiled before its first step.
     compilePlanDocument: async (request: PlanDocumentRequest) => compilePlanDocument(request),
 
@@ -116,21 +135,28 @@ export function createActivities(deps: ActivityDeps = {}) {
         const attempt = ctx.info.attempt;
         // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
         const store = request.inlineLimit === undefined ? undefined : lazyStore(request.storeWorkspace ?? request.workspace, deps);
+        let redactor: Redactor | undefined;
         try {
+          const worker = containment();
+          redactor = worker.redactor;
+          const sandbox = { profile: effectiveProfile(worker.profile, request.sandbox), secrets: worker.secrets, log: (line: string) => ctx.log.debug(line), ...(deps.egressLookup && { lookup: deps.egressLookup }) };
           const params = store ? await readParams(request.params, store) : request.params;
-          const output = isCustomTool(request.tool)
+          const found = isCustomTool(request.tool)
             ? await customTools().call(request.tool, params, { workspace: request.workspace, stepId: request.stepId, attempt, signal: ctx.cancellationSignal })
             : await runTool(request.tool, params, {
-            workspace: request.workspace,
-            ...(request.worktree && { worktree: true }),
-            stepId: request.stepId,
-            attempt,
-            signal: ctx.cancellationSignal,
-            limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
-          });
+                workspace: request.workspace,
+                ...(request.worktree && { worktree: true }),
+                stepId: request.stepId,
+                attempt,
+                signal: ctx.cancellationSignal,
+                limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
+                sandbox,
+              });
+          // Scrubbed before anything is stored: history, the blob store and the model see the same redacted output.
+          const output = redactor.value(found);
           return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt };
         } catch (err) {
-          throw await withAttempt(err, attempt, store, request.inlineLimit);
+          throw await withAttempt(redactor ? redactFailure(err, redactor) : err, attempt, store, request.inlineLimit);
         }
       }),
   };
@@ -163,6 +189,36 @@ async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } finally {
     clearInterval(beat);
+  }
+}
+
+/** The failure's message and details with every secret taken out (its cause chain is dropped: it may quote them). */
+function redactFailure(err: unknown, redactor: Redactor): unknown {
+  if (redactor.empty || !(err instanceof Error)) return err;
+  if (err instanceof ApplicationFailure) {
+    return ApplicationFailure.create({ type: err.type ?? 'Error', message: redactor.text(err.message), nonRetryable: err.nonRetryable ?? false, details: redactor.value(err.details ?? []) });
+  }
+  if (err.name === 'AbortError' || err.name.includes('Cancel')) return err;
+  const scrubbed = new Error(redactor.text(err.message));
+  scrubbed.name = err.name;
+  return scrubbed;
+}
+
+/** The keys the model settings hold; a broken models section fails model turns, not tools. */
+function modelSecrets(settings: () => { secrets: string[] }): string[] {
+  try {
+    return settings().secrets;
+  } catch {
+    return [];
+  }
+}
+
+/** Each payload encryption key as its base64 text: a secret like the provider keys. */
+function codecKeyTexts(): string[] {
+  try {
+    return (codecKeysFromEnv() ?? []).map((k) => k.key.toString('base64'));
+  } catch {
+    return [];
   }
 }
 

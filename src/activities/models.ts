@@ -8,6 +8,7 @@ import { type ModelSettings, loadModelSettings } from '../providers/config';
 import { ErrorTypes, permanent } from './errors';
 import { type CustomToolsConfig, NO_CUSTOM_TOOLS, customToolsConfig } from './tools/custom/config';
 import { CustomTools } from './tools/custom/registry';
+import type { Containment } from './tools/custom/mcp';
 
 export interface ModelDeps {
   /** Settings to use instead of cadre.config.yaml and the environment (tests, embedding). */
@@ -18,7 +19,7 @@ export interface ModelDeps {
   customTools?: CustomToolsConfig;
 }
 
-function configFile(deps: ModelDeps): string {
+export function configFile(deps: ModelDeps): string {
   return deps.configPath ?? process.env.CADRE_CONFIG ?? 'cadre.config.yaml';
 }
 
@@ -29,9 +30,9 @@ export function lazyModelSettings(deps: ModelDeps): () => ModelSettings {
 }
 
 /** The worker's TypeScript and MCP tools, from the config file on first use. */
-export function lazyCustomTools(deps: ModelDeps): () => CustomTools {
+export function lazyCustomTools(deps: ModelDeps, containment: Containment): () => CustomTools {
   let tools: CustomTools | undefined;
-  return () => (tools ??= new CustomTools(deps.customTools ?? readCustomTools(configFile(deps))));
+  return () => (tools ??= new CustomTools(deps.customTools ?? readCustomTools(configFile(deps)), containment));
 }
 
 function readCustomTools(file: string): CustomToolsConfig {

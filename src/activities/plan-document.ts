@@ -10,6 +10,7 @@ import { PlanError, parsePlanText } from '../spec/load';
 import { checkStartPayload } from '../spec/payload';
 import type { RunPlanInput } from '../spec/types';
 import { validatePlan } from '../spec/validate';
+import { planExampleIssues } from '../spec/approvals';
 
 export interface PlanDocumentRequest {
   /** The plan as the JSON of a plan file, or the text of a YAML or JSON plan file. */
@@ -20,7 +21,7 @@ export interface PlanDocumentRequest {
 
 export type PlanDocumentResult = { ok: true; start: RunPlanInput; warnings: PlanIssue[] } | { ok: false; message: string; issues: PlanIssue[] };
 
-export function compilePlanDocument(request: PlanDocumentRequest): PlanDocumentResult {
+export async function compilePlanDocument(request: PlanDocumentRequest): Promise<PlanDocumentResult> {
   const refused = (issues: PlanIssue[]): PlanDocumentResult => ({ ok: false, message: `the plan document is not valid:\n${formatIssues(issues)}`, issues });
   const { inputs = {}, baseDir = process.cwd() } = request;
   const requestIssues: PlanIssue[] = [];
@@ -40,6 +41,8 @@ export function compilePlanDocument(request: PlanDocumentRequest): PlanDocumentR
   const validated = validatePlan(raw, { baseDir: baseDir as string });
   if (!validated.ok) return refused(validated.issues);
   const plan = validated.plan;
+  const examples = await planExampleIssues(plan);
+  if (examples.length > 0) return refused(examples);
   const resolved = resolveInputs(plan, inputs as Record<string, unknown>);
   if (!resolved.ok) return refused(resolved.issues);
   const payload = checkStartPayload(plan, resolved.values, (name) => `inputs.${name}`);

@@ -14,7 +14,9 @@ import { connectionOptions, setConnectionFlags } from './connection-config';
 import { packageVersion } from '../package-root';
 import { AesGcmCodec } from '../codec/aes-gcm';
 import { codecKeysFromEnv } from '../codec/keys';
-import { startCodecServer } from '../codec/server';
+import { MIN_TOKEN_LENGTH, randomCodecToken, startCodecServer } from '../codec/server';
+import { workerSandboxWarning } from '../activities/sandbox-settings';
+import { printPaged } from './pager';
 import { ask } from '../ask/ask';
 import { chat } from './chat';
 import { runDemo } from './demo';
@@ -144,11 +146,13 @@ export function buildProgram(): Command {
       const running = readServerInfo(process.cwd());
       if (running) throw new CadreError(`cadre dev already runs here (pid ${running.pid}, ${running.address}); two servers on one .cadre/ would corrupt it`);
       installConciseLogging('WARN');
-      // With payload encryption on, the Web UI decodes through a codec server of its own.
+      // With payload encryption on, the Web UI decodes through a codec server of its own, its
+      // token (new at each start) in the endpoint's path: the UI sends no header of its own.
       const keys = codecKeysFromEnv();
       const uiOrigins: string[] = [];
-      const codec = keys ? await startCodecServer({ codec: new AesGcmCodec(keys), port: 0, origins: uiOrigins, log: info }) : undefined;
-      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info, ...(codec && { codecEndpoint: codec.url }) });
+      const codecToken = randomCodecToken();
+      const codec = keys ? await startCodecServer({ codec: new AesGcmCodec(keys), port: 0, origins: uiOrigins, token: codecToken, log: info }) : undefined;
+      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info, ...(codec && { codecEndpoint: `${codec.url}/${codecToken}` }) });
       if (embedded.server.uiUrl) uiOrigins.push(embedded.server.uiUrl, embedded.server.uiUrl.replace('127.0.0.1', 'localhost'));
       const infoFile = path.join(process.cwd(), SERVER_INFO_FILE);
       if (embedded.server.owned) {
@@ -160,6 +164,8 @@ export function buildProgram(): Command {
       if (embedded.server.uiUrl) out(`Web UI:        ${embedded.server.uiUrl}`);
       if (codec) out(`codec server:  ${codec.url} (payloads encrypted; the Web UI decodes through it)`);
       out(`worker:        task queue "${taskQueue()}"; Ctrl-C stops both`);
+      const sandboxWarning = workerSandboxWarning();
+      if (sandboxWarning) info(`warning: ${sandboxWarning}`);
       const signal = await Promise.race([untilSignal(), embedded.running.then(() => 'worker stopped')]);
       info(`${signal}: shutting down...`);
       await embedded.stop();
@@ -171,19 +177,20 @@ export function buildProgram(): Command {
   program
     .command('codec-server')
     .description('serve /encode and /decode for the Web UI and `temporal --codec-endpoint` (keys: CADRE_CODEC_KEYS or CADRE_CODEC_KEY_FILE)')
-    .addHelpText('after', '\nExamples:\n  CADRE_CODEC_KEY_FILE=keys.txt cadre codec-server --port 8081 --origin https://temporal.example.com')
+    .addHelpText('after', '\nExamples:\n  CADRE_CODEC_KEY_FILE=keys.txt CADRE_CODEC_TOKEN=$(openssl rand -hex 24) cadre codec-server --port 8081 --origin https://temporal.example.com')
     .option('--port <port>', 'port to listen on', port, 8081)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .addOption(new Option('--origin <url>', 'a browser origin allowed to call it, such as the Web UI\'s (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default(['http://localhost:8233', 'http://127.0.0.1:8233'], 'the dev server\'s Web UI'))
-    .option('--token-env <name>', 'require `Authorization: Bearer <token>`, the token read from this variable', undefined)
-    .action(async (opts: { port: number; host: string; origin: string[]; tokenEnv?: string }) => {
+    .option('--token-env <name>', `the variable holding the token every request must carry, at least ${MIN_TOKEN_LENGTH} characters: as \`Authorization: Bearer <token>\`, or in the endpoint, http://host:port/<token>`, 'CADRE_CODEC_TOKEN')
+    .action(async (opts: { port: number; host: string; origin: string[]; tokenEnv: string }) => {
       const keys = codecKeysFromEnv();
       if (!keys) throw new CadreError('no keys: set CADRE_CODEC_KEYS (id=base64key, newest last) or CADRE_CODEC_KEY_FILE');
-      const token = opts.tokenEnv === undefined ? undefined : process.env[opts.tokenEnv];
-      if (opts.tokenEnv !== undefined && !token) throw new CadreError(`--token-env ${opts.tokenEnv}: the variable is not set`);
+      const token = process.env[opts.tokenEnv];
+      if (!token) throw new CadreError(`no token for the codec server: set ${opts.tokenEnv}, or --token-env NAME`);
+      if (token.length < MIN_TOKEN_LENGTH) throw new CadreError(`${opts.tokenEnv} is too short for a codec token: at least ${MIN_TOKEN_LENGTH} characters (openssl rand -hex 24)`);
       const server = await startCodecServer({ codec: new AesGcmCodec(keys), port: opts.port, host: opts.host, origins: opts.origin, token, log: info });
-      out(`codec server: ${server.url} (keys ${keys.map((k) => k.id).join(', ')}; encrypting with ${keys[keys.length - 1].id})`);
-      out(`Web UI: set it as the codec server; CLI: temporal --codec-endpoint ${server.url} ...`);
+      out(`codec server: ${server.url} (keys ${keys.map((k) => k.id).join(', ')}; encrypting with ${keys[keys.length - 1].id}; requests carry the token in $${opts.tokenEnv})`);
+      out(`Web UI: set ${server.url}/<token> as the codec server; CLI: temporal --codec-endpoint ${server.url} --codec-auth "Bearer $${opts.tokenEnv}" ...`);
       await untilSignal();
       await server.close();
     });
@@ -207,6 +214,8 @@ export function buildProgram(): Command {
       } finally {
         await client.close();
       }
+      const sandboxWarning = workerSandboxWarning();
+      if (sandboxWarning) statusLine(`warning: ${sandboxWarning}`);
       statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`, { address: server.address, namespace: server.namespace, taskQueue: taskQueue() });
       const { worker, connection, tracing } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
       const running = worker.run();
@@ -272,6 +281,7 @@ export function buildProgram(): Command {
     .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean; preflight: boolean }) => {
       if (opts.id !== undefined) checkWorkflowId(opts.id);
       const plan = await loadPlan(file, process.cwd());
+      if (plan.sandbox?.mode === 'none') info(`warning: ${file} says sandbox: none: its tools run unconfined, with the worker's permissions, files and network (docs/security.md)`);
       // Bad inputs are the user's to fix before any server is involved.
       const inputs = resolveInputs(plan, opts.input);
       if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
@@ -307,7 +317,8 @@ export function buildProgram(): Command {
     .action(async (id: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         const d = await client.diagnostics(id);
-        out(opts.json ? JSON.stringify(d, null, 2) : renderDiagnostics(id, d));
+        if (opts.json) out(JSON.stringify(d, null, 2));
+        else await printPaged(renderDiagnostics(id, d), out);
         process.exitCode = exitCodeOf(d.status);
       });
     });
@@ -358,12 +369,14 @@ export function buildProgram(): Command {
 
   program
     .command('approve <id> <waitId>')
-    .description("let an agent's tool call that waits for approval run")
+    .description("let an agent's tool call that waits for approval run (`cadre status <id>` shows it whole)")
+    .option('--always', 'and let this agent run exactly the same call (tool and arguments) again without asking')
     .option('--json', 'print {workflowId, waitId, value, accepted} as JSON')
-    .action(async (id: string, waitId: string, opts: { json?: boolean }) => {
+    .action(async (id: string, waitId: string, opts: { json?: boolean; always?: boolean }) => {
+      const value = opts.always ? 'always' : 'approve';
       await withRun(id, async (client) => {
-        await client.answer(id, waitId, 'approve');
-        out(opts.json ? JSON.stringify({ workflowId: id, waitId, value: 'approve', accepted: true }) : `approved ${waitId}`);
+        await client.answer(id, waitId, value);
+        out(opts.json ? JSON.stringify({ workflowId: id, waitId, value, accepted: true }) : `approved ${waitId}${opts.always ? ' (and the same call from now on)' : ''}`);
       });
     });
 

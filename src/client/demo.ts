@@ -11,6 +11,7 @@ import { type Embedded, startEmbedded } from '../worker/embedded';
 import { CadreClient, type ServerInfo, readServerInfo } from './client';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { packageRoot } from '../package-root';
+import { INSTALL_HINT, bubblewrapAvailability } from '../sandbox/bubblewrap';
 
 
 export const DEMO_DIR = path.join(packageRoot(), 'examples', 'email-triage');
@@ -28,6 +29,12 @@ export async function runDemo({ dataDir, out, info }: DemoOptions): Promise<stri
   let embedded: Embedded | undefined;
   if (live) info(`using the running \`cadre dev\` at ${live.address} and its worker`);
   else {
+    const sandbox = bubblewrapAvailability();
+    if (!sandbox.ok && !process.env.CADRE_SANDBOX) {
+      // The examples' tools are cadre's own scripts: run unconfined rather than not at all, and say so.
+      info(`warning: ${sandbox.reason.split(':')[0]} (${INSTALL_HINT}): the demo runs its example tools unconfined (sandbox: none)`);
+      process.env.CADRE_SANDBOX = 'none';
+    }
     info('starting Temporal and a worker...');
     embedded = await startEmbedded({ dataDir, port: 7233, uiPort: 8233, log: info });
   }

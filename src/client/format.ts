@@ -1,6 +1,6 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
-import type { AgentSummary, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../workflows/definitions';
+import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../workflows/definitions';
 import { STEP_MARKS, describeWait } from '../workflows/details';
 import { isFinal } from './run-status';
 
@@ -43,7 +43,23 @@ export function consultationLine(c: ConsultationRecord): string {
 
 export function answerHint(workflowId: string, w: Waiting): string {
   const { question, command } = describeWait(workflowId, w);
-  return `  ? ${w.id}: ${question}\n    answer with: ${command}`;
+  return `  ? ${w.id}: ${question}${w.detail ? `\n${approvalDetail(w.detail)}` : ''}\n    answer with: ${command}`;
+}
+
+/** What an approval would let run, whole: the command (every line of it), what each part of it runs and what decided. */
+export function approvalDetail(detail: ApprovalDetail): string {
+  const lines = [`    why it asks: ${detail.reason}`];
+  if (detail.command !== undefined) {
+    lines.push('    command:', ...detail.command.split('\n').map((line) => `      │ ${line}`));
+    if (detail.segments && detail.segments.length > 0) {
+      lines.push('    it runs:', ...detail.segments.map((s) => `      ${s.decision.padEnd(5)} ${oneLine(s.text)}  (${s.rule})`));
+    }
+  } else lines.push(`    arguments: ${detail.args}`);
+  return lines.join('\n');
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ⏎ ');
 }
 
 export function renderDiagnostics(workflowId: string, d: Diagnostics): string {

@@ -8,6 +8,8 @@ import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import type { CompiledPlan } from '../spec/types';
 import type { PreflightProblem } from './codes';
+import { egressRefusal, passedToTools, sandboxProblems } from './sandbox';
+import { NO_EGRESS } from '../egress/policy';
 
 /** Shell words that are not programs on PATH. */
 const SHELL_WORDS = new Set(
@@ -48,17 +50,25 @@ export async function environmentProblems(plan: CompiledPlan, probe: Environment
         problems.push({ code: 'CADRE-E201', path: `${at}.with.command`, message: `"${program}" is not ${program.includes('/') ? 'in the workspace' : 'on PATH'}` });
       }
       for (const name of variablesRead(params.command)) {
-        if (!(name in stepEnv) && probe.env[name] === undefined) problems.push({ code: 'CADRE-E204', path: `${at}.with.command`, message: `$${name} is not set (set it, or give it in the step's env)` });
+        if (name in stepEnv) continue;
+        if (probe.env[name] === undefined) problems.push({ code: 'CADRE-E204', path: `${at}.with.command`, message: `$${name} is not set (set it, or give it in the step's env)` });
+        else if (!passedToTools(name, plan)) {
+          problems.push({ code: 'CADRE-E204', path: `${at}.with.command`, message: `$${name} is set here, but the sandbox passes tools only the variables it is told: add ${name} to the plan's sandbox.env` });
+        }
       }
     }
     if (step.action.tool === 'http.request' && typeof params.url === 'string' && !TEMPLATED.test(params.url)) {
       try {
-        hosts.set(new URL(params.url).hostname.replace(/^\[|\]$/g, ''), `${at}.with.url`);
+        const url = new URL(params.url);
+        hosts.set(url.hostname.replace(/^\[|\]$/g, ''), `${at}.with.url`);
+        const refusal = egressRefusal(url, plan.sandbox?.egress ?? NO_EGRESS);
+        if (refusal) problems.push({ code: 'CADRE-E206', path: `${at}.with.url`, message: refusal });
       } catch {
         // The validator reports a bad URL.
       }
     }
   }
+  problems.push(...sandboxProblems(plan));
   for (const [host, where] of hosts) {
     if (!(await probe.resolves(host))) problems.push({ code: 'CADRE-E203', path: where, message: `the host ${host} does not resolve` });
   }

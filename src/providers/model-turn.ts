@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ErrorTypes, permanent } from '../activities/errors';
 import { type ModelSettings, parseModelId } from './config';
 import { classifyProviderError, redact } from './errors';
+import { withUniqueCallIds } from './unique-call-ids';
 import { languageModel } from './registry';
 
 const jsonObject = z.record(z.string(), z.unknown());
@@ -66,7 +67,7 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
   const outputCheck = req.outputSchema ? schemaChecker(req.outputSchema) : undefined;
   try {
     const result = await generateText({
-      model: languageModel(id, settings),
+      model: withUniqueCallIds(languageModel(id, settings)),
       system: req.system,
       messages: req.messages.map(toModelMessage),
       tools: req.tools && toolSet(req.tools),

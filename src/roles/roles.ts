@@ -8,11 +8,10 @@ import path from 'node:path';
 import { z } from 'zod';
 import { editDistance } from '../spec/checker';
 import { formatPath } from '../spec/issues';
-import { MAX_STEP_ID_LENGTH } from '../spec/limits';
 import { PlanError, parsePlanText } from '../spec/load';
 import { formatBytes, shorten } from '../spec/text';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
-import { APPROVAL_POLICIES } from '../spec/types';
+import { approvalExampleIssues, approvalsSchema, compileApprovals } from '../spec/approvals';
 import { packageRoot } from '../package-root';
 
 export const ROLE_NAME = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$|^[a-z]$/;
@@ -40,14 +39,8 @@ const tool = z.string({ error: 'a tool is a name such as fs.read' }).refine(know
     `unknown tool "${shorten(String(issue.input))}" (known tools: ${TOOL_NAMES.join(', ')}; the worker's own: ts:<name>, mcp:<server>/<tool>, mcp:<server>/*)`,
 });
 
-// The shape of an agent step's approvals (spec/schema.ts does not export it), so a role's can be handed over as is.
-const approvalPolicy = z.enum(APPROVAL_POLICIES);
-const approvals = z.record(
-  z.string().min(1).max(MAX_STEP_ID_LENGTH),
-  z.union([approvalPolicy, z.record(z.string().min(1).max(1000), approvalPolicy)], {
-    error: 'a policy is allow, deny or ask (shell also takes a map of command globs to those, e.g. { "git push*": ask })',
-  }),
-);
+// The same approvals as an agent step's, so a role's can be handed over as is.
+const approvals = approvalsSchema;
 
 export const roleSchema = z.strictObject({
   name: z.string({ error: expected('name', 'text') }).regex(ROLE_NAME, 'a role name is lowercase letters, digits and "-", starting with a letter, at most 64 characters'),
@@ -172,7 +165,11 @@ async function loadFile(file: string, stem: string, problems: RoleProblem[]): Pr
   if (!parsed.success) return report(parsed.error.issues.flatMap(shapeIssue));
   const issues = roleIssues(parsed.data, stem);
   if (issues.length > 0) return report(issues);
-  return { ...parsed.data, source: file };
+  // Command rules in their object form, their examples checked: a role file is a plan's approvals.
+  const approvals = parsed.data.approvals && compileApprovals(parsed.data.approvals);
+  const examples = await approvalExampleIssues(approvals, 'approvals');
+  if (examples.length > 0) return report(examples);
+  return { ...parsed.data, ...(approvals && { approvals }), source: file };
 }
 
 /** Checks across fields, once the shape is right. */
@@ -190,13 +187,13 @@ function roleIssues(role: RoleFile, stem: string): { path: string; message: stri
   };
   repeats('tools', (s) => s);
   repeats('competencies', (s) => s.toLowerCase());
-  // As for agent steps (spec/checker.ts): approvals name the role's own tools, and only shell takes command globs.
+  // As for agent steps (spec/checker.ts): approvals name the role's own tools, and only shell takes command rules.
   for (const [name, policy] of Object.entries(role.approvals ?? {})) {
     const server = /^mcp:[^/]+\//.exec(name)?.[0];
     const at = formatPath(['approvals', name]);
     if (!role.tools.includes(name) && !(server && role.tools.includes(`${server}*`))) {
       issues.push({ path: at, message: `"${shorten(name)}" is not one of the role's tools (${role.tools.join(', ') || 'none'})` });
-    } else if (typeof policy === 'object' && name !== 'shell') issues.push({ path: at, message: 'only shell takes command globs; other tools take allow, deny or ask' });
+    } else if (typeof policy === 'object' && name !== 'shell') issues.push({ path: at, message: 'only shell takes command rules; other tools take allow, deny or ask' });
   }
   return issues;
 }

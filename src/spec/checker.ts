@@ -119,7 +119,7 @@ export class PlanChecker {
     for (const [tool, policy] of Object.entries(approvals)) {
       const server = /^mcp:[^/]+\//.exec(tool)?.[0];
       if (!tools.includes(tool) && !(server && tools.includes(`${server}*`))) this.issue([i, 'agent', 'approvals', tool], `"${shorten(tool)}" is not one of the agent's tools (${tools.join(', ') || 'none'})`);
-      else if (typeof policy === 'object' && tool !== 'shell') this.issue([i, 'agent', 'approvals', tool], 'only shell takes command globs; other tools take allow, deny or ask');
+      else if (typeof policy === 'object' && tool !== 'shell') this.issue([i, 'agent', 'approvals', tool], 'only shell takes command rules; other tools take allow, deny or ask');
     }
   }
 

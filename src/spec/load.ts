@@ -11,6 +11,7 @@ import { MAX_NESTING_DEPTH } from './limits';
 import { formatBytes } from './text';
 import type { CompiledPlan } from './types';
 import { type PlanIssue, validatePlan } from './validate';
+import { planExampleIssues } from './approvals';
 
 export class PlanError extends Error {
   constructor(
@@ -128,6 +129,8 @@ export async function loadPlanWithWarnings(file: string, baseDir: string): Promi
   }
   const result = validatePlan(parsePlanText(text, file), { baseDir });
   if (!result.ok) throw new PlanError(file, result.issues, 'validate');
+  const examples = await planExampleIssues(result.plan);
+  if (examples.length > 0) throw new PlanError(file, examples, 'validate');
   return { plan: result.plan, warnings: result.warnings };
 }
 

@@ -12,7 +12,10 @@ import {
   utf8Length,
 } from './limits';
 import { formatBytes, formatCount, shorten } from './text';
-import { APPROVAL_POLICIES, MAX_AGENT_TURNS, ON_FAILURE, ON_TIMEOUT } from './types';
+import { MAX_AGENT_TURNS, ON_FAILURE, ON_TIMEOUT } from './types';
+import { approvalsSchema } from './approvals';
+import { sandboxSchema } from '../sandbox/schema';
+import { egressSchema } from '../egress/policy';
 
 /** What a step does: exactly one of these. */
 const STEP_KINDS = ['tool', 'ask', 'agent', 'decide'] as const;
@@ -67,15 +70,8 @@ const ask = z.strictObject({
   timeout: duration.optional(),
 });
 
-const approvalPolicy = z.enum(APPROVAL_POLICIES);
-
-/** Per tool `allow | deny | ask`; `shell` may instead map command globs to policies (first match wins). */
-const approvals = z.record(
-  z.string().min(1).max(MAX_STEP_ID_LENGTH),
-  z.union([approvalPolicy, z.record(z.string().min(1).max(1000), approvalPolicy)], {
-    error: 'a policy is allow, deny or ask (shell also takes a map of command globs to those, e.g. { "git push*": ask })',
-  }),
-);
+/** Per tool `allow | deny | ask`; `shell` may take command rules (spec/approvals.ts). */
+const approvals = approvalsSchema;
 
 const modelName = z.string().min(3).max(1000).regex(/^[a-z-]+:\S/, 'a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml');
 
@@ -222,6 +218,10 @@ export const planSchema = z.strictObject({
     .optional(),
   defaults: z.strictObject(policies).optional(),
   team: team.optional(),
+  /** How its tools' processes are contained: `none`, or { env, read, limits } (docs/security.md). */
+  sandbox: sandboxSchema.optional(),
+  /** Hosts its tools may reach (http.request directly, commands through the sandbox's proxy); none by default. */
+  egress: egressSchema.optional(),
   steps: z.array(stepSchema).min(1, 'a plan needs at least one step'),
   output: z.unknown().optional(),
 });

@@ -1,3 +1,6 @@
+import type { SandboxSpec } from '../sandbox/profile';
+import type { CommandRuleSet } from '../commands/rule-set';
+
 /**
  * Plain data types of a validated plan. Workflows receive these (never zod schemas,
  * which are costly to instantiate in every cached workflow sandbox).
@@ -29,8 +32,12 @@ export interface AskSpec {
 
 export const APPROVAL_POLICIES = ['allow', 'deny', 'ask'] as const;
 export type ApprovalPolicy = (typeof APPROVAL_POLICIES)[number];
-/** Per tool; `shell` may map command globs to policies instead (first match wins, unmatched: allow). */
-export type Approvals = Record<string, ApprovalPolicy | Record<string, ApprovalPolicy>>;
+/**
+ * Per tool; `shell` may take command rules instead (src/commands: every command it would run is
+ * judged, the strictest decision wins). Runs recorded before rules held glob maps (first match wins).
+ */
+export type Approvals = Record<string, ApprovalPolicy | CommandRuleSet | LegacyCommandGlobs>;
+export type LegacyCommandGlobs = Record<string, ApprovalPolicy>;
 export const MAX_AGENT_TURNS = 200;
 export const DEFAULT_AGENT_TURNS = 20;
 /** An approval nobody gives within this counts as a denial. */
@@ -101,6 +108,8 @@ export interface InputSpec {
 
 export interface CompiledPlan {
   name: string;
+  /** What the plan says of its tools' sandbox and egress; absent: the worker's settings, no egress. */
+  sandbox?: SandboxSpec;
   /** Absolute path where tools run. */
   workspace: string;
   inputs: Record<string, InputSpec>;

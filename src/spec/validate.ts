@@ -15,6 +15,9 @@ import { policyLimitIssues } from './policy-limits';
 import { historyWarnings, parallelismIssue } from './run-estimate';
 import { FIELD_NAMES, planSchema, type PlanFile, type StepFile } from './schema';
 import { formatCount, shorten } from './text';
+import { toSandboxSpec } from '../sandbox/schema';
+import { compileApprovals } from './approvals';
+import { toEgressPolicy } from '../egress/policy';
 import { type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
 
 export { formatIssues, formatPath, type PlanIssue };
@@ -195,8 +198,10 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
   const inputs = Object.fromEntries(
     Object.entries(plan.inputs ?? {}).map(([name, spec]) => [name, { ...spec, type: spec.type ?? 'string' }]),
   );
+  const sandbox = plan.sandbox === undefined && plan.egress === undefined ? undefined : { ...(plan.sandbox !== undefined && toSandboxSpec(plan.sandbox)), ...(plan.egress !== undefined && { egress: toEgressPolicy(plan.egress) }) };
   return {
     name: plan.name,
+    ...(sandbox && { sandbox }),
     workspace: path.resolve(options.baseDir, plan.workspace ?? '.'),
     inputs,
     steps,
@@ -217,7 +222,7 @@ function compileAction(step: StepFile, baseDir: string): StepAction {
   if (step.decide) return { kind: 'decide', decide: { ...step.decide, ...(step.decide.model && { model: modelAt(step.decide.model, baseDir) }) } };
   if (step.agent) {
     const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, ...rest } = step.agent;
-    return { kind: 'agent', agent: { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals, approvalTimeout } };
+    return { kind: 'agent', agent: { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals: compileApprovals(approvals), approvalTimeout } };
   }
   return { kind: 'tool', tool: step.tool as string, with: step.with ?? {} };
 }

@@ -7,10 +7,12 @@
  * (one answer) and `session` (one answer per message).
  */
 import type { Duration } from '@temporalio/common';
-import { ApplicationFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ApprovalGate } from './approval-gate';
 import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../activities';
 import { BLOB_THRESHOLD_BYTES } from '../spec/limits';
 import type { Approvals } from '../spec/types';
+import type { SandboxSpec } from '../sandbox/profile';
 import { approvalFor, matchChoice } from './approvals';
 import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from './clock';
@@ -25,6 +27,8 @@ export interface LoopSpec {
   system?: string;
   tools: string[];
   approvals: Approvals;
+  /** The approvals of the agents that started this one (a subtask's parent): none may be loosened. */
+  inheritedApprovals?: Approvals[];
   approvalTimeout: string;
   /** Model turns for one answer. */
   maxTurns: number;
@@ -38,6 +42,8 @@ export interface LoopSpec {
   worktree?: boolean;
   /** Whose blob store holds big tool outputs: the plan's workspace when `workspace` is a worktree. */
   storeWorkspace?: string;
+  /** The plan's sandbox and egress, for the worker to apply to every tool call. */
+  sandbox?: SandboxSpec;
   /** Attempts of one model turn before its failure goes to `recover` (default 8). */
   modelAttempts?: number;
   /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */
@@ -76,6 +82,9 @@ export interface LoopHooks {
 
 export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
 type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
+
+/** Agents started on this code judge shell calls by command rules (approval-gate.ts). */
+const PATCH_COMMAND_RULES = 'command-rules';
 
 /** Tool results are sent back to the model; this keeps a runaway one from filling history. */
 const MAX_RESULT_CHARS = 64 * 1024;
@@ -122,6 +131,8 @@ export class AgentLoop {
   private readonly models: ReturnType<typeof modelActivities>;
   /** The model after a recovery switched to a fallback. */
   private model?: string;
+  /** Runs from before command rules decided with globs in the workflow, and must replay that way. */
+  private readonly gate?: ApprovalGate;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -131,6 +142,10 @@ export class AgentLoop {
     this.maxTurns = spec.maxTurns;
     this.models = modelActivities(spec.modelAttempts);
     this.model = spec.model;
+    if (patched(PATCH_COMMAND_RULES)) {
+      const gate = { label: spec.label, approvals: spec.approvals, approvalTimeout: spec.approvalTimeout, ...(spec.inheritedApprovals && { inherited: spec.inheritedApprovals }) };
+      this.gate = new ApprovalGate(gate, this.waits, () => hooks.waitsChanged(), (event) => this.record(event));
+    }
   }
 
   /** Tools running now. */
@@ -269,7 +284,7 @@ export class AgentLoop {
       this.record({ event: 'tool.refused', call: callId, outcome: tool ? 'invalid_arguments' : 'unknown_tool', ...(tool && { tool: tool.tool }) });
       return reply(call.error ?? `no tool named ${call.name}`, true);
     }
-    const denial = await this.approval(tool.tool, call.args, callId);
+    const denial = this.gate ? await this.gate.check(tool.tool, call.args, callId) : await this.approval(tool.tool, call.args, callId);
     if (denial !== undefined) return reply(denial, true);
     const started = nowMs();
     this.running.set(callId, tool.tool);
@@ -285,6 +300,7 @@ export class AgentLoop {
         // Every turn sends the whole conversation: big outputs travel by reference, so no turn outgrows a payload.
         inlineLimit: AGENT_INLINE_LIMIT,
         ...(this.spec.storeWorkspace && { storeWorkspace: this.spec.storeWorkspace }),
+        ...(this.spec.sandbox && { sandbox: this.spec.sandbox }),
       });
       this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok' });
       return reply(result.output);
@@ -318,7 +334,7 @@ export class AgentLoop {
     });
   }
 
-  /** Undefined when the call may run; otherwise the denial the model reads, reason included. */
+  /** Runs from before command rules: globs decided in the workflow, first match wins. Undefined when the call may run. */
   private async approval(tool: string, args: Record<string, unknown>, callId: string): Promise<string | undefined> {
     const policy = approvalFor(this.spec.approvals, tool, args);
     if (policy === 'allow') return undefined;

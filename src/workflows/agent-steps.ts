@@ -4,7 +4,7 @@
  * and `cadre list --status waiting` show a tool call waiting for approval, and an answer sent to
  * the run is checked there and passed on to the agent.
  */
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, patched, setHandler } from '@temporalio/workflow';
 import type { ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import type { CompiledStep } from '../spec/types';
@@ -14,6 +14,8 @@ import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, 
 import { TeamBoard } from './team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
+
+const PATCH_REASKED_WAITS = 'reasked-waits';
 
 /** A failed agent is not re-run unless the step asks: every turn would be paid again. */
 const DEFAULT_AGENT_ATTEMPTS = 1;
@@ -34,6 +36,10 @@ export class AgentSteps {
   private readonly owners = new Map<string, string>();
   /** Each agent's worker state, as it signals it. */
   private readonly board: TeamBoard;
+  /** When each wait was asked, to tell an agent's retry asking again from a signal sent before an answer. */
+  private readonly asked = new Map<string, string>();
+  /** Runs recorded before re-asked waits were opened again ignored them, and must replay that way. */
+  private readonly reasks = patched(PATCH_REASKED_WAITS);
 
   constructor(
     private readonly onWaiting: (step: string, waiting: boolean) => void,
@@ -113,12 +119,18 @@ export class AgentSteps {
       if (owner === workflowId && !current.has(id)) this.waits.close(id);
     }
     for (const wait of waits) {
-      // A wait answered here stays answered, whatever a signal sent before the answer arrived says.
-      if (this.waits.knows(wait.id)) continue;
+      // A wait answered here stays answered, whatever a signal sent before the answer arrived says;
+      // the same id asked anew (a later `since`: the agent's retry asks its calls again) is a new wait.
+      if (this.waits.knows(wait.id) && !(this.reasks && this.asked.get(wait.id) !== wait.since && !this.isOpen(wait.id))) continue;
       this.owners.set(wait.id, workflowId);
+      this.asked.set(wait.id, wait.since);
       this.waits.openWait(wait, wait.since);
     }
     this.changed(workflowId);
+  }
+
+  private isOpen(id: string): boolean {
+    return this.waits.list().some((w) => w.id === id);
   }
 
   private changed(workflowId: string): void {

@@ -3,6 +3,7 @@
  * It answers the `agentDiagnostics` query, takes approvals by the `answer` update (or from its plan
  * run by signal), tells its plan run what it waits for, and shows its progress in the Web UI.
  */
+import type { SandboxSpec } from '../sandbox/profile';
 import {
   ApplicationFailure,
   CancellationScope,
@@ -19,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities, ModelMessageInput } from '../activities';
 import { durationMs } from '../spec/duration';
-import { type AgentSpec, type DecideSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
+import { type AgentSpec, type Approvals, type DecideSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
 import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
@@ -64,6 +65,15 @@ export interface AgentTaskInput {
   branch?: string;
   /** A team worker: it has `signal_state`, `ask_question` and `spawn_subtask`, and must say when it is done. */
   team?: TeamWorker;
+  /** The plan's sandbox and egress; subtasks and specialists get the same. */
+  sandbox?: SandboxSpec;
+  /** A subtask's parents' tools and approvals: it gets no tool they lack, and no looser policy. */
+  inherited?: InheritedPolicy;
+}
+
+export interface InheritedPolicy {
+  tools: string[];
+  approvals: Approvals[];
 }
 
 export interface AgentResult extends AgentSummary {
@@ -112,10 +122,17 @@ class AgentRun {
       workspace: input.workspace,
       ...(input.worktree && { worktree: true }),
       ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
+      ...(input.sandbox && { sandbox: input.sandbox }),
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'
-        ? { ...common, ...(input.team && { modelAttempts: TEAM_MODEL_ATTEMPTS, toolHeartbeatTimeout: TEAM_TOOL_HEARTBEAT_TIMEOUT }), ...action.agent, ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }) }
+        ? {
+            ...common,
+            ...(input.team && { modelAttempts: TEAM_MODEL_ATTEMPTS, toolHeartbeatTimeout: TEAM_TOOL_HEARTBEAT_TIMEOUT }),
+            ...action.agent,
+            ...(action.agent.system === undefined && action.agent.role && { system: `You are the ${action.agent.role} of the team.` }),
+            ...(input.inherited && { tools: action.agent.tools.filter((t) => input.inherited?.tools.includes(t)), inheritedApprovals: input.inherited.approvals }),
+          }
         : {
             ...common,
             ...(action.decide.model !== undefined && { model: action.decide.model }),
@@ -285,6 +302,8 @@ class AgentRun {
       reporter: this.reporter,
       label: this.input.step,
       workspace: this.input.workspace,
+      ...(this.input.sandbox && { sandbox: this.input.sandbox }),
+      ...(this.input.action.kind === 'agent' && { policy: this.ownPolicy(this.input.action.agent) }),
       ...(this.input.worktree && this.input.branch !== undefined && { worktree: { branch: this.input.branch, storeWorkspace: this.input.storeWorkspace ?? this.input.workspace } }),
       subtaskWorktrees: this.subtaskWorktrees,
       busy: this.busy,
@@ -356,6 +375,15 @@ class AgentRun {
   }
 
   /** A worker waits for input while a person or the team owes it an answer, for a subtask while one runs. */
+  /** What this agent may do, for its subtasks to inherit: its tools (narrowed by its own parents) and every approvals above it. */
+  private ownPolicy(agent: AgentSpec): InheritedPolicy {
+    const inherited = this.input.inherited;
+    return {
+      tools: inherited ? agent.tools.filter((t) => inherited.tools.includes(t)) : agent.tools,
+      approvals: [agent.approvals, ...(inherited?.approvals ?? [])],
+    };
+  }
+
   private sync(reason: string): void {
     const state = this.reporter.state;
     // blocked, completing and the final states change only by what the worker does.

@@ -44,6 +44,21 @@ export interface Waiting {
   prompt: string;
   choices?: string[];
   since: string;
+  /** An approval: what exactly would run, whole (the prompt is one line). */
+  detail?: ApprovalDetail;
+}
+
+/** Everything a person approves: nothing of the call is cut, so the tail of a command cannot hide. */
+export interface ApprovalDetail {
+  tool: string;
+  /** The call's arguments as JSON. */
+  args: string;
+  /** `shell`: the command, whole. */
+  command?: string;
+  /** What the command rules made of it: each command it would run, its decision and what decided. */
+  segments?: { text: string; decision: string; rule: string }[];
+  /** Why it asks: the rule, or the tool's policy. */
+  reason: string;
 }
 
 export interface TokenUsage {
@@ -238,6 +253,8 @@ export const agentWaitsSignal = defineSignal<[{ workflowId: string; waits: Waiti
 export const agentAnswerSignal = defineSignal<[Answer]>('agentAnswer');
 
 export const APPROVAL_CHOICES = ['approve', 'deny'];
+/** `always`: approve, and run exactly this call again (same tool, same arguments) without asking, for this agent. */
+export const APPROVAL_CHOICES_ALWAYS = ['approve', 'always', 'deny'];
 
 /** How a `session` starts (Update-with-Start carries it with the first message). */
 export interface SessionInput {

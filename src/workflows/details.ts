@@ -31,7 +31,7 @@ export function describeWait(workflowId: string, w: Waiting): { question: string
   const question = `${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}`;
   const value = w.kind === 'approval' ? 'approve' : (w.choices?.[0] ?? 'your answer');
   const update = JSON.stringify({ waitId: w.id, value });
-  if (w.kind === 'approval') return { question, command: `cadre approve ${workflowId} ${w.id}  (or: cadre deny ${workflowId} ${w.id} --reason "...")`, update };
+  if (w.kind === 'approval') return { question, command: `cadre approve ${workflowId} ${w.id} [--always]  (or: cadre deny ${workflowId} ${w.id} --reason "...")`, update };
   return { question, command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}`, update };
 }
 
@@ -56,6 +56,7 @@ export function currentDetails({ workflowId, status, total, counts, steps, waiti
       lines.push(`- \`${w.id}\`: ${clip(question)} — \`${clip(command)}\`, or the \`answer\` update or signal with \`${clip(update)}\``);
     }
     if (waiting.length > MAX_LISTED) lines.push(`- … and ${waiting.length - MAX_LISTED} more (\`cadre status ${workflowId}\`)`);
+    lines.push(...approvalBlocks(workflowId, waiting.slice(0, MAX_LISTED)));
   }
   if (total > DETAILS_ALL_STEPS_UP_TO) {
     const tally = (Object.keys(STEP_MARKS) as StepStatus[]).filter((s) => counts[s] > 0).map((s) => `${STEP_MARKS[s]} ${counts[s]} ${s}`);
@@ -67,6 +68,43 @@ export function currentDetails({ workflowId, status, total, counts, steps, waiti
   if (total > DETAILS_ALL_STEPS_UP_TO && steps.length > MAX_LISTED) lines.push(`- … and ${steps.length - MAX_LISTED} more`);
   lines.push('', FRAME_SLACK);
   return lines.join('\n');
+}
+
+/** Whole commands of approvals shown at most up to this many characters in all; past it, `cadre status` shows them. */
+const MAX_APPROVAL_TEXT = 512 * 1024;
+
+/**
+ * Each approval's call, whole, under the list: a person approves what they read, so nothing of a
+ * command is cut here (the line above is only its first words).
+ */
+function approvalBlocks(workflowId: string, waiting: Waiting[]): string[] {
+  const lines: string[] = [];
+  let budget = MAX_APPROVAL_TEXT;
+  for (const w of waiting) {
+    if (!w.detail) continue;
+    const shown = w.detail.command ?? w.detail.args;
+    if (shown.length > budget) {
+      lines.push('', `\`${w.id}\` (${w.detail.tool}, ${shown.length} characters): read it whole with \`cadre status ${workflowId}\``);
+      continue;
+    }
+    budget -= shown.length;
+    const fence = '`'.repeat(Math.max(3, longestRun(shown, '`') + 1));
+    lines.push('', `\`${w.id}\` would run (${w.detail.tool}; ${w.detail.reason}):`, '', `${fence}${w.detail.command !== undefined ? 'sh' : 'json'}`, shown, fence);
+    if (w.detail.segments?.length) {
+      lines.push('', ...w.detail.segments.map((seg) => `- ${seg.decision} \`${clip(seg.text.replace(/`/g, "'").replace(/\s*\n\s*/g, ' ⏎ '))}\` (${seg.rule})`));
+    }
+  }
+  return lines;
+}
+
+function longestRun(text: string, char: string): number {
+  let longest = 0;
+  let run = 0;
+  for (const c of text) {
+    run = c === char ? run + 1 : 0;
+    longest = Math.max(longest, run);
+  }
+  return longest;
 }
 
 /** Details are a glance, not a record: long prompts and errors are shortened here, visibly, and kept whole in diagnostics. */

@@ -104,6 +104,11 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
   StructuredOutputInvalid: { class: 'permanent', kind: 'invalid_output', actions: ['loosen the output schema or the instructions'] },
   RolesInvalid: { class: 'user_resolvable', kind: 'config', actions: ['fix the team role file', 'resume the worker'] },
   ScriptMismatch: { class: 'permanent', kind: 'invalid_request', actions: ['fix the scripted model\'s scenario'] },
+  SandboxUnavailable: { class: 'user_resolvable', kind: 'config', actions: ['install bubblewrap on the worker (apt-get install bubblewrap), or let people set sandbox: none', 'resume the worker'] },
+  SandboxConfigInvalid: { class: 'user_resolvable', kind: 'config', actions: ['fix the sandbox settings (plan or cadre.config.yaml)', 'resume the worker'] },
+  // Opening a host is the plan author's call, never the agent's.
+  TooManyRedirects: { class: 'permanent', kind: 'invalid_request', actions: ['call the address the redirects end at, or fix the loop'] },
+  EgressDenied: { class: 'permanent', kind: 'policy', actions: ['reach only the hosts the plan allows, or ask its author to add one to egress.allow'] },
 };
 
 /** Failure types the workflows throw (agent loop, team tools). AgentFailed wraps others: its message decides. */

@@ -5,6 +5,7 @@
  * out among the chunks running at once; its output is a stored list made of the chunks' lists.
  * Workflow code.
  */
+import type { SandboxSpec } from '../sandbox/profile';
 import { condition, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
 import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../spec/limits';
 import type { Stored, StoredList } from '../spec/refs';
@@ -23,6 +24,7 @@ export type LoopList = { values: unknown[] } | { list: Stored; source: string };
 export interface ChunkedLoopHost {
   plan: string;
   workspace: string;
+  sandbox?: SandboxSpec;
   isPaused(): boolean;
   /** Called whenever a chunk ends: items completed so far, and tool attempts the chunk made. */
   progress(completed: number, attempts: number): void;
@@ -69,6 +71,7 @@ export class ChunkedLoop {
         const input: RunItemsInput = {
           step: this.step,
           workspace: this.host.workspace,
+          ...(this.host.sandbox && { sandbox: this.host.sandbox }),
           scope: childScope,
           items: 'values' in items ? { values: items.values.slice(start, start + count) } : items,
           start,

@@ -4,6 +4,7 @@
  * `lanes` at a time, stops starting items at the first failure, and returns its items' outputs
  * stored as one list: the parent's history holds a reference per chunk, not an output per item.
  */
+import type { SandboxSpec } from '../sandbox/profile';
 import { ApplicationFailure, TemporalFailure, condition, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
 import type { Stored, StoredRef } from '../spec/refs';
 import { hasDeferred } from '../spec/refs';
@@ -20,6 +21,7 @@ export const ITEM_INLINE_BYTES = 1024;
 export interface RunItemsInput {
   step: CompiledStep;
   workspace: string;
+  sandbox?: SandboxSpec;
   /** What the step's templates read besides the item: the outputs of the steps it needs, and the inputs. */
   scope: Record<string, unknown>;
   /** This chunk's items as values, or the stored list they are read from (by global index). */
@@ -122,5 +124,6 @@ async function runItem(input: RunItemsInput, scope: Record<string, unknown>, lab
     local: runsLocally(step, step.action.tool),
     ids,
     inlineLimit: ITEM_INLINE_BYTES,
+    ...(input.sandbox && { sandbox: input.sandbox }),
   });
 }

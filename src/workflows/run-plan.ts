@@ -4,6 +4,7 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
+import type { SandboxSpec } from '../sandbox/profile';
 import {
   ApplicationFailure,
   CancellationScope,
@@ -158,6 +159,7 @@ class PlanRun {
       this.team = new Team(
         this.plan.team,
         this.plan.workspace,
+        this.plan.sandbox,
         (workflowId, step, role) => this.agents.track(workflowId, step, { role }),
         () => this.changed(),
       );
@@ -531,6 +533,7 @@ class PlanRun {
       loop = new ChunkedLoop(step, {
         plan: this.plan.name,
         workspace: this.plan.workspace,
+        ...this.sandbox(),
         isPaused: () => this.paused,
         progress: (completed, attempts) => {
           record.items = { total: length, completed };
@@ -581,6 +584,7 @@ class PlanRun {
       local: this.hardened && runsLocally(step, action.tool),
       ids: this.activityIds,
       ...this.inline(),
+      ...this.sandbox(),
     };
     if (!step.worktree) return callTool(call);
     return this.worktrees.lease(step.worktree, step.id).then((worktree) => callTool({ ...call, workspace: worktree.path, worktree: true }));
@@ -607,6 +611,7 @@ class PlanRun {
           workspace: worktree?.path ?? this.plan.workspace,
           ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace, branch: worktree.branch }),
           ...(member && { team: member.team }),
+          ...this.sandbox(),
         },
         ...(timeout !== undefined && { timeout }),
       },
@@ -655,6 +660,11 @@ class PlanRun {
   /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
   private inline(): { inlineLimit?: number } {
     return this.hardened ? { inlineLimit: BLOB_THRESHOLD_BYTES } : {};
+  }
+
+  /** The plan's sandbox and egress, for every tool call and agent of the run. */
+  private sandbox(): { sandbox?: SandboxSpec } {
+    return this.plan.sandbox ? { sandbox: this.plan.sandbox } : {};
   }
 
   /** A question or prompt as text; read through an activity (awaited) only when it quotes a stored output. */
@@ -732,7 +742,7 @@ class PlanRun {
       ...this.activityIds.next(`compensate:${step.id}`),
       ...compensationActivityOptions(`compensate ${step.id}`),
     });
-    await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline() });
+    await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline(), ...this.sandbox() });
   }
 
   private finish(status: 'completed' | 'failed' | 'cancelled'): void {

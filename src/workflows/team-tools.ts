@@ -4,11 +4,12 @@
  * with a reminder; after `silentTurns` reminders the worker is `blocked` and waits for a person,
  * never taken for done.
  */
+import type { SandboxSpec } from '../sandbox/profile';
 import { ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../spec/duration';
 import { DEFAULT_AGENT_TURNS } from '../spec/types';
 import type { WorkflowTool } from './agent-loop';
-import { agentTask } from './agent-task';
+import { type InheritedPolicy, agentTask } from './agent-task';
 import { isoAt, nowMs } from './clock';
 import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
 import { describeFailure } from './failures';
@@ -35,6 +36,10 @@ export interface TeamWorkerContext {
   askWhileBlocked(id: string, prompt: string, choices?: string[]): Promise<string>;
   label: string;
   workspace: string;
+  /** The run's sandbox and egress: a subtask gets the same, whatever its role. */
+  sandbox?: SandboxSpec;
+  /** The worker's own tools and approvals: a subtask, whatever role the model picks, gets no more. */
+  policy?: InheritedPolicy;
   /** The worker's own worktree, when it works in one: subtasks may get worktrees branched from it. */
   worktree?: { branch: string; storeWorkspace: string };
   /** Records of subtasks' worktrees, shown in the worker's diagnostics. */
@@ -229,6 +234,8 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
           prompt,
           ...(own && ctx.worktree ? { workspace: own.path, worktree: true, branch: own.branch, storeWorkspace: ctx.worktree.storeWorkspace } : { workspace: ctx.workspace }),
           team: { ...team, role, chain: [role], depth: team.depth + 1 },
+          ...(ctx.sandbox && { sandbox: ctx.sandbox }),
+          ...(ctx.policy && { inherited: ctx.policy }),
         };
         const result = await executeChild(agentTask, { workflowId: `${workflowInfo().workflowId}/sub-${n}`, args: [input] });
         return { result: { subtask: label, output: result.output, ...(own && { branch: own.branch }) } };

@@ -5,6 +5,7 @@
  * answer goes back to the asker; an unsure one, or none, sends the asker to a person. Consultations
  * are bounded in depth, and a loop (A asks B asks A) is cut with a note. Event-driven: nothing polls.
  */
+import type { SandboxSpec } from '../sandbox/profile';
 import { executeChild, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { TeamRole } from '../activities/roles';
@@ -44,6 +45,7 @@ export class Team {
   constructor(
     private readonly spec: TeamSpec,
     private readonly workspace: string,
+    private readonly sandbox: SandboxSpec | undefined,
     private readonly track: (workflowId: string, step: string, role: string) => void,
     private readonly changed: () => void,
   ) {
@@ -123,7 +125,7 @@ export class Team {
     try {
       const result = await executeChild(agentTask, {
         workflowId,
-        args: [{ step: label, action: { kind: 'agent', agent }, prompt, workspace: this.workspace, team: await this.worker(target, [...q.chain, target], 0) }],
+        args: [{ step: label, action: { kind: 'agent', agent }, prompt, workspace: this.workspace, team: await this.worker(target, [...q.chain, target], 0), ...(this.sandbox && { sandbox: this.sandbox }) }],
       });
       const said = specialistAnswer(result.output);
       if (!said) return { id: q.id, outcome: 'escalate', note: `the ${target} gave no answer with a confidence: ${clip(JSON.stringify(result.output) ?? 'nothing', MAX_NOTE_CHARS)}` };

@@ -6,6 +6,7 @@ import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workfl
 import type { Activities, ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import type { CompiledStep } from '../spec/types';
+import type { SandboxSpec } from '../sandbox/profile';
 import { PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { StepTimeout } from './failures';
 import { sizeOf } from './sizes';
@@ -43,6 +44,8 @@ export interface StepToolCall {
   worktree?: boolean;
   /** Output bytes to keep in history (see ToolRequest); absent for runs from before the blob store. */
   inlineLimit?: number;
+  /** The plan's sandbox and egress, for the worker to apply. */
+  sandbox?: SandboxSpec;
 }
 
 /**
@@ -70,6 +73,7 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
     stepId: step.id,
     ...(call.worktree && { worktree: true }),
     ...(call.inlineLimit !== undefined && { inlineLimit: call.inlineLimit }),
+    ...(call.sandbox && { sandbox: call.sandbox }),
   });
 }
 

@@ -8,7 +8,7 @@ import { durationMs, isDuration } from '../spec/duration';
 import { checkDurationMs } from '../spec/limits';
 import { isoAt, nowMs } from './clock';
 import { humanWaited } from './metrics';
-import type { WaitKind, Waiting } from './definitions';
+import type { ApprovalDetail, WaitKind, Waiting } from './definitions';
 import type { HumanWaitOutcome } from '../analytics/types';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
@@ -33,6 +33,7 @@ export interface WaitRequest {
   prompt: string;
   choices?: string[];
   timeout?: string;
+  detail?: ApprovalDetail;
 }
 
 export class HumanWaits {
@@ -111,9 +112,9 @@ export class HumanWaits {
   }
 
   /** Opens a wait without waiting on it (the workflow waits in `wait`; tests drive it directly). */
-  openWait({ id, kind, prompt, choices }: WaitRequest, since = isoAt(nowMs())): void {
+  openWait({ id, kind, prompt, choices, detail }: WaitRequest, since = isoAt(nowMs())): void {
     this.answers.delete(id);
-    this.open.set(id, { id, kind, prompt, ...(choices && { choices }), since });
+    this.open.set(id, { id, kind, prompt, ...(choices && { choices }), since, ...(detail && { detail }) });
   }
 
   /** The `answer` update's handler: runs only for answers its validator accepted. */

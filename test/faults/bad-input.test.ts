@@ -12,7 +12,7 @@ import { WATCHDOG_ARGS } from '../../src/activities/tools/tied-process';
 import { ARG_MAX, MAX_ARG_STRLEN, envStrings, execBytes } from '../../src/spec/tools';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import { compile, startPlan, step, tempWorkspace, withWorker } from '../support/harness';
-import { INLINE_OUTPUT_LIMITS } from '../../src/activities/tools/context';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
 import { applicationFailure } from '../support/failures';
 
 const { runTool } = createActivities();
@@ -47,7 +47,7 @@ describe('bad tool input is permanent and names the field', () => {
     ['an env value over MAX_ARG_STRLEN', { command: 'true', env: { BIG: big } }, `env.BIG: is ${MAX_ARG_STRLEN + 4} bytes with its name`],
     ['a command over MAX_ARG_STRLEN', { command: `: ${big}` }, `command: is ${MAX_ARG_STRLEN + 2} bytes`],
     ['an environment over ARG_MAX', { command: 'true', env: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`V${i}`, 'y'.repeat(120_000)])) }, 'env: command and environment need'],
-    ['an environment over ARG_MAX only with the worker\'s own', { command: 'true', env: justUnderArgMax('true') }, 'command, env: command and environment, with the worker\'s own'],
+    ['an environment over ARG_MAX only with the sandbox\'s arguments', { command: 'true', env: justUnderArgMax('true') }, 'command, env: command and environment need'],
   ])('shell: %s', async (_name, params, message) => {
     const err = await applicationFailure(shell(params));
     expect(err).toMatchObject({ type: 'BadToolInput', nonRetryable: true });
@@ -57,7 +57,7 @@ describe('bad tool input is permanent and names the field', () => {
   test('a spawn that fails with E2BIG is bad input, not a temporary error', async () => {
     // Past the schema (as a future tool or a smaller system limit would be): the kernel refuses the exec.
     const boundary = await openBoundary(ws, { name: 'workspace' });
-    const ctx = { boundary, stepId: 'bad', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS };
+    const ctx = { boundary, stepId: 'bad', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() };
     expect(execBytes([...WATCHDOG_ARGS, 'true', ...envStrings({ ...process.env, BIG: big })])).toBeLessThan(ARG_MAX);
     const e2big = await applicationFailure(runShell({ command: 'true', env: { BIG: big } }, ctx));
     expect(e2big).toMatchObject({ type: 'BadToolInput', nonRetryable: true, message: expect.stringContaining('E2BIG') });

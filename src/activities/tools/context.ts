@@ -1,4 +1,7 @@
 import type { Boundary } from '../confinement';
+import type { EgressLookup } from '../../egress';
+import { NO_SECRETS, type WorkerSecrets } from '../../sandbox/environment';
+import { DEFAULT_PROFILE, type SandboxProfile } from '../../sandbox/profile';
 
 /** How much output a tool keeps before it cuts (and says so): more when big outputs leave history. */
 export interface OutputLimits {
@@ -23,4 +26,19 @@ export interface ToolContext {
   stepId: string;
   attempt: number;
   signal: AbortSignal;
+  /** How the processes a tool starts are contained (people set it: plan, role, worker), and what they never get. */
+  sandbox: ToolSandbox;
+}
+
+/** The worker's defaults with no secrets: for calling tools outside an activity (tests, benchmarks). */
+export function defaultToolSandbox(): ToolSandbox {
+  return { profile: DEFAULT_PROFILE, secrets: NO_SECRETS };
+}
+
+export interface ToolSandbox {
+  profile: SandboxProfile;
+  secrets: WorkerSecrets;
+  log?: (line: string) => void;
+  /** How egress resolves names, instead of the system's (tests). */
+  lookup?: EgressLookup;
 }

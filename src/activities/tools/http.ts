@@ -1,3 +1,5 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { egressFetch } from '../../egress';
 import type { HttpRequestParams } from '../../spec/tools';
 import { ErrorTypes, permanent, transient } from '../errors';
 import { CappedBytes, truncation } from './capped';
@@ -21,14 +23,18 @@ export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
     throw permanent(ErrorTypes.BadToolInput, `bad parameters for http.request: ${(err as Error).message}`);
   }
   const kept = new CappedBytes(ctx.limits.bodyBytes);
+  // Only what the plan's egress allows, checked on the address connected to and again at every redirect.
+  const fetch = egressFetch(ctx.sandbox.profile.egress, { ...(ctx.sandbox.lookup && { lookup: ctx.sandbox.lookup }) });
   let response: Response;
   try {
     response = await fetch(request);
     // Read to the end, keeping only the cap in memory, so the output can say how much was dropped.
     if (response.body) for await (const chunk of response.body) kept.push(Buffer.from(chunk));
   } catch (err) {
-    if (ctx.signal.aborted) throw err;
-    throw transient(ErrorTypes.HttpServerError, `request to ${params.url} failed: ${(err as Error).message}`);
+    if (ctx.signal.aborted || err instanceof ApplicationFailure) throw err;
+    throw transient(ErrorTypes.HttpServerError, `request to ${params.url} failed: ${describe(err)}`);
+  } finally {
+    await fetch.close().catch(() => undefined);
   }
   const text = kept.finish();
   let json: unknown;
@@ -44,4 +50,11 @@ export async function httpRequest(params: HttpRequestParams, ctx: ToolContext) {
     throw retryable ? transient(ErrorTypes.HttpServerError, message, out) : permanent(ErrorTypes.HttpClientError, message, out);
   }
   return out;
+}
+
+/** fetch says only "fetch failed": the cause says why (ECONNREFUSED, a TLS error). */
+function describe(err: unknown): string {
+  const cause = (err as { cause?: { message?: string; code?: string } }).cause;
+  const message = (err as Error).message;
+  return cause?.message && cause.message !== message ? `${message}: ${cause.message}` : message;
 }

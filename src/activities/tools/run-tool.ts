@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import { durationMs } from '../../spec/duration';
 import { isToolName, toolParams, type ToolName } from '../../spec/tools';
-import { openBoundary } from '../confinement';
+import { PROTECTED_PATHS, openBoundary } from '../confinement';
 import { ErrorTypes, permanent } from '../errors';
 import type { ToolContext } from './context';
 import { readWorkspaceFile, writeWorkspaceFile } from './fs';
@@ -45,7 +45,7 @@ export async function runTool(tool: string, params: unknown, ctx: Omit<ToolConte
   }
   // Workers on other machines (containers) may not have the plan's workspace: said once, as WorkspaceMissing.
   // In a worktree, its `.git` (a file linking to the repository's metadata) is out of bounds too.
-  const boundary = await openBoundary(ctx.workspace, ctx.worktree ? { name: 'worktree', deny: ['.git'] } : { name: 'workspace' });
-  const { stepId, attempt, signal, limits } = ctx;
-  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, signal, limits });
+  const boundary = await openBoundary(ctx.workspace, { name: ctx.worktree ? 'worktree' : 'workspace', deny: PROTECTED_PATHS });
+  const { stepId, attempt, signal, limits, sandbox } = ctx;
+  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, signal, limits, sandbox });
 }

@@ -1,5 +1,9 @@
+import { stat } from 'node:fs/promises';
 import { ARG_MAX, envStrings, execBytes, type ShellParams } from '../../spec/tools';
-import { directoryInside } from '../confinement';
+import { toolEnvironment } from '../../sandbox/environment';
+import { type PreparedSandbox, SandboxUnavailable, prepareSandbox } from '../../sandbox/executor';
+import { type OutputReceivers, type SandboxedProcess, spawnSandboxed } from '../../sandbox/spawn';
+import { directoryInside, resolveInside } from '../confinement';
 import { ErrorTypes, permanent, transient } from '../errors';
 import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
@@ -17,26 +21,21 @@ export interface ShellOutput {
 }
 
 export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
-  const env = { ...process.env, ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) };
-  // The schema checked the plan's own command and env; the worker's environment counts too.
-  const size = execBytes([...WATCHDOG_ARGS, params.command, ...envStrings(env)]);
-  if (size > ARG_MAX) throw tooBig(`command and environment, with the worker's own, need ${size} bytes; a process can be started with at most ${ARG_MAX}`);
-  // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
-  const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
+  const { profile, secrets } = ctx.sandbox;
+  let env: Record<string, string>;
+  try {
+    env = toolEnvironment({ profile, secrets, extra: { ...params.env, CADRE_STEP: ctx.stepId, CADRE_ATTEMPT: String(ctx.attempt) } });
+  } catch (err) {
+    throw permanent(ErrorTypes.SandboxConfigInvalid, (err as Error).message);
+  }
   const stdout = new CappedBytes(ctx.limits.streamBytes);
   const stderr = new CappedBytes(ctx.limits.streamBytes);
-  let tool: TiedProcess;
-  try {
-    tool = spawnTied(params.command, { cwd: cwd.path, env, stdout: (chunk) => stdout.push(chunk), stderr: (chunk) => stderr.push(chunk) });
-  } catch (err) {
-    throw spawnFailure(err);
-  } finally {
-    await cwd.close();
-  }
-  const kill = () => tool.killTree();
+  const output = { stdout: (chunk: Buffer) => stdout.push(chunk), stderr: (chunk: Buffer) => stderr.push(chunk) };
+  const started = profile.mode === 'none' ? await unconfined(params, ctx, env, output) : await sandboxed(params, ctx, env, output);
+  const kill = () => started.kill();
   ctx.signal.addEventListener('abort', kill, { once: true });
   try {
-    const exitCode = await tool.finished.catch((err) => {
+    const exitCode = await started.finished.catch((err) => {
       throw spawnFailure(err);
     });
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('cancelled');
@@ -52,9 +51,70 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
     return result;
   } finally {
     ctx.signal.removeEventListener('abort', kill);
-    if (ctx.signal.aborted) tool.killTree();
-    else tool.release();
+    await started.done(ctx.signal.aborted);
   }
+}
+
+interface Started {
+  finished: Promise<number>;
+  kill(): void;
+  /** After the command: what the call set up goes (a cancelled one is killed first). */
+  done(cancelled: boolean): Promise<void>;
+}
+
+/** In the sandbox: the workspace (or worktree) is all it can write; see src/sandbox. */
+async function sandboxed(params: ShellParams, ctx: ToolContext, env: Record<string, string>, output: OutputReceivers): Promise<Started> {
+  const cwd = await resolveInside(ctx.boundary, params.cwd ?? '.', 'cwd');
+  if (!(await stat(cwd.path).catch(() => undefined))?.isDirectory()) throw permanent(ErrorTypes.FileNotFound, `no directory ${JSON.stringify(params.cwd)} in the ${ctx.boundary.name}`);
+  let prepared: PreparedSandbox;
+  try {
+    prepared = await prepareSandbox({ argv: ['/bin/sh', '-c', params.command], cwd: cwd.path, writable: [ctx.boundary.root], profile: ctx.sandbox.profile, env, handshake: true, ...(ctx.sandbox.log && { log: ctx.sandbox.log }), ...(ctx.sandbox.lookup && { lookup: ctx.sandbox.lookup }) });
+  } catch (err) {
+    if (err instanceof SandboxUnavailable) throw permanent(ErrorTypes.SandboxUnavailable, err.message);
+    throw err;
+  }
+  const size = execBytes([prepared.file, ...prepared.args]);
+  if (size > ARG_MAX) {
+    await prepared.release();
+    throw tooBig(`command and environment need ${size} bytes with the sandbox's arguments; a process can be started with at most ${ARG_MAX}`);
+  }
+  let child: SandboxedProcess;
+  try {
+    child = spawnSandboxed(prepared, output);
+  } catch (err) {
+    await prepared.release();
+    throw spawnFailure(err);
+  }
+  return {
+    finished: child.finished,
+    kill: () => child.kill(),
+    done: async (cancelled) => {
+      if (cancelled) child.kill();
+      await child.finished.catch(() => undefined);
+      await prepared.release();
+    },
+  };
+}
+
+/** `sandbox: none`, chosen by people: as the worker's own process, its environment still scrubbed of secrets. */
+async function unconfined(params: ShellParams, ctx: ToolContext, env: Record<string, string>, output: OutputReceivers): Promise<Started> {
+  const size = execBytes([...WATCHDOG_ARGS, params.command, ...envStrings(env)]);
+  if (size > ARG_MAX) throw tooBig(`command and environment, with the worker's own, need ${size} bytes; a process can be started with at most ${ARG_MAX}`);
+  // Spawn in the checked directory itself, held open, so nothing swapped in meanwhile is entered.
+  const cwd = await directoryInside(ctx.boundary, params.cwd ?? '.', 'cwd');
+  let tool: TiedProcess;
+  try {
+    tool = spawnTied(params.command, { cwd: cwd.path, env, ...output });
+  } catch (err) {
+    throw spawnFailure(err);
+  } finally {
+    await cwd.close();
+  }
+  return {
+    finished: tool.finished,
+    kill: () => tool.killTree(),
+    done: async (cancelled) => (cancelled ? tool.killTree() : tool.release()),
+  };
 }
 
 function tooBig(reason: string) {

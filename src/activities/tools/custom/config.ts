@@ -6,9 +6,25 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../../errors';
+import { egressSchema } from '../../../egress/policy';
 
 const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an environment variable');
+export type McpServerSandbox = z.infer<typeof serverSandbox>;
 const SERVER_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+
+/**
+ * A stdio server runs in the sandbox like any tool process: its `cwd` read-only, nothing writable
+ * but `write`, no network but `egress`, no environment variable of the worker's but `env` names.
+ */
+const serverSandbox = z.union([
+  z.literal('none'),
+  z.strictObject({
+    write: z.array(z.string().min(1)).max(32).optional(),
+    read: z.array(z.string().min(1)).max(32).optional(),
+    env: z.array(envName).max(64).optional(),
+    egress: egressSchema.optional(),
+  }),
+]);
 
 const stdioServer = z.strictObject({
   command: z.string().min(1),
@@ -16,6 +32,7 @@ const stdioServer = z.strictObject({
   /** Extra environment for the server; values are literal (put secrets in the worker's own environment). */
   env: z.record(z.string(), z.string()).optional(),
   cwd: z.string().optional(),
+  sandbox: serverSandbox.optional(),
 });
 
 const httpServer = z.strictObject({
@@ -56,7 +73,18 @@ export function customToolsConfig(doc: unknown, source: string): CustomToolsConf
   const servers = parsed.data.mcp?.servers ?? {};
   return {
     modules: (parsed.data.tools?.modules ?? []).map((m) => path.resolve(baseDir, m)),
-    mcpServers: Object.fromEntries(Object.entries(servers).map(([name, s]) => [name, 'command' in s && s.cwd ? { ...s, cwd: path.resolve(baseDir, s.cwd) } : s])),
+    mcpServers: Object.fromEntries(Object.entries(servers).map(([name, s]) => [name, 'command' in s ? resolvePaths(s, baseDir) : s])),
     baseDir,
+  };
+}
+
+/** A stdio server's paths (cwd, sandbox read and write) made absolute against the config file's folder; cwd defaults to it. */
+function resolvePaths(server: z.infer<typeof stdioServer>, baseDir: string): z.infer<typeof stdioServer> {
+  const at = (p: string) => path.resolve(baseDir, p);
+  const box = server.sandbox;
+  return {
+    ...server,
+    cwd: at(server.cwd ?? '.'),
+    ...(box && box !== 'none' && { sandbox: { ...box, ...(box.write && { write: box.write.map(at) }), ...(box.read && { read: box.read.map(at) }) } }),
   };
 }

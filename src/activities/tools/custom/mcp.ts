@@ -7,6 +7,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorTypes, permanent, transient } from '../../errors';
 import type { McpServerConfig } from './config';
+import { realpathSync } from 'node:fs';
+import { type EgressPolicy, egressFetch, toEgressPolicy } from '../../../egress';
+import { type WorkerSecrets, toolEnvironment } from '../../../sandbox/environment';
+import { SandboxUnavailable, prepareSandbox } from '../../../sandbox/executor';
+import { type SandboxProfile, effectiveProfile } from '../../../sandbox/profile';
 
 export interface McpToolInfo {
   name: string;
@@ -20,10 +25,16 @@ export interface McpCallResult {
   value: unknown;
 }
 
+/** The worker's sandbox profile and secrets, read when a server first starts. */
+export type Containment = () => { profile: SandboxProfile; secrets: WorkerSecrets };
+
 export class McpServers {
   private readonly clients = new Map<string, Promise<Client>>();
 
-  constructor(private readonly servers: Record<string, McpServerConfig>) {}
+  constructor(
+    private readonly servers: Record<string, McpServerConfig>,
+    private readonly containment: Containment,
+  ) {}
 
   names(): string[] {
     return Object.keys(this.servers);
@@ -64,7 +75,7 @@ export class McpServers {
     if (!config) throw permanent(ErrorTypes.UnknownTool, `no MCP server "${server}" in cadre.config.yaml (servers: ${this.names().join(', ') || 'none'})`);
     let pending = this.clients.get(server);
     if (!pending) {
-      pending = connect(server, config);
+      pending = connect(server, config, this.containment);
       this.clients.set(server, pending);
     }
     try {
@@ -79,25 +90,59 @@ export class McpServers {
   }
 }
 
-async function connect(server: string, config: McpServerConfig): Promise<Client> {
+async function connect(server: string, config: McpServerConfig, containment: Containment): Promise<Client> {
   const client = new Client({ name: 'cadre', version: '0.1.0' });
-  const transport =
-    'command' in config
-      ? new StdioClientTransport({
-          command: config.command,
-          args: config.args ?? [],
-          env: { ...inheritedEnv(), ...config.env },
-          ...(config.cwd && { cwd: config.cwd }),
-          stderr: 'inherit',
-        })
-      : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: headersFromEnv(server, config.headersFromEnv) } });
-  await client.connect(transport);
+  if (!('command' in config)) {
+    // Its URL is the config's, written by people: that host and port are what the server may reach, and redirects are checked again.
+    const fetch = egressFetch(serverEgress(new URL(config.url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(config.url), { fetch, requestInit: { headers: headersFromEnv(server, config.headersFromEnv) } }));
+    return client;
+  }
+  const { profile, secrets } = containment();
+  const box = config.sandbox;
+  const own = box === 'none' ? { mode: 'none' as const } : { env: box?.env ?? [], read: [...(box?.read ?? []), config.cwd ?? process.cwd()], ...(box?.egress && { egress: toEgressPolicy(box.egress) }) };
+  const serverProfile = effectiveProfile(profile, own);
+  const env = toolEnvironment({ profile: serverProfile, secrets, extra: config.env ?? {} });
+  if (serverProfile.mode === 'none') {
+    await client.connect(new StdioClientTransport({ command: config.command, args: config.args ?? [], env, ...(config.cwd && { cwd: config.cwd }), stderr: 'inherit' }));
+    return client;
+  }
+  const prepared = await prepareSandbox({ argv: [config.command, ...(config.args ?? [])], cwd: config.cwd ?? process.cwd(), writable: existing(box === 'none' ? [] : (box?.write ?? [])), profile: serverProfile, env }).catch((err: unknown) => {
+    throw err instanceof SandboxUnavailable ? permanent(ErrorTypes.SandboxUnavailable, `MCP server "${server}": ${err.message}`) : err;
+  });
+  const transport = new StdioClientTransport({ command: prepared.file, args: prepared.args, env: prepared.env, stderr: 'inherit' });
+  // The server's egress proxy and placeholders live as long as the server.
+  const closed = transport.onclose;
+  transport.onclose = () => {
+    closed?.();
+    void prepared.release();
+  };
+  try {
+    await client.connect(transport);
+  } catch (err) {
+    await prepared.release();
+    throw err;
+  }
   return client;
 }
 
-/** What a server process inherits: the worker's environment, as a child process normally would. */
-function inheritedEnv(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+/** An HTTP server's own host and port, and nothing else; loopback only when the URL names it. */
+function serverEgress(url: URL): EgressPolicy {
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const local = host === 'localhost' || /^127\./.test(host) || host === '::1';
+  return local ? { allow: [], loopback: [port], addresses: [] } : { allow: [host], loopback: [], addresses: [] };
+}
+
+/** Paths that exist, symlinks resolved: a server's `write` folders are made by people beforehand. */
+function existing(paths: string[]): string[] {
+  return paths.flatMap((p) => {
+    try {
+      return [realpathSync(p)];
+    } catch {
+      return [];
+    }
+  });
 }
 
 function headersFromEnv(server: string, names: Record<string, string> = {}): Record<string, string> {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { CadreTool, ToolRunContext } from '../../../tools/define';
 import { ErrorTypes, permanent } from '../../errors';
 import type { CustomToolsConfig } from './config';
-import { McpServers } from './mcp';
+import { type Containment, McpServers } from './mcp';
 import { loadToolModules } from './modules';
 
 export interface DescribedTool {
@@ -30,8 +30,11 @@ export class CustomTools {
   private modules?: Promise<Map<string, CadreTool>>;
   private readonly mcp: McpServers;
 
-  constructor(private readonly config: CustomToolsConfig) {
-    this.mcp = new McpServers(config.mcpServers);
+  constructor(
+    private readonly config: CustomToolsConfig,
+    containment: Containment,
+  ) {
+    this.mcp = new McpServers(config.mcpServers, containment);
   }
 
   async describe(tool: string): Promise<DescribedTool[]> {

@@ -1,0 +1,88 @@
+/**
+ * What the sandbox costs a `shell` call: the same command through the tool, sandboxed (bubblewrap,
+ * the default profile) and unsandboxed (`sandbox: none`), interleaved on one machine; plus bare
+ * bubblewrap and a bare `/bin/sh`, for scale.
+ *
+ *   npm run bench        (no Temporal server needed: the tool's own function)
+ *
+ * Prints one JSON object and writes it to bench/results/sandbox.json. The target (a sandboxed call
+ * adds at most 20 ms at the median) is reported, not enforced: wall times vary with the machine's load.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
+import { runTool } from '../src/activities/tools/run-tool';
+import { bubblewrapAvailability } from '../src/sandbox/bubblewrap';
+import type { SandboxProfile } from '../src/sandbox/profile';
+import { resultsFile, runMain, writeResults } from './run-main';
+
+const CALLS = 60;
+const WARMUP = 5;
+const TARGET_OVERHEAD_MS = 20;
+const COMMAND = 'echo hello';
+
+function log(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+function stats(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return { min: round(sorted[0]), median: round(at(0.5)), p95: round(at(0.95)), max: round(sorted[sorted.length - 1]) };
+}
+
+async function timedCall(workspace: string, profile: SandboxProfile): Promise<number> {
+  const sandbox = { ...defaultToolSandbox(), profile };
+  const start = performance.now();
+  await runTool('shell', { command: COMMAND }, { workspace, stepId: 'bench', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox });
+  return performance.now() - start;
+}
+
+function timedSpawn(file: string, args: string[]): number {
+  const start = performance.now();
+  const done = spawnSync(file, args);
+  if (done.status !== 0) throw new Error(`${file} failed: ${done.stderr.toString()}`);
+  return performance.now() - start;
+}
+
+async function main(): Promise<void> {
+  const available = bubblewrapAvailability();
+  if (!available.ok) throw new Error(available.reason);
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-sandbox-'));
+  try {
+    const sandboxed = defaultToolSandbox().profile;
+    const unsandboxed: SandboxProfile = { ...sandboxed, mode: 'none' };
+    const times = { sandboxed: [] as number[], unsandboxed: [] as number[], bwrap: [] as number[], sh: [] as number[] };
+    for (let i = 0; i < WARMUP + CALLS; i++) {
+      // Interleaved, so the machine's load falls on both alike.
+      const pair = [await timedCall(workspace, sandboxed), await timedCall(workspace, unsandboxed)];
+      const bare = [timedSpawn(available.bwrap, ['--unshare-all', '--unshare-user', '--die-with-parent', '--ro-bind', '/', '/', '--', '/bin/true']), timedSpawn('/bin/sh', ['-c', 'true'])];
+      if (i < WARMUP) continue;
+      times.sandboxed.push(pair[0]);
+      times.unsandboxed.push(pair[1]);
+      times.bwrap.push(bare[0]);
+      times.sh.push(bare[1]);
+    }
+    const overheads = times.sandboxed.map((t, i) => t - times.unsandboxed[i]);
+    const overhead = stats(overheads);
+    const report = {
+      benchmark: 'sandbox',
+      command: COMMAND,
+      calls: CALLS,
+      machine: { cpus: os.cpus().length, node: process.version },
+      ms: { sandboxed: stats(times.sandboxed), unsandboxed: stats(times.unsandboxed), bareBwrap: stats(times.bwrap), bareSh: stats(times.sh) },
+      overheadMs: overhead,
+      target: { overheadMedianMs: TARGET_OVERHEAD_MS, met: overhead.median <= TARGET_OVERHEAD_MS },
+    };
+    log(`sandboxed ${report.ms.sandboxed.median} ms, unsandboxed ${report.ms.unsandboxed.median} ms (medians): overhead ${overhead.median} ms (p95 ${overhead.p95}), target ≤ ${TARGET_OVERHEAD_MS} ms`);
+    writeResults(resultsFile('sandbox'), report);
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+runMain(main, log);

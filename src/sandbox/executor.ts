@@ -1,0 +1,125 @@
+/**
+ * The one way a tool starts a process: `prepareSandbox` turns what should run, where, with which
+ * environment and profile, into the bubblewrap command that runs it contained (or, for a profile
+ * of `none`, into nothing: the caller runs it as before). Shell commands and MCP stdio servers
+ * both come through here.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { BRIDGE_SCRIPT, type EgressLookup, proxyEnv, startEgressProxy } from '../egress';
+import { hasEgress } from '../egress/policy';
+import { type Availability, bubblewrapAvailability, bwrapArgs } from './bubblewrap';
+import { type CallCgroup, callCgroup } from './cgroups';
+import { type Mount, type Placeholders, readMounts, releasePlaceholders, systemMounts, writableRoot } from './mounts';
+import type { SandboxProfile } from './profile';
+
+export interface SandboxRequest {
+  /** The program and its arguments, as run inside. */
+  argv: string[];
+  /** Absolute; inside one of `writable` (or a read-only path). */
+  cwd: string;
+  /** The call's workspace or worktree (symlinks resolved): the only paths it may write. */
+  writable: string[];
+  profile: SandboxProfile;
+  /** The tool's whole environment (toolEnvironment): nothing else of the worker's reaches it. */
+  env: Record<string, string>;
+  /**
+   * The caller spawns `file` with a pipe as fd 3 and calls `started(pid)` before anything runs:
+   * then the call gets a cgroup where one can be had, and its OOM score is raised from the start.
+   * Without it (an MCP server, started by its SDK) the process starts at once, with rlimits only.
+   */
+  handshake?: boolean;
+  log?: (line: string) => void;
+  /** How the egress proxy resolves names, instead of the system's (tests). */
+  lookup?: EgressLookup;
+}
+
+export interface PreparedSandbox {
+  file: string;
+  args: string[];
+  /** For the host-side processes (bwrap itself): just enough to run, nothing of the tool's. */
+  env: Record<string, string>;
+  /** With `handshake`: moves the waiting process into its cgroup, raises its OOM score (a memory hog goes first, not the worker), and lets it go. */
+  started(pid: number, go: () => void): Promise<void>;
+  /** Whole-call caps in force: `cgroup(pids,memory)` or `rlimits`. */
+  readonly containment: string;
+  /** Stops the egress proxy, removes placeholders and the cgroup: after the process is gone. */
+  release(): Promise<void>;
+}
+
+/** Raised when the profile asks for bubblewrap and this machine cannot give it. */
+export class SandboxUnavailable extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'SandboxUnavailable';
+  }
+}
+
+/** Inside the sandbox, programs find the proxy at this loopback port (the sandbox's own loopback). */
+const PROXY_PORT = 3128;
+const PROXY_DIR = '/run/cadre';
+/** Holds the process until the host has moved it into its cgroup (see `started`). */
+const TRAMPOLINE = 'read -r go <&3 || exit 125; exec 3<&-; exec "$@"';
+
+let system: Mount[] | undefined;
+
+export async function prepareSandbox(request: SandboxRequest): Promise<PreparedSandbox> {
+  const available: Availability = bubblewrapAvailability();
+  if (!available.ok) throw new SandboxUnavailable(available.reason);
+  system ??= systemMounts();
+  const placeholders: Placeholders = { made: [] };
+  const cleanups: (() => Promise<void>)[] = [() => releasePlaceholders(placeholders)];
+  const release = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    const mounts: Mount[] = [...system, ...readMounts(request.profile.read)];
+    for (const root of request.writable) mounts.push(...(await writableRoot(root, placeholders)));
+    let argv = request.argv;
+    let env = request.env;
+    if (hasEgress(request.profile.egress)) {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'cadre-egress-'));
+      cleanups.push(() => rm(dir, { recursive: true, force: true }));
+      const proxy = await startEgressProxy(request.profile.egress, { socketPath: path.join(dir, 'egress.sock'), ...(request.log && { log: request.log }), ...(request.lookup && { lookup: request.lookup }) });
+      cleanups.push(() => proxy.close());
+      mounts.push({ kind: 'bind', source: dir, target: PROXY_DIR });
+      argv = behindBridge(argv);
+      env = { ...env, ...proxyEnv(PROXY_PORT) };
+    }
+    const cgroup: CallCgroup | undefined = request.handshake ? await callCgroup(request.profile.limits) : undefined;
+    // Removing a cgroup waits for the kernel to let go of it: in the background, never on the call's time.
+    if (cgroup) cleanups.push(async () => void cgroup.remove().catch(() => undefined));
+    const bwrap = bwrapArgs({ mounts, cwd: request.cwd, env, limits: request.profile.limits, argv, ...(available.prlimit && { prlimit: available.prlimit }) });
+    const hostEnv = { PATH: '/usr/local/bin:/usr/bin:/bin' };
+    return {
+      ...(request.handshake ? { file: '/bin/sh', args: ['-c', TRAMPOLINE, 'cadre-sandbox', available.bwrap, ...bwrap] } : { file: available.bwrap, args: bwrap }),
+      env: hostEnv,
+      containment: cgroup ? `cgroup(${cgroup.controllers.join(',')})` : 'rlimits',
+      started: async (pid, go) => {
+        try {
+          if (cgroup) await cgroup.join(pid);
+          await writeFile(`/proc/${pid}/oom_score_adj`, '1000').catch(() => undefined);
+        } finally {
+          go();
+        }
+      },
+      release,
+    };
+  } catch (err) {
+    await release();
+    throw err;
+  }
+}
+
+/** The command behind the egress bridge: it listens on the sandbox's loopback and forwards to the proxy's socket. */
+function behindBridge(argv: string[]): string[] {
+  const script = [
+    'ready=/tmp/.cadre-egress-ready',
+    'mkfifo "$ready" || exit 125',
+    `"$1" -e "$2" ${PROXY_DIR}/egress.sock ${PROXY_PORT} >"$ready" &`,
+    'read -r port <"$ready" || { echo "cadre: the egress proxy did not start" >&2; exit 125; }',
+    'rm -f "$ready"; shift 2; exec "$@"',
+  ].join('\n');
+  return ['/bin/sh', '-c', script, 'cadre-egress', process.execPath, BRIDGE_SCRIPT, ...argv];
+}
