@@ -21,12 +21,14 @@ describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {
     expect(histories.map((h) => h.name).sort()).toEqual([
       'agent-task',
+      'agent-task-command-rules',
       'agent-task-decide',
       'run-items-chunk',
       'run-plan-agents',
       'run-plan-analytics',
       'run-plan-analytics-cancelled',
       'run-plan-cancelled',
+      'run-plan-command-rules',
       'run-plan-completed',
       'run-plan-document',
       'run-plan-foreach-chunks',

@@ -69,6 +69,19 @@ function agentScenarios(workspace: string): void {
   );
 }
 
+/** A scripted agent whose shell calls meet command rules: allowed, denied, asked (answered always), then allowed as always. */
+function ruleScenario(workspace: string): void {
+  writeFileSync(
+    path.join(workspace, 'rules.yaml'),
+    `turns:
+  - reply: { toolCalls: [{ name: shell, args: { command: "echo one" } }, { name: shell, args: { command: "true && rm -rf x" } }] }
+  - reply: { toolCalls: [{ name: shell, args: { command: "touch made" } }] }
+  - reply: { toolCalls: [{ name: shell, args: { command: "touch made" } }] }
+  - reply: { text: "done" }
+`,
+  );
+}
+
 /** Scripted models for the team scenario: a worker that asks the architect, then starts a subtask. */
 function teamScenarios(workspace: string): void {
   const say = (state: string, extra: string) => `{ name: signal_state, args: { state: ${state}, reason: ok${extra} } }`;
@@ -172,6 +185,24 @@ output: "{{ steps.act.output }}"
     answers: { 'act/call-2.1': ['approve'] },
     children: { 'agent-task': '/act', 'agent-task-decide': '/gate' },
     setup: agentScenarios,
+  },
+  // Shell calls judged by command rules in a local activity (patch command-rules); an answer of always.
+  {
+    name: 'run-plan-command-rules',
+    plan: `
+name: replay-command-rules
+steps:
+  - id: act
+    agent:
+      prompt: "Work"
+      model: "scripted:rules.yaml"
+      tools: [shell]
+      approvals: { shell: { rules: [{ prefix: [echo], decision: allow }, { prefix: [rm], decision: deny }], otherwise: ask } }
+output: "{{ steps.act.output }}"
+`,
+    answers: { 'act/call-2.1': ['always'] },
+    children: { 'agent-task-command-rules': '/act' },
+    setup: ruleScenario,
   },
   // A team: a worker asks a question a specialist answers, then waits for a subtask.
   {
