@@ -324,7 +324,11 @@ steps:
         args: '{"command":"echo first > first.txt"}',
         command: 'echo first > first.txt',
         reason: '`echo first` needs a person: the rule echo: ask',
-        segments: [{ text: 'echo first', decision: 'ask', rule: 'echo: ask' }],
+        segments: [
+          { text: 'echo first', decision: 'ask', rule: 'echo: ask' },
+          // A redirection that writes a file is judged too: as what no rule names (otherwise, ask by default).
+          { text: 'echo first > first.txt', decision: 'ask', rule: 'writes first.txt' },
+        ],
       });
       const listed = await waitUntilListed(h, id);
       expect(listed).toContain(id);

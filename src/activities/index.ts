@@ -59,6 +59,8 @@ export interface ToolResult {
   output: unknown;
   /** The attempt that succeeded, so the workflow can record attempts. */
   attempt: number;
+  /** Its processes ran outside the sandbox (`sandbox: none`, chosen by people): the audit log says so. */
+  unconfined?: true;
 }
 
 /** Details attached to every failure of `runTool`. */
@@ -97,7 +99,9 @@ export function createActivities(deps: ActivityDeps = {}) {
         // Tool results a session stored outside history are read back here, never into history.
         const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
         try {
-          return await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal);
+          // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
+          const turn = await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal);
+          return containment().redactor.value(turn);
         } catch (err) {
           throw withJitter(err, Context.current().info.attempt);
         }
@@ -114,10 +118,10 @@ export function createActivities(deps: ActivityDeps = {}) {
     // ...and its watch from outside the workflow, which a lost worker cannot hold up (it beats).
     watchForSilence: (request: SilenceWatch) => heartbeating(() => watchForSilence(request)),
 
-    // An agent's shell call judged by its command rules: every command it would run (src/commands).
-    decideCommand: async (request: { command: string; rules: object }): Promise<CommandDecision> => {
+    // The shell calls of an agent's turn judged by their command rules, at once: every command each would run (src/commands).
+    decideCommands: async (request: { items: { command: string; rules: object }[] }): Promise<CommandDecision[]> => {
       const { decideCommand } = await import('../commands/rules');
-      return decideCommand(request.command, request.rules as CommandRuleSetInput);
+      return Promise.all(request.items.map((item) => decideCommand(item.command, item.rules as CommandRuleSetInput)));
     },
 
     // A plan sent as a document (any Temporal client): validated and compiled before its first step.
@@ -139,7 +143,7 @@ export function createActivities(deps: ActivityDeps = {}) {
         try {
           const worker = containment();
           redactor = worker.redactor;
-          const sandbox = { profile: effectiveProfile(worker.profile, request.sandbox), secrets: worker.secrets, log: (line: string) => ctx.log.debug(line), ...(deps.egressLookup && { lookup: deps.egressLookup }) };
+          const sandbox = { profile: effectiveProfile(worker.profile, request.sandbox), secrets: worker.secrets, log: (line: string) => ctx.log.debug(line), redact: (text: string) => worker.redactor.text(text), ...(deps.egressLookup && { lookup: deps.egressLookup }) };
           const params = store ? await readParams(request.params, store) : request.params;
           const found = isCustomTool(request.tool)
             ? await customTools().call(request.tool, params, { workspace: request.workspace, stepId: request.stepId, attempt, signal: ctx.cancellationSignal })
@@ -154,7 +158,8 @@ export function createActivities(deps: ActivityDeps = {}) {
               });
           // Scrubbed before anything is stored: history, the blob store and the model see the same redacted output.
           const output = redactor.value(found);
-          return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt };
+          const unconfined = sandbox.profile.mode === 'none' && startsProcesses(request.tool);
+          return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt, ...(unconfined && { unconfined: true as const }) };
         } catch (err) {
           throw await withAttempt(redactor ? redactFailure(err, redactor) : err, attempt, store, request.inlineLimit);
         }
@@ -202,6 +207,11 @@ function redactFailure(err: unknown, redactor: Redactor): unknown {
   const scrubbed = new Error(redactor.text(err.message));
   scrubbed.name = err.name;
   return scrubbed;
+}
+
+/** Tools whose work is done by processes they start: what the sandbox is for. */
+function startsProcesses(tool: string): boolean {
+  return tool === 'shell' || tool.startsWith('mcp:');
 }
 
 /** The keys the model settings hold; a broken models section fails model turns, not tools. */

@@ -5,7 +5,8 @@
  * bounded depth). Wrappers (`sudo`, `env`, `timeout`, `xargs`, `find -exec`, ...) are unwrapped so
  * the program that really runs is what gets judged, and quoting is decoded so `'r'm`, `\rm` and
  * `/bin/rm` all read as `rm`. A name only known at run time (`$x`, `$(cmd)`, a glob) is marked
- * computed rather than guessed.
+ * computed rather than guessed; a script file a shell runs (`sh x.sh`, `. x.sh`, `bash < x.sh`) is
+ * marked as one; every redirection that writes a file (`> out`, `2>> log`) is a segment of its own.
  *
  * Pure apart from loading the bash grammar (WebAssembly) once; the result is plain JSON data.
  */
@@ -35,6 +36,19 @@ export interface CommandSegment {
    * A segment that is only a hazard has an empty argv.
    */
   hazard?: string;
+  /**
+   * A file the program runs as a script, which the rules cannot see into: `sh x.sh`, `. x.sh`,
+   * `bash --rcfile x.sh`, `sh < x.sh`.
+   */
+  scriptFile?: string;
+  /** Where scriptFile is in argv, when it is one of its words: a rule whose prefix reaches that far names it. */
+  scriptFileArg?: number;
+  /**
+   * A file a redirection writes (`> out`, `2>> log`, `&> all`, `exec 3> f`, `{ ...; } > f`), its source
+   * text when only known at run time (then `computed` says so). Such a segment is the write alone:
+   * its argv is empty, and its text is the statement the redirection belongs to.
+   */
+  writes?: string;
 }
 
 export interface ParsedCommand {
@@ -139,7 +153,7 @@ export const SHELL_BUILTINS: ReadonlySet<string> = new Set(
 // Collecting segments.
 
 /** What a shell reading its script from standard input would read, when nothing redirects it. */
-type Stdin = { kind: 'script'; script: ScriptText } | { kind: 'file' } | { kind: 'unknown' };
+type Stdin = { kind: 'script'; script: ScriptText } | { kind: 'file'; file: Word } | { kind: 'unknown' };
 
 /** A script to parse again; not exact when it holds expansions (its text keeps them as written). */
 interface ScriptText {
@@ -205,6 +219,18 @@ class Collector {
   hazard(text: string, hazard: string, at: Layer): void {
     this.add({ text: clip(text, KEPT_TEXT_LENGTH), argv: [], program: '', ...layerFields(at), hazard });
   }
+
+  /** A redirection writing a file: a segment of its own, judged as a command no rule names. */
+  write(text: string, target: Target, at: Layer): void {
+    this.add({
+      text: clip(text, KEPT_TEXT_LENGTH),
+      argv: [],
+      program: '',
+      ...(target.known ? {} : { computed: 'the file it writes is only known at run time' }),
+      ...layerFields(at),
+      writes: clip(target.path, KEPT_WORD_LENGTH),
+    });
+  }
 }
 
 function layerFields(at: Layer): Pick<CommandSegment, 'via' | 'wrappers'> {
@@ -225,7 +251,9 @@ interface Word {
   template: string;
 }
 
-function emit(site: Site, words: Word[], at: Layer, extra: { computed?: string; hazard?: string } = {}): void {
+type Extra = Pick<CommandSegment, 'computed' | 'hazard' | 'scriptFile' | 'scriptFileArg'>;
+
+function emit(site: Site, words: Word[], at: Layer, extra: Extra = {}): void {
   const argv = words.map((word) => word.value ?? word.source);
   const dynamicArgs = words.flatMap((word, i) => (word.value === undefined ? [i] : []));
   const first = words[0];
@@ -239,7 +267,14 @@ function emit(site: Site, words: Word[], at: Layer, extra: { computed?: string; 
     ...(at.moreArgs && { moreArgs: true as const }),
     ...layerFields(at),
     ...(extra.hazard !== undefined && { hazard: extra.hazard }),
+    ...(extra.scriptFile !== undefined && { scriptFile: clip(extra.scriptFile, KEPT_WORD_LENGTH) }),
+    ...(extra.scriptFileArg !== undefined && { scriptFileArg: extra.scriptFileArg }),
   });
+}
+
+/** `sh x.sh`, `. x.sh`: the file word at argv[index] is run as a script the rules cannot see. */
+function scriptFileAt(words: Word[], index: number): Extra {
+  return { scriptFile: words[index].value!, scriptFileArg: index };
 }
 
 export function baseName(path: string): string {
@@ -289,9 +324,12 @@ function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
 
-/** Variables that make some program run another, or change which program a name runs. */
+/**
+ * Variables that make some program run another, or change which program a name runs (HOME,
+ * XDG_CONFIG_HOME and ZDOTDIR move the startup files and git config a program reads).
+ */
 export const HAZARDOUS_VARIABLES =
-  /^(PATH|BASH_CMDS|BASH_ALIASES|BASH_LOADABLES_PATH|LD_[A-Z_]+|DYLD_[A-Z_]+|BASH_ENV|ENV|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|PAGER|MANPAGER|GIT_PAGER|EDITOR|VISUAL|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_ASKPASS|SSH_ASKPASS|GIT_EXEC_PATH|GIT_PROXY_COMMAND|GIT_CONFIG.*|NODE_OPTIONS|PERL5OPT|PERL5LIB|PYTHONPATH|PYTHONSTARTUP|RUBYOPT|LESSOPEN|LESSCLOSE)$/;
+  /^(PATH|BASH_CMDS|BASH_ALIASES|BASH_LOADABLES_PATH|LD_[A-Z_]+|DYLD_[A-Z_]+|BASH_ENV|ENV|ZDOTDIR|HOME|XDG_CONFIG_HOME|PROMPT_COMMAND|PS4|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|PAGER|MANPAGER|GIT_PAGER|EDITOR|VISUAL|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_ASKPASS|SSH_ASKPASS|GIT_EXEC_PATH|GIT_PROXY_COMMAND|GIT_CONFIG.*|NODE_OPTIONS|PERL5OPT|PERL5LIB|PYTHONPATH|PYTHONSTARTUP|RUBYOPT|LESSOPEN|LESSCLOSE)$/;
 
 /** A literal like 'a[$(cmd)]' runs cmd when arithmetic evaluates it ($((x)), [[ x -eq 1 ]], let). */
 const SUBSCRIPT_SUBSTITUTION = /\[[^\]]*(\$\(|`)/;
@@ -332,6 +370,17 @@ function walk(root: Node, at: Layer, out: Collector): void {
         const target = node.childForFieldName('destination') ?? node.lastNamedChild;
         const path = target ? decodeNode(target, 0).template : '';
         if (/^\/dev\/(tcp|udp)\//.test(path)) out.hazard(node.text, `opens a network connection (${path})`, at);
+        const written = fileWritten(node);
+        if (written) out.write(statementOf(node, at).text, written, at);
+        break;
+      }
+      case 'binary_expression': {
+        // `[ a > b ]`: `[` is a command like any other, so `> b` writes b (in `[[ ]]` it compares).
+        const operator = node.childForFieldName('operator')?.type;
+        const right = node.childForFieldName('right');
+        if ((operator === '>' || operator === '>>') && right && inSingleBracketTest(node, at)) {
+          out.write(statementOf(node, at).text, targetOf(right), at);
+        }
         break;
       }
       case 'raw_string':
@@ -356,7 +405,31 @@ function walk(root: Node, at: Layer, out: Collector): void {
 function visitCommand(node: Node, at: Layer, out: Collector): void {
   const { words, redirects } = partsOf(node, parentOf(node, at));
   if (words.length === 0) return;
+  redirects.push(...trailingRedirects(node, at));
   judge(words, { ...at, stdin: stdinOf(node, redirects, at) }, { out, text: node.text });
+}
+
+/**
+ * `echo ls | bash < x.sh`: the tree hangs the redirects of a pipeline's last command on the whole
+ * pipeline (`redirected_statement(pipeline, < x.sh)`), though the shell gives them to that command.
+ */
+function trailingRedirects(command: Node, at: Layer): Node[] {
+  const redirects: Node[] = [];
+  let node = command;
+  let parent = parentOf(node, at);
+  // The command's own statement: its redirects are taken already.
+  if (parent?.type === 'redirected_statement' && parent.childForFieldName('body')?.equals(node)) {
+    node = parent;
+    parent = parentOf(node, at);
+  }
+  while (parent?.type === 'pipeline' && parent.lastNamedChild?.equals(node)) {
+    const statement = parentOf(parent, at);
+    if (statement?.type !== 'redirected_statement' || !statement.childForFieldName('body')?.equals(parent)) break;
+    redirects.push(...statement.namedChildren.filter((child) => child.type.endsWith('_redirect')));
+    node = statement;
+    parent = parentOf(node, at);
+  }
+  return redirects;
 }
 
 function partsOf(command: Node, parent: Node | undefined, depth = 0): { words: Word[]; redirects: Node[]; assignments: Node[] } {
@@ -386,6 +459,58 @@ function partsOf(command: Node, parent: Node | undefined, depth = 0): { words: W
 }
 
 // ---------------------------------------------------------------------------------------------
+// Redirections that write files.
+
+/** A file written: decoded when literal, else its source text. */
+interface Target {
+  path: string;
+  known: boolean;
+}
+
+/** Where output may go without writing a file. */
+const NOT_FILES = new Set(['/dev/null', '/dev/stdout', '/dev/stderr']);
+
+/**
+ * The file a redirection writes (`>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `>& FILE`), or undefined for
+ * input (`<`, `<&`), a copy or close of a descriptor (`2>&1`, `>&2`, `>&-`, `>&3-`), a process
+ * substitution (what it runs is a segment) and /dev/null, /dev/stdout, /dev/stderr.
+ */
+function fileWritten(redirect: Node): Target | undefined {
+  const descriptor = redirect.childForFieldName('descriptor');
+  const destination = redirect.childForFieldName('destination');
+  const from = (descriptor?.endIndex ?? redirect.startIndex) - redirect.startIndex;
+  const operator = redirect.text.slice(from, (destination?.startIndex ?? redirect.endIndex) - redirect.startIndex).trim();
+  if (!operator.includes('>') || !destination || destination.type === 'process_substitution') return undefined;
+  const target = targetOf(destination);
+  if (target.known && NOT_FILES.has(target.path)) return undefined;
+  // `>&2`, `2>&1`, `>&3-`: descriptors (bash writes a file for any other word, even after `2>&`).
+  if (operator.endsWith('&') && !operator.startsWith('&') && target.known && /^(\d+-?|-)$/.test(target.path)) return undefined;
+  return target;
+}
+
+function targetOf(node: Node): Target {
+  const word = wordOf(node);
+  return word?.value !== undefined ? { path: word.value, known: true } : { path: node.text, known: false };
+}
+
+/** The statement a redirection belongs to, for the text a person sees: `git status > out`, `{ ...; } > f`. */
+function statementOf(node: Node, at: Layer): Node {
+  let statement = node;
+  for (let parent = parentOf(statement, at); parent; parent = parentOf(statement, at)) {
+    statement = parent;
+    if (['redirected_statement', 'command', 'function_definition', 'test_command'].includes(parent.type)) break;
+  }
+  return statement;
+}
+
+/** Inside `[ ... ]` (not `[[ ... ]]`), where `>` is a redirection of the `[` command. */
+function inSingleBracketTest(node: Node, at: Layer): boolean {
+  let parent = parentOf(node, at);
+  while (parent && ['binary_expression', 'unary_expression', 'parenthesized_expression', 'negated_expression'].includes(parent.type)) parent = parentOf(parent, at);
+  return parent?.type === 'test_command' && parent.child(0)?.type === '[';
+}
+
+// ---------------------------------------------------------------------------------------------
 // Standard input: what a shell that reads its script from stdin would run.
 
 function stdinOf(command: Node, redirects: Node[], at: Layer): Stdin {
@@ -401,7 +526,7 @@ function stdinOf(command: Node, redirects: Node[], at: Layer): Stdin {
       if (word) stdin = { kind: 'script', script: { text: `${word.template}\n`, exact: word.value !== undefined } };
     } else if (redirect.type === 'file_redirect') {
       const operator = redirect.children.find((child) => !child.isNamed)?.type ?? '';
-      if (operator === '<') stdin = { kind: 'file' };
+      if (operator === '<') stdin = stdinFile(redirect);
       else if (operator.startsWith('<')) stdin = UNKNOWN_STDIN;
     }
   }
@@ -409,6 +534,14 @@ function stdinOf(command: Node, redirects: Node[], at: Layer): Stdin {
   const previous = previousStage(command, at);
   if (previous === undefined) return at.stdin;
   return (previous !== 'unknown' && outputOf(previous, at)) || UNKNOWN_STDIN;
+}
+
+/** `< FILE`: the file, read as a script by a shell reading stdin; /dev/null holds an empty one. */
+function stdinFile(redirect: Node): Stdin {
+  const target = redirect.childForFieldName('destination');
+  const word = target ? wordOf(target) : undefined;
+  if (word?.value === '/dev/null') return { kind: 'script', script: { text: '', exact: true } };
+  return { kind: 'file', file: word ?? { source: target?.text ?? redirect.text, template: target?.text ?? redirect.text } };
 }
 
 function heredocScript(redirect: Node): ScriptText {
@@ -1186,13 +1319,13 @@ function judgeFind(words: Word[], at: Layer, site: Site): void {
   }
 }
 
-/** `source FILE` runs a file like `sh FILE`; from /dev/stdin or `<(...)` it runs what it is fed. */
+/** `source FILE` runs a file like `sh FILE` (a script file the rules cannot see into); from /dev/stdin or `<(...)` it runs what it is fed. */
 function judgeSource(words: Word[], at: Layer, site: Site): void {
   const file = words[1];
   if (file === undefined) emit(site, words, at);
   else if (isStdinPath(file)) runStdin(words, at, site);
   else if (file.value === undefined) emit(site, words, at, { computed: `${words[0].value} runs a script only known at run time` });
-  else emit(site, words, at);
+  else emit(site, words, at, scriptFileAt(words, 1));
 }
 
 function isStdinPath(word: Word): boolean {
@@ -1202,16 +1335,25 @@ function isStdinPath(word: Word): boolean {
 /** at and batch read the commands they schedule from stdin (or -f FILE). */
 function judgeAt(words: Word[], at: Layer, site: Site): void {
   const { values, index } = scanOptions(words, { short: 'fqtm', noCommand: ['-l', '-r', '-d', '-c', '-V'] });
-  if (index === undefined || values.has('-f')) emit(site, words, at);
+  const file = values.get('-f');
+  if (index === undefined) emit(site, words, at);
+  else if (file?.value !== undefined) emit(site, words, at, { scriptFile: file.value });
+  else if (file) emit(site, words, at, { computed: `${baseName(words[0].value ?? '')} runs a script file only known at run time` });
   else runStdin(words, at, site);
 }
 
-/** A program that runs the script on its stdin: a literal heredoc is judged, anything else is computed. */
+/**
+ * A program that runs the script on its stdin: a literal heredoc is judged, a file (`< x.sh`) is a
+ * script file the rules cannot see into, anything else is computed.
+ */
 function runStdin(words: Word[], at: Layer, site: Site): void {
   const stdin = at.stdin;
+  const name = baseName(words[0].value ?? '');
   if (stdin.kind === 'script') runScript(stdin.script, words, at, site, UNKNOWN_STDIN);
-  else if (stdin.kind === 'file') emit(site, words, at);
-  else emit(site, words, at, { computed: `${baseName(words[0].value ?? '')} reads its script from standard input` });
+  // `bash < x.sh` runs the file as `bash x.sh` does, but no rule can name it: it is not a word of argv.
+  else if (stdin.kind === 'file' && stdin.file.value !== undefined) emit(site, words, at, { scriptFile: stdin.file.value });
+  else if (stdin.kind === 'file') emit(site, words, at, { computed: `${name} reads its script from a file only known at run time (${stdin.file.source})` });
+  else emit(site, words, at, { computed: `${name} reads its script from standard input` });
 }
 
 function judgeSu(words: Word[], at: Layer, site: Site): void {
@@ -1256,7 +1398,12 @@ function judgeShell(words: Word[], at: Layer, site: Site): void {
       else if (word.startsWith('--command=')) {
         runScript({ text: word.slice('--command='.length), exact: true }, words, at, site);
         return;
-      } else if (word === '--rcfile' || word === '--init-file') i++;
+      } else if (word === '--rcfile' || word === '--init-file') {
+        // An interactive bash runs this file first: a script the rules cannot see into.
+        const file = words[++i];
+        if (file?.value !== undefined) emit(site, words, at, scriptFileAt(words, i));
+        else if (file) emit(site, words, at, { computed: `${name} runs a startup file only known at run time` });
+      }
       continue;
     }
     if (!/^[-+]/.test(word)) break;
@@ -1274,9 +1421,9 @@ function judgeShell(words: Word[], at: Layer, site: Site): void {
     else emit(site, words, at, at.moreArgs ? { computed: `the script ${name} -c runs comes from its input` } : {});
     return;
   }
-  // `bash script.sh` runs a file: judged as the shell itself; `bash <(curl ...)` runs what it is fed.
+  // `bash script.sh` runs a file the rules cannot see into; `bash <(curl ...)` runs what it is fed.
   if (i < words.length && !readsStdin && !isStdinPath(words[i])) {
-    emit(site, words, at, words[i].value === undefined ? { computed: `${name} runs a script file only known at run time` } : {});
+    emit(site, words, at, words[i].value === undefined ? { computed: `${name} runs a script file only known at run time` } : scriptFileAt(words, i));
     return;
   }
   runStdin(words, at, site);

@@ -2,7 +2,10 @@
  * Command rules: people write prefixes of words (`git push: deny`), and every simple command a
  * shell command runs (see parse.ts) is judged by them. The strictest decision wins, for a segment
  * over the rules matching it and for a command over its segments, so no `&&`, `$(...)` or
- * `sh -c` can step around a deny. Pure apart from the parser's one-time load.
+ * `sh -c` can step around a deny. What the rules cannot see is at least `ask`: a computed program,
+ * a script file a shell runs, a program of the workspace (`./zap`) no rule names by its path. A
+ * redirection that writes a file is judged as a command no rule names (`otherwise`). Pure apart
+ * from the parser's one-time load.
  */
 import { z } from 'zod';
 import { baseName, parseCommand, PRIVILEGED_WRAPPERS, type CommandSegment, type ParsedCommand } from './parse';
@@ -131,8 +134,16 @@ export interface DecidedSegment {
   via?: string[];
   computed?: string;
   hazard?: string;
+  /** A script file the program runs, which the rules cannot see into. */
+  scriptFile?: string;
+  /** The file a redirection writes: the segment is that write. */
+  writes?: string;
   decision: RuleDecision;
-  /** What decided: `git push: deny`, `otherwise`, `possibly git push: deny`, `computed: ...`, `hazard: ...`. */
+  /**
+   * What decided: `git push: deny`, `otherwise`, `possibly git push: deny`, `computed: ...`,
+   * `hazard: ...`, `runs the script file x.sh, which the rules cannot see into`,
+   * `runs ./zap, a program of the workspace, not a known one`, `writes out.txt`.
+   */
   rule: string;
 }
 
@@ -161,6 +172,43 @@ function strictestCandidate(candidates: Candidate[]): Candidate {
   return candidates.reduce((worst, candidate) => (STRICTNESS[candidate.decision] > STRICTNESS[worst.decision] ? candidate : worst));
 }
 
+/**
+ * The first program of the segment given by a path that is no system program's (`./zap`, `bin/x`,
+ * `/tmp/x`, `~/x`), wrappers first, unless a rule naming exactly that path matches it: whatever
+ * file is there now (a copy of rm, a link to it) is no program the rules know.
+ */
+function workspaceProgram(segment: CommandSegment, ruleSet: CommandRuleSet): string | undefined {
+  const layers: { argv: string[]; dynamic: Set<number>; moreArgs: boolean }[] = [
+    ...(segment.wrappers ?? []).map((argv) => ({ argv, dynamic: new Set<number>(), moreArgs: false })),
+    { argv: segment.argv, dynamic: new Set(segment.dynamicArgs), moreArgs: segment.moreArgs === true },
+  ];
+  for (const { argv, dynamic, moreArgs } of layers) {
+    const program = argv[0];
+    // A computed name (`$X`) is at least ask already.
+    if (program === undefined || !program.includes('/') || dynamic.has(0) || SYSTEM_PROGRAM.test(program)) continue;
+    const named = ruleSet.rules.some((rule) => rule.prefix[0] === program && prefixMatches(rule.prefix, argv, dynamic, moreArgs, rule.decision === 'allow') === 'yes');
+    if (!named) return program;
+  }
+  return undefined;
+}
+
+/** Does a rule matching the segment name its script file (`{ prefix: [bash, ./build.sh] }`)? */
+function namesScriptFile(segment: CommandSegment, ruleSet: CommandRuleSet): boolean {
+  const index = segment.scriptFileArg;
+  if (index === undefined) return false;
+  const dynamic = new Set(segment.dynamicArgs);
+  return ruleSet.rules.some(
+    (rule) => rule.prefix.length > index && prefixMatches(rule.prefix, segment.argv, dynamic, segment.moreArgs === true, rule.decision === 'allow') === 'yes',
+  );
+}
+
+/** A write is judged as a command no rule names; to a file only known at run time, at least ask. */
+function judgeWrite(segment: CommandSegment & { writes: string }, ruleSet: CommandRuleSet): Candidate {
+  const otherwise = ruleSet.otherwise ?? 'ask';
+  if (!segment.computed) return { decision: otherwise, rule: `writes ${segment.writes}` };
+  return { decision: strictest([otherwise, 'ask']), rule: `writes ${segment.writes}, a file only known at run time` };
+}
+
 export function decideSegment(segment: CommandSegment, ruleSet: CommandRuleSet): DecidedSegment {
   const candidates: Candidate[] = [];
   if (segment.argv.length > 0) {
@@ -172,7 +220,13 @@ export function decideSegment(segment: CommandSegment, ruleSet: CommandRuleSet):
       const layer = strictestCandidate(judgeArgv({ text: segment.text, argv: wrapper, program: name }, ruleSet));
       candidates.push({ decision: layer.decision, rule: `${layer.rule} (for ${name})` });
     }
+    const unknown = workspaceProgram(segment, ruleSet);
+    if (unknown !== undefined) candidates.push({ decision: 'ask', rule: `runs ${unknown}, a program of the workspace, not a known one` });
   }
+  if (segment.scriptFile !== undefined && !namesScriptFile(segment, ruleSet)) {
+    candidates.push({ decision: 'ask', rule: `runs the script file ${segment.scriptFile}, which the rules cannot see into` });
+  }
+  if (segment.writes !== undefined) candidates.push(judgeWrite({ ...segment, writes: segment.writes }, ruleSet));
   if (segment.computed) candidates.push({ decision: 'ask', rule: `computed: ${segment.computed}` });
   if (segment.hazard) candidates.push({ decision: 'ask', rule: `hazard: ${segment.hazard}` });
   const decided = candidates.length > 0 ? strictestCandidate(candidates) : { decision: 'allow' as const, rule: 'nothing runs' };
@@ -183,6 +237,8 @@ export function decideSegment(segment: CommandSegment, ruleSet: CommandRuleSet):
     ...(segment.via && { via: segment.via }),
     ...(segment.computed && { computed: segment.computed }),
     ...(segment.hazard && { hazard: segment.hazard }),
+    ...(segment.scriptFile !== undefined && { scriptFile: segment.scriptFile }),
+    ...(segment.writes !== undefined && { writes: segment.writes }),
     decision: decided.decision,
     rule: decided.rule,
   };

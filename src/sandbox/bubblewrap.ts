@@ -4,7 +4,7 @@
  * namespaces, its own session (no terminal injection), killed with its parent.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Mount } from './mounts';
@@ -59,7 +59,12 @@ export interface BwrapCommand {
   /** The program and its arguments, inside. */
   argv: string[];
   prlimit?: string;
+  /** The fd the launcher opens the seccomp filter on (seccomp.ts). */
+  seccompFd?: number;
 }
+
+/** What a root process could still read of the host through /proc: the kernel's memory, keys, log and timers. */
+const PROC_MASKS = ['/proc/kcore', '/proc/keys', '/proc/kmsg', '/proc/timer_list', '/proc/sched_debug', '/proc/latency_stats'].filter((file) => existsSync(file));
 
 /**
  * bwrap's arguments. The environment goes in as --setenv after --clearenv: bwrap and the host-side
@@ -78,6 +83,9 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     'sandbox',
     '--proc',
     '/proc',
+    // Its own processes only, and read-only: as root, /proc/sys (core_pattern!) and sysrq-trigger would reach the host.
+    '--remount-ro',
+    '/proc',
     '--dev',
     '/dev',
     '--size',
@@ -92,6 +100,8 @@ export function bwrapArgs(command: BwrapCommand): string[] {
   // Masks and protections come after what they cover: later mounts win.
   const order = (m: Mount) => (m.kind === 'mask-file' || m.kind === 'mask-dir' ? 2 : m.kind === 'bind' ? 1 : m.kind === 'ro-bind' && isProtection(m, command.mounts) ? 3 : 0);
   for (const mount of [...command.mounts].sort((a, b) => order(a) - order(b))) args.push(...mountArgs(mount));
+  for (const file of PROC_MASKS) args.push('--ro-bind', '/dev/null', file);
+  if (command.seccompFd !== undefined) args.push('--seccomp', String(command.seccompFd));
   args.push('--dir', '/home/cadre', '--chdir', command.cwd, '--clearenv');
   for (const [name, value] of Object.entries(command.env)) args.push('--setenv', name, value);
   args.push('--', ...limitedArgv(command));

@@ -7,9 +7,12 @@
  * cgroup v1 (a hierarchy per controller) and v2 (one unified hierarchy, controllers enabled for
  * the worker's own cgroup's children) are both read from /proc/self/mountinfo and /proc/self/cgroup.
  * Anything that fails here means "no cgroup": the call runs with rlimits only.
+ *
+ * A call's cgroups go back to a pool when its processes are gone (its PID namespace ended with it),
+ * so a call costs two small writes, not the making and removing of cgroups.
  */
-import { readFileSync } from 'node:fs';
-import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { readFileSync, readdirSync, rmdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResourceLimits } from './profile';
 
@@ -22,67 +25,148 @@ interface Hierarchy {
 
 export interface CallCgroup {
   /** Moves a process (before it starts anything) into the call's cgroups. */
-  join(pid: number): Promise<void>;
-  /** Removes the cgroups once their processes are gone. */
-  remove(): Promise<void>;
+  join(pid: number): void;
+  /** Gives the cgroups back once their processes are gone. */
+  release(): void;
   /** Whether processes and memory are capped for the whole call. */
   readonly controllers: string[];
 }
 
+/** A set of cgroups, one per hierarchy, with the same limits. */
+type Slot = string[];
+
+const PREFIX = `cadre-sandbox-${process.pid}-`;
+const MAX_FREE_PER_LIMITS = 16;
+
 let hierarchies: Hierarchy[] | undefined;
 let counter = 0;
+const free = new Map<string, Slot[]>();
 
 /** The call's cgroups with the limits set, or undefined when none can be made here. */
-export async function callCgroup(limits: ResourceLimits): Promise<CallCgroup | undefined> {
-  hierarchies ??= findHierarchies();
-  const made: { dir: string; hierarchy: Hierarchy }[] = [];
-  const name = `cadre-sandbox-${process.pid}-${++counter}`;
-  for (const hierarchy of hierarchies) {
-    const dir = path.join(hierarchy.dir, name);
-    try {
-      await mkdir(dir);
-      made.push({ dir, hierarchy });
-      await setLimits(dir, hierarchy, limits);
-    } catch {
-      // This hierarchy is not ours to use (read-only, not delegated): the others may be.
-    }
+export function callCgroup(limits: ResourceLimits): CallCgroup | undefined {
+  if (hierarchies === undefined) {
+    hierarchies = findHierarchies().filter(usable);
+    if (hierarchies.length > 0) process.once('exit', removeAll);
   }
-  const usable = made.filter((m) => m.hierarchy.controllers.length > 0);
-  if (usable.length === 0) {
-    await Promise.all(made.map((m) => rmdir(m.dir).catch(() => undefined)));
-    return undefined;
-  }
+  if (hierarchies.length === 0) return undefined;
+  const key = `${limits.processes}:${limits.memoryBytes}`;
+  const slot = free.get(key)?.pop() ?? makeSlot(limits);
+  if (!slot) return undefined;
   return {
-    controllers: [...new Set(usable.flatMap((m) => m.hierarchy.controllers))],
-    join: async (pid) => {
-      for (const m of usable) await writeFile(path.join(m.dir, 'cgroup.procs'), String(pid));
+    controllers: [...new Set(hierarchies.flatMap((h) => h.controllers))],
+    join: (pid) => {
+      for (const dir of slot) writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
     },
-    remove: async () => {
-      await Promise.all(made.map((m) => removeWhenEmpty(m.dir)));
+    release: () => {
+      const list = free.get(key) ?? [];
+      if (slot.every(isEmpty) && list.length < MAX_FREE_PER_LIMITS) {
+        list.push(slot);
+        free.set(key, list);
+      } else removeWhenEmpty(slot);
     },
   };
 }
 
-async function setLimits(dir: string, hierarchy: Hierarchy, limits: ResourceLimits): Promise<void> {
-  const write = (file: string, value: number) => writeFile(path.join(dir, file), String(value));
+function makeSlot(limits: ResourceLimits): Slot | undefined {
+  const name = `${PREFIX}${++counter}`;
+  const slot: Slot = [];
+  try {
+    for (const hierarchy of hierarchies ?? []) {
+      const dir = path.join(hierarchy.dir, name);
+      mkdirSync(dir);
+      slot.push(dir);
+      setLimits(dir, hierarchy, limits);
+    }
+    return slot;
+  } catch {
+    for (const dir of slot) tryRmdir(dir);
+    return undefined;
+  }
+}
+
+function setLimits(dir: string, hierarchy: Hierarchy, limits: ResourceLimits): void {
+  const write = (file: string, value: number) => writeFileSync(path.join(dir, file), String(value));
+  const optional = (file: string, value: number) => {
+    try {
+      write(file, value);
+    } catch {
+      // not offered here (no swap accounting)
+    }
+  };
   for (const controller of hierarchy.controllers) {
-    if (controller === 'pids') await write('pids.max', limits.processes);
+    if (controller === 'pids') write('pids.max', limits.processes);
     else if (hierarchy.version === 2) {
-      await write('memory.max', limits.memoryBytes);
-      await write('memory.swap.max', 0).catch(() => undefined);
+      write('memory.max', limits.memoryBytes);
+      optional('memory.swap.max', 0);
     } else {
-      await write('memory.limit_in_bytes', limits.memoryBytes);
-      await write('memory.memsw.limit_in_bytes', limits.memoryBytes).catch(() => undefined);
+      write('memory.limit_in_bytes', limits.memoryBytes);
+      optional('memory.memsw.limit_in_bytes', limits.memoryBytes);
     }
   }
 }
 
-/** A cgroup whose last process just died may still be busy for a moment. */
-async function removeWhenEmpty(dir: string): Promise<void> {
-  for (let tries = 0; tries < 20; tries++) {
-    const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
-    if (procs.trim() === '' && (await rmdir(dir).then(() => true, () => false))) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+function isEmpty(dir: string): boolean {
+  try {
+    return readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').trim() === '';
+  } catch {
+    return false;
+  }
+}
+
+/** A cgroup whose last process just died may still be busy for a moment: tried again a few times, in the background. */
+function removeWhenEmpty(slot: Slot, tries = 20): void {
+  const left = slot.filter((dir) => !(isEmpty(dir) && tryRmdir(dir)));
+  if (left.length > 0 && tries > 0) setTimeout(() => removeWhenEmpty(left, tries - 1), 50).unref();
+}
+
+function tryRmdir(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** This worker's pooled cgroups, and those a worker that died left behind (its pid is in the name). */
+function removeAll(): void {
+  for (const slots of free.values()) for (const slot of slots) for (const dir of slot) tryRmdir(dir);
+}
+
+function removeLeftovers(dir: string): void {
+  for (const name of safeReaddir(dir)) {
+    const pid = /^cadre-sandbox-(\d+)-\d+$/.exec(name)?.[1];
+    if (pid !== undefined && !alive(Number(pid))) tryRmdir(path.join(dir, name));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** A hierarchy the worker may make cgroups in: it tries one. */
+function usable(hierarchy: Hierarchy): boolean {
+  removeLeftovers(hierarchy.dir);
+  const probe = path.join(hierarchy.dir, `${PREFIX}probe`);
+  try {
+    mkdirSync(probe);
+    rmdirSync(probe);
+    return true;
+  } catch {
+    return false;
   }
 }
 

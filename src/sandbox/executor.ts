@@ -4,7 +4,8 @@
  * of `none`, into nothing: the caller runs it as before). Shell commands and MCP stdio servers
  * both come through here.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { BRIDGE_SCRIPT, type EgressLookup, proxyEnv, startEgressProxy } from '../egress';
@@ -12,6 +13,7 @@ import { hasEgress } from '../egress/policy';
 import { type Availability, bubblewrapAvailability, bwrapArgs } from './bubblewrap';
 import { type CallCgroup, callCgroup } from './cgroups';
 import { type Mount, type Placeholders, readMounts, releasePlaceholders, systemMounts, writableRoot } from './mounts';
+import { seccompFile } from './seccomp';
 import type { SandboxProfile } from './profile';
 
 export interface SandboxRequest {
@@ -41,7 +43,7 @@ export interface PreparedSandbox {
   /** For the host-side processes (bwrap itself): just enough to run, nothing of the tool's. */
   env: Record<string, string>;
   /** With `handshake`: moves the waiting process into its cgroup, raises its OOM score (a memory hog goes first, not the worker), and lets it go. */
-  started(pid: number, go: () => void): Promise<void>;
+  started(pid: number, go: () => void): void;
   /** Whole-call caps in force: `cgroup(pids,memory)` or `rlimits`. */
   readonly containment: string;
   /** Stops the egress proxy, removes placeholders and the cgroup: after the process is gone. */
@@ -59,8 +61,16 @@ export class SandboxUnavailable extends Error {
 /** Inside the sandbox, programs find the proxy at this loopback port (the sandbox's own loopback). */
 const PROXY_PORT = 3128;
 const PROXY_DIR = '/run/cadre';
-/** Holds the process until the host has moved it into its cgroup (see `started`). */
-const TRAMPOLINE = 'read -r go <&3 || exit 125; exec 3<&-; exec "$@"';
+/**
+ * Starts bwrap: opens the seccomp filter on fd 9 for it (bwrap reads it from an fd), and with the
+ * hand-shake waits on fd 3 until the host has moved it into its cgroup (see `started`).
+ */
+const LAUNCHER = [
+  'if [ -n "$1" ]; then exec 9<"$1" || exit 125; fi',
+  'if [ "$2" = wait ]; then read -r go <&3 || exit 125; exec 3<&-; fi',
+  'shift 2; exec "$@"',
+].join('\n');
+const SECCOMP_FD = 9;
 
 let system: Mount[] | undefined;
 
@@ -87,19 +97,31 @@ export async function prepareSandbox(request: SandboxRequest): Promise<PreparedS
       argv = behindBridge(argv);
       env = { ...env, ...proxyEnv(PROXY_PORT) };
     }
-    const cgroup: CallCgroup | undefined = request.handshake ? await callCgroup(request.profile.limits) : undefined;
-    // Removing a cgroup waits for the kernel to let go of it: in the background, never on the call's time.
-    if (cgroup) cleanups.push(async () => void cgroup.remove().catch(() => undefined));
-    const bwrap = bwrapArgs({ mounts, cwd: request.cwd, env, limits: request.profile.limits, argv, ...(available.prlimit && { prlimit: available.prlimit }) });
+    const cgroup: CallCgroup | undefined = request.handshake ? callCgroup(request.profile.limits) : undefined;
+    if (cgroup) cleanups.push(async () => cgroup.release());
+    const filter = seccompFile();
+    const bwrap = bwrapArgs({
+      mounts,
+      cwd: request.cwd,
+      env,
+      limits: request.profile.limits,
+      argv,
+      ...(available.prlimit && { prlimit: available.prlimit }),
+      ...(filter && { seccompFd: SECCOMP_FD }),
+    });
     const hostEnv = { PATH: '/usr/local/bin:/usr/bin:/bin' };
     return {
-      ...(request.handshake ? { file: '/bin/sh', args: ['-c', TRAMPOLINE, 'cadre-sandbox', available.bwrap, ...bwrap] } : { file: available.bwrap, args: bwrap }),
+      file: '/bin/sh',
+      args: ['-c', LAUNCHER, 'cadre-sandbox', filter ?? '', request.handshake ? 'wait' : 'go', available.bwrap, ...bwrap],
       env: hostEnv,
-      containment: cgroup ? `cgroup(${cgroup.controllers.join(',')})` : 'rlimits',
-      started: async (pid, go) => {
+      containment: `${cgroup ? `cgroup(${cgroup.controllers.join(',')})` : 'rlimits'}${filter ? '+seccomp' : ''}`,
+      started: (pid, go) => {
+        // Two tiny writes, done at once: the process waits on them.
         try {
-          if (cgroup) await cgroup.join(pid);
-          await writeFile(`/proc/${pid}/oom_score_adj`, '1000').catch(() => undefined);
+          cgroup?.join(pid);
+          writeFileSync(`/proc/${pid}/oom_score_adj`, '1000');
+        } catch {
+          // gone already, or no right to: it runs with its rlimits
         } finally {
           go();
         }

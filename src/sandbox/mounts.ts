@@ -64,7 +64,10 @@ export async function writableRoot(root: string, placeholders: Placeholders): Pr
   const mounts: Mount[] = [{ kind: 'bind', source: root, target: root }];
   for (const name of PROTECTED_NAMES) {
     const at = path.join(root, name);
-    const info = lstatOrUndefined(at);
+    // Another call of this process may hold a placeholder here: it is still one, not the real thing.
+    let info = held.has(at) ? undefined : lstatOrUndefined(at);
+    // .cadre is cadre's own (its blob store lives there): made once and kept, not made and removed each call.
+    if (!info && name === '.cadre') info = await mkdir(at).then(() => lstatOrUndefined(at), () => lstatOrUndefined(at));
     if (!info) {
       await holdPlaceholder(at, placeholders);
       mounts.push({ kind: 'ro-bind', source: at, target: at });
@@ -92,27 +95,39 @@ async function worktreeGitDirs(gitFile: string): Promise<Mount[]> {
   return [gitDir, commonDir].filter((d): d is string => d !== undefined).map((d) => ({ kind: 'ro-bind' as const, source: d, target: d }));
 }
 
-// Placeholders are shared by the calls of this process that run in the same root at once.
-const held = new Map<string, number>();
+/**
+ * Placeholders are shared by the calls of this process that run in the same root at once: made by
+ * the first, removed after the last, and never removed while another call is about to use one.
+ */
+const held = new Map<string, { count: number; made: Promise<void>; removing?: Promise<void> }>();
 
 async function holdPlaceholder(at: string, placeholders: Placeholders): Promise<void> {
-  const count = held.get(at) ?? 0;
-  if (count === 0) await mkdir(at).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : Promise.reject(err)));
-  held.set(at, count + 1);
+  let entry = held.get(at);
+  while (entry?.removing) {
+    await entry.removing;
+    entry = held.get(at);
+  }
+  if (!entry) {
+    const made = mkdir(at).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : Promise.reject(err)));
+    entry = { count: 0, made };
+    held.set(at, entry);
+  }
+  entry.count++;
   placeholders.made.push(at);
+  await entry.made;
 }
 
 /** Removes the placeholders this call made, once no other call holds them and they are still empty. */
 export async function releasePlaceholders(placeholders: Placeholders): Promise<void> {
   for (const at of placeholders.made.splice(0)) {
-    const count = (held.get(at) ?? 1) - 1;
-    if (count > 0) {
-      held.set(at, count);
-      continue;
-    }
+    const entry = held.get(at);
+    if (!entry || --entry.count > 0) continue;
+    entry.removing = (async () => {
+      const info = await stat(at).catch(() => undefined);
+      if (info?.isDirectory()) await rmdir(at).catch(() => undefined);
+    })();
+    await entry.removing;
     held.delete(at);
-    const info = await stat(at).catch(() => undefined);
-    if (info?.isDirectory()) await rmdir(at).catch(() => undefined);
   }
 }
 

@@ -5,6 +5,7 @@
  * outlives its call, not even what it put in the background on purpose.
  */
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import type { PreparedSandbox } from './executor';
 
@@ -21,12 +22,20 @@ export interface OutputReceivers {
 }
 
 export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceivers): SandboxedProcess {
-  const child = spawn(prepared.file, prepared.args, {
-    env: prepared.env,
-    // fd 3: the hand-shake; the process waits on it until it is in its cgroup.
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
+  // fd 3: the hand-shake; the process waits on it until it is in its cgroup. Descriptors the worker
+  // inherited without close-on-exec (from whatever started it) would reach the sandbox: the
+  // launcher closes them (bash can name any descriptor; dash only 0-9), or, without bash, each is
+  // replaced in the child by a pipe whose other end is closed at once.
+  const leaked = inheritedDescriptors();
+  const closer = leaked.length > 0 && prepared.file === '/bin/sh' && prepared.args[0] === '-c' && existsSync('/bin/bash');
+  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', 'pipe'];
+  for (const fd of closer ? [] : leaked) {
+    while (stdio.length <= fd) stdio.push('ignore');
+    stdio[fd] = 'pipe';
+  }
+  const [file, args] = closer ? ['/bin/bash', ['-c', `${leaked.map((fd) => `exec ${fd}>&-`).join('\n')}\n${prepared.args[1]}`, ...prepared.args.slice(2)]] : [prepared.file, prepared.args];
+  const child = spawn(file, args, { env: prepared.env, stdio, detached: true });
+  for (const fd of closer ? [] : leaked) (child.stdio[fd] as Readable | null)?.destroy();
   const [stdout, stderr, handshake] = [child.stdout!, child.stderr!, child.stdio[3] as Writable];
   stdout.on('data', output.stdout);
   stderr.on('data', output.stderr);
@@ -35,7 +44,7 @@ export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceiver
     child.once('error', reject);
     child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
   });
-  if (child.pid !== undefined) void prepared.started(child.pid, () => handshake.end('go\n'));
+  if (child.pid !== undefined) prepared.started(child.pid, () => handshake.end('go\n'));
   const closed = (stream: Readable) => new Promise((resolve) => stream.once('close', resolve));
   return {
     finished: Promise.all([exited, closed(stdout), closed(stderr)]).then(([code]) => code),
@@ -49,3 +58,33 @@ export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceiver
     },
   };
 }
+
+let inherited: number[] | undefined;
+
+/**
+ * Descriptors of this process above 3 without close-on-exec: Node opens its own with it, so these
+ * came from whoever started the worker (a shell's, a supervisor's). Found once.
+ */
+function inheritedDescriptors(): number[] {
+  if (inherited) return inherited;
+  inherited = [];
+  let fds: string[] = [];
+  try {
+    fds = readdirSync('/proc/self/fd');
+  } catch {
+    return inherited;
+  }
+  for (const name of fds) {
+    const fd = Number(name);
+    if (fd <= 3) continue;
+    try {
+      const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
+      if (flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0) inherited.push(fd);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return inherited;
+}
+
+const O_CLOEXEC = 0o2000000;

@@ -7,8 +7,11 @@
  *
  * The scan skips spaces, tabs and line breaks between a pattern's characters, so base64 wrapped at
  * 76 columns, `xxd -p` at 60, `od -An -tx1` / `xxd` groups of hex, and a key a terminal wrapped
- * are found as well (patterns themselves hold no whitespace).
+ * are found as well (patterns themselves hold no whitespace). Dumps with an offset or character
+ * column (`xxd`, `hexdump -C`, `od -c`) are read back into bytes and searched first (see ./dumps).
  */
+
+import { mayHoldDump, redactDumps } from './dumps';
 
 export const REDACTED = '[redacted]';
 
@@ -25,11 +28,14 @@ export class Redactor {
   /** True when no secret is long enough to be looked for: `text` and `value` change nothing. */
   readonly empty: boolean;
   private readonly matcher: Matcher | undefined;
+  /** The secrets beyond ASCII as UTF-8 bytes: `matcher` finds the others in bytes read as latin1. */
+  private readonly utf8Secrets: Buffer[] = [];
 
   constructor(secrets: Iterable<string>) {
     const patterns = new Map<string, number>();
     for (const secret of new Set(secretForms(secrets))) {
       for (const [text, flags] of patternsOf(secret)) patterns.set(text, (patterns.get(text) ?? 0) | flags);
+      if (Buffer.byteLength(secret) !== secret.length) this.utf8Secrets.push(Buffer.from(secret, 'utf8'));
     }
     this.empty = patterns.size === 0;
     this.matcher = this.empty ? undefined : new Matcher(patterns);
@@ -38,6 +44,7 @@ export class Redactor {
   /** `s` with every occurrence of a secret, in any of its encodings, replaced by REDACTED. */
   text(s: string): string {
     if (this.matcher === undefined || s.length < MIN_SECRET_LENGTH) return s;
+    if (mayHoldDump(s)) s = redactDumps(s, (bytes) => this.inBytes(bytes), REDACTED);
     const spans = this.matcher.spans(s);
     if (spans.length === 0) return s;
     let out = '';
@@ -47,6 +54,15 @@ export class Redactor {
       at = spans[i + 1];
     }
     return out + s.slice(at);
+  }
+
+  /** Where secrets are in bytes (a dump's), in any encoding, as flattened [start, end) pairs. */
+  private inBytes(bytes: Buffer): number[] {
+    const spans = this.matcher!.spans(bytes.toString('latin1'));
+    for (const secret of this.utf8Secrets) {
+      for (let at = bytes.indexOf(secret); at !== -1; at = bytes.indexOf(secret, at + 1)) spans.push(at, at + secret.length);
+    }
+    return spans;
   }
 
   /**

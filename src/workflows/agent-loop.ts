@@ -184,6 +184,7 @@ export class AgentLoop {
         continue;
       }
       silentTurns = 0;
+      await this.gate?.prepare(turn.toolCalls.flatMap((call) => (byName.has(call.name) && call.error === undefined ? [{ tool: (byName.get(call.name) as AgentTool).tool, args: call.args }] : [])));
       const results = await Promise.all(
         turn.toolCalls.map((call, index) => {
           const callId = `${this.turns}.${index + 1}`;
@@ -302,7 +303,7 @@ export class AgentLoop {
         ...(this.spec.storeWorkspace && { storeWorkspace: this.spec.storeWorkspace }),
         ...(this.spec.sandbox && { sandbox: this.spec.sandbox }),
       });
-      this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok' });
+      this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok', ...(result.unconfined && { sandbox: 'none' }) });
       return reply(result.output);
     } catch (err) {
       if (isCancellation(err)) throw err;

@@ -39,6 +39,8 @@ interface Verdict {
 export class ApprovalGate {
   /** Calls a person answered `always` to: exactly these (tool and arguments) run without asking again. */
   private readonly always = new Set<string>();
+  /** Decisions of the current turn's commands, by command and rules, made in one local activity. */
+  private decided = new Map<string, CommandDecision>();
 
   constructor(
     private readonly spec: GateSpec,
@@ -46,6 +48,25 @@ export class ApprovalGate {
     private readonly waitsChanged: () => void,
     private readonly record: (event: Omit<AuditEvent, 'at' | 'step'>) => void,
   ) {}
+
+  /**
+   * Judges every shell command of a turn that meets command rules, in one local activity before
+   * any of its calls runs: a turn of many calls costs one activity, not one each.
+   */
+  async prepare(calls: { tool: string; args: Record<string, unknown> }[]): Promise<void> {
+    const items = new Map<string, { command: string; rules: object }>();
+    for (const { tool, args } of calls) {
+      if (typeof args.command !== 'string') continue;
+      for (const approvals of [this.spec.approvals, ...(this.spec.inherited ?? [])]) {
+        const policy = policyFor(approvals, tool);
+        if (policy !== undefined && typeof policy === 'object') items.set(decisionKey(args.command, policy), { command: args.command, rules: policy });
+      }
+    }
+    this.decided = new Map();
+    if (items.size === 0) return;
+    const decisions = await decider.decideCommands({ items: [...items.values()] });
+    [...items.keys()].forEach((key, i) => this.decided.set(key, decisions[i]));
+  }
 
   /** Undefined when the call may run; otherwise the denial the model reads, with its reason. */
   async check(tool: string, args: Record<string, unknown>, callId: string): Promise<string | undefined> {
@@ -109,12 +130,12 @@ export class ApprovalGate {
   private async judge(tool: string, rules: object, args: Record<string, unknown>): Promise<Verdict> {
     const command = args.command;
     if (typeof command !== 'string') return { decision: 'ask', reason: `${tool} has command rules but the call names no command` };
-    const decided: CommandDecision = await decider.decideCommand({ command, rules });
+    const decided: CommandDecision = this.decided.get(decisionKey(command, rules)) ?? (await decider.decideCommands({ items: [{ command, rules }] }))[0];
     const segments = decided.segments.map((s) => ({ text: s.text, decision: s.decision, rule: s.rule }));
     const deciding = decided.segments.find((s) => s.decision === decided.decision);
     const verb = { allow: 'is allowed', ask: 'needs a person', deny: 'is denied' }[decided.decision];
     const reason = deciding
-      ? `\`${clip(oneLine(deciding.text), PROMPT_COMMAND_CHARS)}\` ${verb}: ${deciding.rule === 'otherwise' ? `no rule names it (otherwise: ${decided.decision})` : `the rule ${deciding.rule}`}`
+      ? `\`${clip(oneLine(deciding.text), PROMPT_COMMAND_CHARS)}\` ${verb}: ${whatDecided(deciding.rule, decided.decision)}`
       : decided.unparsable !== undefined
         ? `the command cannot be read as a shell command (${decided.unparsable}): a person looks`
         : `the rules say ${decided.decision}`;
@@ -126,6 +147,16 @@ export class ApprovalGate {
 function policyFor(approvals: Approvals, tool: string): Approvals[string] | undefined {
   const server = /^mcp:[^/]+\//.exec(tool)?.[0];
   return approvals[tool] ?? (server ? approvals[`${server}*`] : undefined);
+}
+
+/** A rule (`git push: deny`) is named as one; the parser's own reasons (`runs ./x, …`, `writes f`, `computed: …`) read as they are. */
+function whatDecided(rule: string, decision: string): string {
+  if (rule === 'otherwise') return `no rule names it (otherwise: ${decision})`;
+  return /^[^:]+: (allow|ask|deny)$/.test(rule) ? `the rule ${rule}` : rule;
+}
+
+function decisionKey(command: string, rules: object): string {
+  return `${JSON.stringify(rules)}\u0000${command}`;
 }
 
 function oneLine(text: string): string {

@@ -12,6 +12,7 @@ export type AuditEventName =
   | 'tool.started'
   | 'tool.finished'
   | 'tool.refused'
+  | 'tool.unconfined'
   | 'approval.asked'
   | 'approval.decided'
   | 'agent.finished'
@@ -38,6 +39,8 @@ export interface AuditEvent {
   /** Sizes say what happened without saying what was said. */
   chars?: number;
   toolCalls?: number;
+  /** `none` when the call's processes ran outside the sandbox (people chose `sandbox: none`). */
+  sandbox?: string;
   /** A team worker's new state (worker.state). */
   state?: string;
   /** A failure's class and what the worker did about it (worker.recovery). */

@@ -9,6 +9,8 @@ import type { CompiledStep } from '../spec/types';
 import type { SandboxSpec } from '../sandbox/profile';
 import { PAYLOAD_LIMIT_BYTES } from '../spec/limits';
 import { StepTimeout } from './failures';
+import { audit } from './audit';
+import { isoAt, nowMs } from './clock';
 import { sizeOf } from './sizes';
 import { localToolOptions, toolActivityOptions } from './step-options';
 
@@ -66,7 +68,7 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
   const activities = call.local
     ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
     : proxyActivities<Activities>({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) });
-  return activities.runTool({
+  const result = activities.runTool({
     tool: call.tool,
     params: call.params,
     workspace: call.workspace,
@@ -75,6 +77,13 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
     ...(call.inlineLimit !== undefined && { inlineLimit: call.inlineLimit }),
     ...(call.sandbox && { sandbox: call.sandbox }),
   });
+  // People chose `sandbox: none`; the audit log keeps that it was used. A handler of its own, so
+  // the step's continuation runs exactly when it did before (commands keep their recorded order).
+  result.then(
+    (done) => done.unconfined && audit.record({ event: 'tool.unconfined', at: isoAt(nowMs()), step: label, tool: call.tool, sandbox: 'none' }),
+    () => undefined,
+  );
+  return result;
 }
 
 /** Parameters bigger than this would crowd the activity's payload (and history): their big parts are stored. */

@@ -41,4 +41,6 @@ export interface ToolSandbox {
   log?: (line: string) => void;
   /** How egress resolves names, instead of the system's (tests). */
   lookup?: EgressLookup;
+  /** Takes the worker's secrets out of a text: for what a tool cuts short itself (a secret cut in two would survive). */
+  redact?: (text: string) => string;
 }

@@ -45,7 +45,8 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
     if (json !== undefined) result.json = json;
     if (exitCode !== 0) {
       // The message is a summary (it is shown, and kept in history); the whole stderr is in the output.
-      const tail = result.stderr.trim().split('\n').slice(-3).map((line) => (line.length > 300 ? `${line.slice(0, 300)}…` : line)).join(' | ');
+      // Redacted before it is cut: a secret cut in two would no longer be found whole.
+      const tail = (ctx.sandbox.redact?.(result.stderr) ?? result.stderr).trim().split('\n').slice(-3).map((line) => (line.length > 300 ? `${line.slice(0, 300)}…` : line)).join(' | ');
       throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, result);
     }
     return result;
