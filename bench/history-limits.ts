@@ -21,11 +21,12 @@ import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
 import { resultsFile, runMain, writeResults } from './run-main';
+import { scaled } from './scale';
 import { createCadreWorker } from '../src/worker/worker';
 import { payloadSizes, runHistories } from '../test/support/history';
 
-const LONG_LOOP_ITEMS = 50_000;
-const BIG_OUTPUTS = 220;
+const LONG_LOOP_ITEMS = scaled(50_000, 8_000);
+const BIG_OUTPUTS = scaled(220, 60);
 const BIG_OUTPUT_BYTES = 256 * 1024;
 /** The bound for any one history (Temporal's hard limit is 51,200 events). */
 const MAX_EVENTS = 20_000;

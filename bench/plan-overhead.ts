@@ -24,11 +24,12 @@ import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
+import { scaled } from './scale';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, baselineSteps } from './baseline-workflow';
 
 const STEPS = 50;
-const REPETITIONS = 15;
+const REPETITIONS = scaled(15, 9);
 /** Warm-up runs of each kind, so the JIT and the server's caches are warm before measuring. */
 const WARMUPS = 3;
 /**

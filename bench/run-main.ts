@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hasPending } from '../src/analytics/spool';
+import { BENCH_SCALE } from './scale';
 
 /** How a benchmark script ends: exit 0 when it finished, 1 with the reason when it did not. */
 export function runMain(main: () => Promise<void>, log: (line: string) => void): void {
@@ -27,8 +28,9 @@ export function resultsFile(name: string): string {
 }
 
 /** Prints a benchmark's report as JSON and keeps it in its results file. */
-export function writeResults(file: string, report: unknown): void {
-  const json = JSON.stringify(report, null, 2);
+export function writeResults(file: string, report: object): void {
+  // Which scale ran (bench/scale.ts): CI's, or the full sizes README quotes.
+  const json = JSON.stringify({ scale: BENCH_SCALE, ...report }, null, 2);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${json}\n`);
   process.stdout.write(`${json}\n`);

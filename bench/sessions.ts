@@ -20,8 +20,9 @@ import { installConciseLogging } from '../src/worker/logging';
 import { type baselineSession, sayUpdate, stopSignal } from './baseline-session';
 import { startBenchWorker } from './bench-worker';
 import { resultsFile, runMain, writeResults } from './run-main';
+import { scaled } from './scale';
 
-const MESSAGES = 1000;
+const MESSAGES = scaled(1000, 200);
 const WARMUP = 30;
 const HISTORY_LIMIT = 10_000;
 const RESULTS_FILE = resultsFile('sessions');

@@ -21,9 +21,10 @@ import { formatIssues, validatePlan } from '../src/spec/validate';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
+import { scaled } from './scale';
 
-const QUESTIONS = 30;
-const EXAMPLE_RUNS = 5;
+const QUESTIONS = scaled(30, 15);
+const EXAMPLE_RUNS = scaled(5, 3);
 const TARGET_MS = 1000;
 const RESULTS_FILE = resultsFile('team-example');
 

@@ -26,9 +26,10 @@ import { type WorkerState, WorkerStateMachine } from '../src/workflows/worker-st
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
+import { scaled } from './scale';
 
 const WORKERS = 10;
-const CYCLES = 50;
+const CYCLES = scaled(50, 20);
 const WARMUP_CYCLES = 5;
 /** Each worker's moves: running, then blocked/running per cycle, then completing and completed (103 for 50). */
 const movesFor = (cycles: number): WorkerState[] => ['running', ...Array.from({ length: cycles }, () => ['blocked', 'running'] as WorkerState[]).flat(), 'completing', 'completed'];

@@ -17,9 +17,10 @@ import { createWorktree } from '../src/activities/git';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { resultsFile, runMain, writeResults } from './run-main';
+import { scaled } from './scale';
 
 const FILES = 10_000;
-const REPETITIONS = 5;
+const REPETITIONS = scaled(5, 3);
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_FILE = resultsFile('worktrees');
 

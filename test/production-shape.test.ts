@@ -54,6 +54,7 @@ output: "{{ steps.fan.output[*].stdout }}"
 
 /** One step after another, logging who ran them; s2 runs long enough to SIGKILL its worker. */
 const CHAIN_PLAN = `name: production-chain
+sandbox: { env: [CADRE_TEST_WORKER] }
 steps:
 ${CHAIN.map(
   (id, i) => `  - id: ${id}

@@ -5,21 +5,14 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { PlanError, loadPlan, loadPlanWithWarnings } from '../spec/load';
 import { resolveInputs } from '../spec/inputs';
 import { formatIssues } from '../spec/validate';
-import { startEmbedded } from '../worker/embedded';
-import { installConciseLogging, statusLine } from '../worker/logging';
-import { SetupPermissionError, ensureSearchAttributes } from '../worker/search-attributes';
-import { createCadreWorker, taskQueue } from '../worker/worker';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveConnection } from './client';
 import { connectionOptions, setConnectionFlags } from './connection-config';
 import { packageVersion } from '../package-root';
-import { AesGcmCodec } from '../codec/aes-gcm';
+import { taskQueue } from '../worker/task-queue';
+/** The minimum length of a codec token (codec/server.ts), here so the help text needs no server. */
+const MIN_TOKEN_LENGTH = 16;
 import { codecKeysFromEnv } from '../codec/keys';
-import { MIN_TOKEN_LENGTH, randomCodecToken, startCodecServer } from '../codec/server';
-import { workerSandboxWarning } from '../activities/sandbox-settings';
 import { printPaged } from './pager';
-import { ask } from '../ask/ask';
-import { chat } from './chat';
-import { runDemo } from './demo';
 import { sendMessage, sessionInput } from './sessions';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
@@ -27,14 +20,12 @@ import type { CompiledPlan } from '../spec/types';
 import type { Diagnostics } from '../workflows/definitions';
 import { registerRolesCommand } from './roles-command';
 import { etaReporter, registerStatsCommand } from './stats-command';
-import { teamStart } from './team';
 import { checkWorkflowId } from './workflow-ids';
 import { colourOn, paintStatus } from './style';
 import { completionScript } from './completion';
 import { formatProblems } from '../preflight/codes';
 import { environmentProblems } from '../preflight/environment';
 import { checkPlan, checkServer, checkWorkers } from '../preflight/preflight';
-import { pruneWorktrees, runWorktrees } from './worktrees';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const info = (line: string) => process.stderr.write(`${line}\n`);
@@ -145,6 +136,13 @@ export function buildProgram(): Command {
     .action(async (opts: { port: number; uiPort: number; dataDir: string }) => {
       const running = readServerInfo(process.cwd());
       if (running) throw new CadreError(`cadre dev already runs here (pid ${running.pid}, ${running.address}); two servers on one .cadre/ would corrupt it`);
+      const [{ installConciseLogging }, { startEmbedded }, { AesGcmCodec }, { randomCodecToken, startCodecServer }, { workerSandboxWarning }] = await Promise.all([
+        import('../worker/logging'),
+        import('../worker/embedded'),
+        import('../codec/aes-gcm'),
+        import('../codec/server'),
+        import('../activities/sandbox-settings'),
+      ]);
       installConciseLogging('WARN');
       // With payload encryption on, the Web UI decodes through a codec server of its own, its
       // token (new at each start) in the endpoint's path: the UI sends no header of its own.
@@ -188,6 +186,7 @@ export function buildProgram(): Command {
       const token = process.env[opts.tokenEnv];
       if (!token) throw new CadreError(`no token for the codec server: set ${opts.tokenEnv}, or --token-env NAME`);
       if (token.length < MIN_TOKEN_LENGTH) throw new CadreError(`${opts.tokenEnv} is too short for a codec token: at least ${MIN_TOKEN_LENGTH} characters (openssl rand -hex 24)`);
+      const [{ AesGcmCodec }, { startCodecServer }] = await Promise.all([import('../codec/aes-gcm'), import('../codec/server')]);
       const server = await startCodecServer({ codec: new AesGcmCodec(keys), port: opts.port, host: opts.host, origins: opts.origin, token, log: info });
       out(`codec server: ${server.url} (keys ${keys.map((k) => k.id).join(', ')}; encrypting with ${keys[keys.length - 1].id}; requests carry the token in $${opts.tokenEnv})`);
       out(`Web UI: set ${server.url}/<token> as the codec server; CLI: temporal --codec-endpoint ${server.url} --codec-auth "Bearer $${opts.tokenEnv}" ...`);
@@ -202,6 +201,12 @@ export function buildProgram(): Command {
     .option('--metrics-port <port>', 'serve Prometheus metrics at http://0.0.0.0:<port>/metrics (default: CADRE_METRICS_PORT; off)', port)
     .action(async (opts: { metricsPort?: number }) => {
       const metricsPort = opts.metricsPort ?? (process.env.CADRE_METRICS_PORT ? port(process.env.CADRE_METRICS_PORT) : undefined);
+      const [{ installConciseLogging, statusLine }, { SetupPermissionError, ensureSearchAttributes }, { createCadreWorker }, { workerSandboxWarning }] = await Promise.all([
+        import('../worker/logging'),
+        import('../worker/search-attributes'),
+        import('../worker/worker'),
+        import('../activities/sandbox-settings'),
+      ]);
       installConciseLogging('WARN', metricsPort === undefined ? {} : { metricsAddress: `0.0.0.0:${metricsPort}` });
       const server = resolveConnection();
       const client = await connectWhenUp();
@@ -232,6 +237,7 @@ export function buildProgram(): Command {
     .description("register cadre's search attributes on the namespace (needs operator rights)")
     .addHelpText('after', '\nExamples:\n  cadre setup\n  cadre --profile prod setup')
     .action(async () => {
+      const { ensureSearchAttributes } = await import('../worker/search-attributes');
       await withClient(async (client) => {
         const report = await ensureSearchAttributes(client.connection, client.server.namespace);
         if (report.added.length > 0) out(`registered: ${report.added.join(', ')}`);
@@ -304,6 +310,7 @@ export function buildProgram(): Command {
     .addHelpText('after', '\nExamples:\n  cadre team "Write unit tests for the parser" --wait\n  cadre team examples/feature-team/plan.yaml --wait')
     .action(async (goalOrPlan: string, opts: { id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
       if (opts.id !== undefined) checkWorkflowId(opts.id);
+      const { teamStart } = await import('./team');
       const { plan, inputs, lead } = await teamStart(goalOrPlan, process.cwd());
       if (lead && !opts.json) info(`lead: ${lead.role}${lead.matched.length ? ` (matched: ${lead.matched.join(', ')})` : ' (no role matched the goal: the default)'}`);
       await startAndFollow(plan, inputs, opts);
@@ -409,6 +416,7 @@ export function buildProgram(): Command {
     .option('--config <file>', 'the config file with the ask section (default: CADRE_CONFIG or ./cadre.config.yaml)')
     .option('--json', 'print the route, the run id and the answer as JSON')
     .action(async (request: string, opts: { model?: string; config?: string; json?: boolean }) => {
+      const { ask } = await import('../ask/ask');
       await withClient(async (client) => {
         const started = await ask(client, request, { ...(opts.model && { model: opts.model }), ...(opts.config && { configPath: opts.config }) });
         const how = 'rules' in started.by ? `rule "${started.by.rules.pattern}"` : `model ${started.by.model}`;
@@ -452,6 +460,7 @@ export function buildProgram(): Command {
   sessionOptions(program.command('chat [session]').description('talk with an agent in a session that survives restarts; /end ends it, Ctrl-D leaves it')).action(
     async (id: string | undefined, opts: SessionCliOptions) => {
       const sessionId = id ?? `chat-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+      const { chat } = await import('./chat');
       await withRun(sessionId, (client) => chat(client, sessionId, sessionInput(opts), { input: process.stdin, out, info }));
     },
   );
@@ -500,6 +509,7 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(async (action: string | undefined, opts: { repo: string; json?: boolean }) => {
       if (action !== undefined && action !== 'prune') throw new UsageError(`unknown action "${action}": the only one is prune`);
+      const { pruneWorktrees, runWorktrees } = await import('./worktrees');
       await withClient(async (client) => {
         if (action === 'prune') {
           const outcomes = await pruneWorktrees(client, opts.repo);
@@ -551,6 +561,7 @@ export function buildProgram(): Command {
     .description('run the example plan end to end on an embedded server, non-interactively')
     .option('--data-dir <dir>', 'where the dev server keeps its state', '.cadre')
     .action(async (opts: { dataDir: string }) => {
+      const [{ installConciseLogging }, { runDemo }] = await Promise.all([import('../worker/logging'), import('./demo')]);
       // Failed attempts show as step progress: keep worker logs to errors.
       installConciseLogging('ERROR');
       const final = await runDemo({ dataDir: opts.dataDir, out, info });

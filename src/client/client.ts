@@ -39,7 +39,7 @@ import {
 import { hasDeferred } from '../spec/refs';
 import { auditDir, auditFile } from '../store/audit-files';
 import { materialize, storesIn } from '../store/values';
-import { taskQueue as defaultTaskQueue } from '../worker/worker';
+import { taskQueue as defaultTaskQueue } from '../worker/task-queue';
 import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from './errors';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import type { ApprovalPolicy, Approvals } from '../spec/types';
-import { taskQueue as defaultTaskQueue } from '../worker/worker';
+import { taskQueue as defaultTaskQueue } from '../worker/task-queue';
 import {
   type SendResult,
   type SessionDiagnostics,

@@ -5,11 +5,9 @@ import { auditSinks } from './audit-log';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type Tracing, tracingFromEnv } from './tracing';
 
-export const DEFAULT_TASK_QUEUE = 'cadre';
+import { taskQueue } from './task-queue';
 
-export function taskQueue(): string {
-  return process.env.CADRE_TASK_QUEUE || DEFAULT_TASK_QUEUE;
-}
+export { DEFAULT_TASK_QUEUE, taskQueue } from './task-queue';
 
 export interface CadreWorkerOptions {
   address: string;

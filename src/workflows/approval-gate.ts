@@ -121,7 +121,7 @@ export class ApprovalGate {
     for (const approvals of [this.spec.approvals, ...(this.spec.inherited ?? [])]) {
       const policy = policyFor(approvals, tool);
       if (policy === undefined) continue;
-      const next = typeof policy === 'string' ? { decision: policy, reason: `the approval policy of this step is ${policy} for ${tool}` } : await this.judge(tool, policy, args);
+      const next = typeof policy === 'string' ? { decision: policy, reason: policyReason(policy, tool) } : await this.judge(tool, policy, args);
       if (STRICTNESS[next.decision] > STRICTNESS[verdict.decision] || (next.command !== undefined && verdict.command === undefined && next.decision === verdict.decision)) verdict = next;
     }
     return verdict;
@@ -147,6 +147,10 @@ export class ApprovalGate {
 function policyFor(approvals: Approvals, tool: string): Approvals[string] | undefined {
   const server = /^mcp:[^/]+\//.exec(tool)?.[0];
   return approvals[tool] ?? (server ? approvals[`${server}*`] : undefined);
+}
+
+function policyReason(policy: ApprovalPolicy, tool: string): string {
+  return policy === 'deny' ? `the approval policy of this step denies ${tool}` : policy === 'ask' ? `the approval policy of this step asks a person about ${tool}` : `${tool} is allowed`;
 }
 
 /** A rule (`git push: deny`) is named as one; the parser's own reasons (`runs ./x, …`, `writes f`, `computed: …`) read as they are. */

@@ -7,6 +7,7 @@
 import { temporal } from '@temporalio/proto';
 import { CadreError, SERVER_TASK_CLOSES } from '../../src/client/client';
 import type { Diagnostics } from '../../src/workflows/definitions';
+import type { CompiledPlan } from '../../src/spec/types';
 import { startPlan, tempWorkspace, withWorker, type Harness } from '../support/harness';
 import { runHistories } from '../support/history';
 import { validatingFuzzPlans } from './plan-fuzz';
@@ -14,6 +15,19 @@ import { validatingFuzzPlans } from './plan-fuzz';
 const EventType = temporal.api.enums.v1.EventType;
 const AT_ONCE = 4;
 const DEADLINE_MS = 15 * 60_000;
+/**
+ * `npm test` runs the plans of up to this many tool runs (forEach items and steps); the few that
+ * probe the limits (5,000 items, 2,000 steps) take most of ten minutes of a 2-core machine, so they
+ * run with CADRE_FAULTS=full (and their shapes at a smaller scale in foreach-chunks and the
+ * history-limits benchmark).
+ */
+const CI_MAX_RUNS = 200;
+const FULL = process.env.CADRE_FAULTS === 'full';
+
+/** How many tool runs a plan asks for, as far as its text says (a templated forEach counts once). */
+function toolRuns(plan: CompiledPlan): number {
+  return plan.steps.reduce((n, step) => n + (Array.isArray(step.forEach) ? step.forEach.length : 1), 0);
+}
 
 /** Answers whatever the run waits for: the first choice of a question, `abort` on a failure, `skip` on a timeout. */
 async function answerWaits(h: Harness, id: string, d: Diagnostics, answered: Set<string>): Promise<void> {
@@ -62,7 +76,9 @@ async function failedTasks(h: Harness, workflowId: string): Promise<{ failed: st
 describe('the fuzz corpus on a real server', () => {
   test('every plan that validates completes or fails with a message, and no workflow task fails', async () => {
     const workspace = tempWorkspace();
-    const plans = validatingFuzzPlans(workspace);
+    const all = validatingFuzzPlans(workspace);
+    const plans = FULL ? all : all.filter((fuzz) => toolRuns(fuzz.plan) <= CI_MAX_RUNS);
+    const left = all.filter((fuzz) => !plans.includes(fuzz));
     expect(plans.length).toBeGreaterThan(20);
     const outcomes: { file: string; status: string; why: string; failedTasks: string[]; closedByServer: number }[] = [];
     await withWorker(async (h) => {
@@ -84,7 +100,8 @@ describe('the fuzz corpus on a real server', () => {
     process.stdout.write(
       `fuzz run: ${outcomes.length} valid plans run, ${completed.length} completed, ${failed.length} failed with a message, ` +
         `${outcomes.reduce((n, o) => n + o.failedTasks.length, 0)} failed workflow tasks ` +
-        `(and ${outcomes.reduce((n, o) => n + o.closedByServer, 0)} closed by the server's housekeeping)\n`,
+        `(and ${outcomes.reduce((n, o) => n + o.closedByServer, 0)} closed by the server's housekeeping)` +
+        `${left.length > 0 ? `; ${left.length} plans of over ${CI_MAX_RUNS} tool runs left for CADRE_FAULTS=full (${left.map((f) => f.file).join(', ')})` : ''}\n`,
     );
     for (const o of outcomes) {
       expect({ file: o.file, failedTasks: o.failedTasks }).toEqual({ file: o.file, failedTasks: [] });
