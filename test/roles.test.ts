@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Role, BUILTIN_ROLES_DIR, RoleError, isBuiltinSource, loadRoles } from '../src/roles/roles';
 import { routeTask, stem, suggestRole } from '../src/roles/router';
+import { DEFAULT_PROFILE, effectiveProfile } from '../src/sandbox/profile';
+import { toEgressPolicy } from '../src/egress/policy';
 import { isToolName } from '../src/spec/tools';
 import { runCadre } from './support/cli';
 
@@ -121,7 +123,7 @@ describe('role files', () => {
     expect(path.basename(file)).toBe('security.yaml');
     expect(error.message.split('\n')).toEqual([
       expect.stringMatching(new RegExp(`^${literal(file)}: tools\\[2\\]: unknown tool "fs\\.delete" \\(known tools: shell, fs\\.read`)),
-      `${file}: color: unknown field "color" (fields: name, description, competencies, system, tools, authority, consultWhen, approvals, model)`,
+      `${file}: color: unknown field "color" (fields: name, description, competencies, system, tools, authority, consultWhen, approvals, sandbox, model)`,
     ]);
     // Once the shape is right, the name must match the file.
     const renamed = await loadFailure({ 'security.yaml': SECURITY.replace('name: security', 'name: secure') });
@@ -147,6 +149,29 @@ describe('role files', () => {
       'sec.yaml: approvals.shell: "shell" is not one of the role\'s tools (fs.read, fs.read)',
       'tester.yaml: description: description must be one line',
     ]);
+  });
+
+  test("a role's sandbox narrows the run's: variables and hosts both name, the smaller limits; it cannot widen or turn it off", async () => {
+    const narrow = SECURITY.concat('sandbox: { env: [KEEP, OTHER], egress: { allow: [api.github.com, evil.example], loopback: [8080] }, limits: { memory: 1GiB, processes: 64 } }\n');
+    const [role] = (await loadRoles({ dirs: [tempDir({ 'security.yaml': narrow })] })).filter((r) => r.name === 'security');
+    expect(role.sandbox).toEqual({ env: ['KEEP', 'OTHER'], egress: { allow: ['api.github.com', 'evil.example'], loopback: [8080], addresses: [] }, limits: { memoryBytes: 1024 ** 3, processes: 64 } });
+    const run = { env: ['KEEP', 'DROP'], egress: toEgressPolicy({ allow: ['api.github.com', 'registry.npmjs.org'], loopback: [8080, 9090] }), limits: { processes: 256 } };
+    const profile = effectiveProfile(DEFAULT_PROFILE, { ...run, within: [role.sandbox ?? {}] });
+    expect(profile).toMatchObject({ mode: 'bubblewrap', env: ['KEEP'], egress: { allow: ['api.github.com'], loopback: [8080], addresses: [] } });
+    expect(profile.limits).toMatchObject({ processes: 64, memoryBytes: 1024 ** 3, openFiles: DEFAULT_PROFILE.limits.openFiles });
+    // A later narrowing (a subtask's role) narrows again; an egress of none shuts every host.
+    const shut = effectiveProfile(DEFAULT_PROFILE, { ...run, within: [role.sandbox ?? {}, { egress: toEgressPolicy({}), limits: { processes: 512 } }] });
+    expect(shut).toMatchObject({ env: ['KEEP'], egress: { allow: [], loopback: [] }, limits: { processes: 64 } });
+    // Nothing to turn the sandbox off or open a path: those belong to the plan and the worker.
+    for (const [sandbox, message] of [
+      ['none', "a role's sandbox is { env, egress, limits }"],
+      ['{ read: [/srv] }', 'unknown field "read"'],
+      ['{ mode: none }', 'unknown field "mode"'],
+      ['{ egress: everything }', 'egress is "none" or { allow, loopback, addresses }'],
+    ]) {
+      const error = await loadFailure({ 'security.yaml': SECURITY.concat(`sandbox: ${sandbox}\n`) });
+      expect(error.message).toContain(message);
+    }
   });
 
   test('a CADRE_ROLES_DIR folder that does not exist is an error', async () => {

@@ -4,7 +4,7 @@
  * without bubblewrap (one line naming the fix); cadre's own files, placeholders and limits.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -103,6 +103,60 @@ steps:
     },
     { auditDir },
   );
+});
+
+test("a role narrows the run's sandbox for its agent and that agent's subtasks, whatever role they take", async () => {
+  const ws = tempWorkspace();
+  const server = createServer((_req, res) => res.end('reached'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  process.env.CADRE_SANDBOX_TEST_ROLE = 'role-value';
+  const role = (name: string, sandbox = '') =>
+    `name: ${name}\ndescription: Looks around.\ncompetencies: [look]\nsystem: Look.\ntools: [shell]\napprovals: { shell: allow }\nauthority: []\nconsultWhen: []\n${sandbox}`;
+  mkdirSync(path.join(ws, 'roles'));
+  writeFileSync(path.join(ws, 'roles', 'open.yaml'), role('open'));
+  writeFileSync(path.join(ws, 'roles', 'narrow.yaml'), role('narrow', 'sandbox: { env: [], egress: none, limits: { fileSize: 1MiB } }\n'));
+  // Each agent records what it sees: the variable, the server, and how much of a 2 MB file it could write.
+  const look = (file: string) => ({
+    reply: { toolCalls: [{ name: 'shell', args: { command: `{ echo "v=$CADRE_SANDBOX_TEST_ROLE"; curl -sS --max-time 5 http://127.0.0.1:${port}/ 2>&1; echo; (head -c 2000000 /dev/zero > big-${file}) 2>/dev/null; wc -c < big-${file}; } > ${file} 2>/dev/null` } }] },
+  });
+  const done = { reply: { toolCalls: [{ name: 'signal_state', args: { state: 'completing', reason: 'looked', result: 'ok' } }] } };
+  const scenario = (name: string, turns: unknown[]) => {
+    writeFileSync(path.join(ws, `${name}.json`), JSON.stringify({ turns }));
+    return `scripted:${path.join(ws, `${name}.json`)}`;
+  };
+  const open = scenario('open-model', [look('open.txt'), done]);
+  const narrow = scenario('narrow-model', [look('narrow.txt'), { reply: { toolCalls: [{ name: 'spawn_subtask', args: { role: 'open', prompt: 'look' } }] } }, done]);
+  const sub = scenario('sub-model', [look('sub.txt'), done]);
+  const plan = compile(
+    `
+name: sandbox-role
+team: { model: "${sub}" }
+sandbox: { env: [CADRE_SANDBOX_TEST_ROLE] }
+egress: { loopback: [${port}] }
+steps:
+  - { id: open, agent: { role: open, prompt: look, model: "${open}" } }
+  - { id: narrow, dependsOn: [open], agent: { role: narrow, prompt: look, model: "${narrow}" } }
+`,
+    ws,
+  );
+  try {
+    await withWorker(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      const seen = (file: string) => readFileSync(path.join(ws, file), 'utf8').split('\n').filter(Boolean);
+      expect(seen('open.txt')).toEqual(['v=role-value', 'reached', '2000000']);
+      const [variable, reach, big] = seen('narrow.txt');
+      expect([variable, big]).toEqual(['v=', String(1024 ** 2)]);
+      expect(reach).toMatch(/^curl: \(\d+\)/);
+      // The subtask took the open role, and still got its parent's narrowed sandbox.
+      expect(d.workers?.map((w) => [w.step, w.role])).toContainEqual(['narrow/sub-1', 'open']);
+      expect(seen('sub.txt')).toEqual(seen('narrow.txt'));
+    });
+  } finally {
+    server.close();
+    delete process.env.CADRE_SANDBOX_TEST_ROLE;
+  }
 });
 
 test('a variable the worker holds as a secret cannot be passed, even by name', async () => {

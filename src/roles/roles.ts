@@ -13,6 +13,7 @@ import { formatBytes, shorten } from '../spec/text';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import { approvalExampleIssues, approvalsSchema, compileApprovals } from '../spec/approvals';
 import { packageRoot } from '../package-root';
+import { roleSandboxSchema } from '../sandbox/schema';
 
 export const ROLE_NAME = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$|^[a-z]$/;
 /** A role is a page of text; anything bigger is a mistake (or not a role file). */
@@ -52,6 +53,8 @@ export const roleSchema = z.strictObject({
   authority: list('authority', oneLine('an authority entry', 300), 0, 30),
   consultWhen: list('consultWhen', oneLine('a consultWhen entry', 300), 0, 30),
   approvals: approvals.optional(),
+  /** Narrows the run's sandbox for this role's agents: fewer variables and hosts, smaller limits. */
+  sandbox: roleSandboxSchema.optional(),
   model: z.string().min(3).max(1000).regex(/^[a-z-]+:\S/, 'a model is provider:model, e.g. openai:gpt-4o-mini').optional(),
 });
 

@@ -3,7 +3,7 @@
  * the worker's cadre.config.yaml); nothing a model sends reaches it. Plain data, so it travels in
  * workflow inputs and activity requests; a child run gets the same profile or a stricter one.
  */
-import { type EgressPolicy, NO_EGRESS } from '../egress/policy';
+import { type EgressPolicy, NO_EGRESS, narrowEgress } from '../egress/policy';
 
 /** `none`: processes run as the worker's own, unconfined; only people can choose it, and the audit log records it. */
 export type SandboxMode = 'bubblewrap' | 'none';
@@ -47,6 +47,19 @@ export interface SandboxSpec {
   read?: string[];
   egress?: EgressPolicy;
   limits?: Partial<ResourceLimits>;
+  /** Narrowings applied after the plan's, in order: a role's (its agent and that agent's subtasks). */
+  within?: SandboxNarrowing[];
+}
+
+/**
+ * What a role says of its agents' sandbox. It can only take away: variables and hosts are kept
+ * only where both sides name them, limits take the smaller. A role cannot say `none`.
+ */
+export interface SandboxNarrowing {
+  /** Of the variables the plan and worker pass, the ones this role's tools keep. */
+  env?: string[];
+  egress?: EgressPolicy;
+  limits?: Partial<ResourceLimits>;
 }
 
 export const DEFAULT_PROFILE: SandboxProfile = { mode: 'bubblewrap', env: [], read: [], egress: NO_EGRESS, limits: DEFAULT_LIMITS };
@@ -57,12 +70,23 @@ export const DEFAULT_PROFILE: SandboxProfile = { mode: 'bubblewrap', env: [], re
  */
 export function effectiveProfile(worker: SandboxProfile, plan: SandboxSpec | undefined): SandboxProfile {
   if (!plan) return worker;
-  return {
+  const merged: SandboxProfile = {
     mode: plan.mode === 'none' || worker.mode === 'none' ? 'none' : 'bubblewrap',
     env: union(worker.env, plan.env ?? []),
     read: union(worker.read, plan.read ?? []),
     egress: plan.egress ?? worker.egress,
     limits: smaller(worker.limits, plan.limits ?? {}),
+  };
+  return (plan.within ?? []).reduce(narrowProfile, merged);
+}
+
+/** A profile with a narrowing applied: never more open than it was. */
+export function narrowProfile(profile: SandboxProfile, by: SandboxNarrowing): SandboxProfile {
+  return {
+    ...profile,
+    ...(by.env && { env: profile.env.filter((name) => by.env?.includes(name)) }),
+    ...(by.egress && { egress: narrowEgress(profile.egress, by.egress) }),
+    ...(by.limits && { limits: smaller(profile.limits, by.limits) }),
   };
 }
 

@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import type { ResourceLimits, SandboxSpec } from './profile';
+import { NO_EGRESS, egressSchema, toEgressPolicy } from '../egress/policy';
+import type { ResourceLimits, SandboxNarrowing, SandboxSpec } from './profile';
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 };
 
@@ -59,6 +60,27 @@ export const sandboxSchema = z.union(
 
 export type SandboxInput = z.infer<typeof sandboxSchema>;
 
+/**
+ * A role file's `sandbox:`: it narrows the run's, never widens it (`env` and `egress` keep only
+ * what the run also passes, limits take the smaller; no `none`, no `read`). Parsed to a narrowing.
+ */
+export const roleSandboxSchema = z
+  .strictObject(
+    {
+      env: z.array(envName).max(64).optional(),
+      egress: z.union([z.literal('none'), egressSchema], { error: 'egress is "none" or { allow, loopback, addresses }' }).optional(),
+      limits: limits.optional(),
+    },
+    { error: 'a role\'s sandbox is { env, egress, limits }: it narrows the run\'s sandbox and cannot turn it off (docs/security.md)' },
+  )
+  .transform((input): SandboxNarrowing => {
+    const out: SandboxNarrowing = {};
+    if (input.env) out.env = input.env;
+    if (input.egress) out.egress = input.egress === 'none' ? NO_EGRESS : toEgressPolicy(input.egress);
+    if (input.limits) out.limits = toLimits(input.limits);
+    return out;
+  });
+
 /** The parsed section as a spec, without egress (a section of its own). */
 export function toSandboxSpec(input: SandboxInput): SandboxSpec {
   if (input === 'none') return { mode: 'none' };
@@ -66,15 +88,16 @@ export function toSandboxSpec(input: SandboxInput): SandboxSpec {
   if (input.mode) spec.mode = input.mode;
   if (input.env) spec.env = input.env;
   if (input.read) spec.read = input.read.map((p) => path.resolve(p));
-  if (input.limits) {
-    const l = input.limits;
-    const out: Partial<ResourceLimits> = {};
-    if (l.processes !== undefined) out.processes = l.processes;
-    if (l.memory !== undefined) out.memoryBytes = l.memory;
-    if (l.fileSize !== undefined) out.fileSizeBytes = l.fileSize;
-    if (l.tmp !== undefined) out.tmpBytes = l.tmp;
-    if (l.openFiles !== undefined) out.openFiles = l.openFiles;
-    spec.limits = out;
-  }
+  if (input.limits) spec.limits = toLimits(input.limits);
   return spec;
+}
+
+function toLimits(l: z.infer<typeof limits>): Partial<ResourceLimits> {
+  const out: Partial<ResourceLimits> = {};
+  if (l.processes !== undefined) out.processes = l.processes;
+  if (l.memory !== undefined) out.memoryBytes = l.memory;
+  if (l.fileSize !== undefined) out.fileSizeBytes = l.fileSize;
+  if (l.tmp !== undefined) out.tmpBytes = l.tmp;
+  if (l.openFiles !== undefined) out.openFiles = l.openFiles;
+  return out;
 }

@@ -1,4 +1,4 @@
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { CommandRuleSet } from '../commands/rule-set';
 
 /**
@@ -55,6 +55,8 @@ export interface AgentSpec {
   output?: Record<string, unknown>;
   approvals: Approvals;
   approvalTimeout: string;
+  /** Its role's narrowing of the run's sandbox (set from the role file, never by a plan or a model). */
+  roleSandbox?: SandboxNarrowing;
 }
 
 export interface DecideSpec {

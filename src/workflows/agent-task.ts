@@ -27,6 +27,7 @@ import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAns
 import { classifyError } from './error-classes';
 import type { TeamWorker } from './team';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from './team-tools';
+import { withinRole } from './team-roles';
 import { WorkerReporter } from './worker-reporter';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
@@ -117,12 +118,13 @@ class AgentRun {
       team,
     );
     const { action } = input;
+    const sandbox = this.sandbox();
     const common = {
       label: input.step,
       workspace: input.workspace,
       ...(input.worktree && { worktree: true }),
       ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
-      ...(input.sandbox && { sandbox: input.sandbox }),
+      ...(sandbox && { sandbox }),
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'
@@ -292,6 +294,12 @@ class AgentRun {
     return running.length > 0 ? ` (running: ${running.join(', ')})` : '';
   }
 
+  /** The run's sandbox with this agent's role narrowing it; its subtasks start from this one. */
+  private sandbox(): SandboxSpec | undefined {
+    const { action } = this.input;
+    return withinRole(this.input.sandbox, action.kind === 'agent' ? action.agent.roleSandbox : undefined);
+  }
+
   private hooks(): LoopHooks {
     const hooks: LoopHooks = { changed: () => this.publish(), waitsChanged: () => this.waitsChanged() };
     const { team } = this.input;
@@ -302,7 +310,7 @@ class AgentRun {
       reporter: this.reporter,
       label: this.input.step,
       workspace: this.input.workspace,
-      ...(this.input.sandbox && { sandbox: this.input.sandbox }),
+      ...(this.sandbox() && { sandbox: this.sandbox() }),
       ...(this.input.action.kind === 'agent' && { policy: this.ownPolicy(this.input.action.agent) }),
       ...(this.input.worktree && this.input.branch !== undefined && { worktree: { branch: this.input.branch, storeWorkspace: this.input.storeWorkspace ?? this.input.workspace } }),
       subtaskWorktrees: this.subtaskWorktrees,

@@ -1,5 +1,6 @@
 /** An agent step of a team takes what its role file says, unless the step says otherwise. Pure. */
 import type { TeamRole } from '../activities/roles';
+import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { AgentSpec } from '../spec/types';
 
 export function withRole(agent: AgentSpec, roles: TeamRole[], teamModel: string | undefined): AgentSpec | string {
@@ -14,5 +15,12 @@ export function withRole(agent: AgentSpec, roles: TeamRole[], teamModel: string 
     tools: agent.tools.length > 0 ? agent.tools : role.tools,
     approvals: { ...role.approvals, ...agent.approvals },
     ...(roleModel !== undefined && { model: roleModel }),
+    ...(role.sandbox && { roleSandbox: role.sandbox }),
   };
+}
+
+/** The sandbox an agent's tool calls (and its subtasks) carry: the run's, then its role's narrowing. */
+export function withinRole(spec: SandboxSpec | undefined, narrowing: SandboxNarrowing | undefined): SandboxSpec | undefined {
+  if (!narrowing) return spec;
+  return { ...spec, within: [...(spec?.within ?? []), narrowing] };
 }
