@@ -29,7 +29,7 @@ export function resultsFile(name: string): string {
 
 /** Prints a benchmark's report as JSON and keeps it in its results file. */
 export function writeResults(file: string, report: object): void {
-  // Which scale ran (bench/scale.ts): CI's, or the full sizes README quotes.
+  // Which scale ran (bench/scale.ts): CI's, or the full sizes docs/benchmarks.md quotes.
   const json = JSON.stringify({ scale: BENCH_SCALE, ...report }, null, 2);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${json}\n`);

@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createWorktree } from '../src/activities/git';
+import { createWorktree } from '../src/git';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { resultsFile, runMain, writeResults } from './run-main';

@@ -8,7 +8,7 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { openBoundary, openResolved, PROTECTED_PATHS, resolveInside } from '../src/activities/confinement';
-import { createWorktree } from '../src/activities/git';
+import { createWorktree } from '../src/git';
 import { defaultToolSandbox, INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { applicationFailure } from './support/failures';

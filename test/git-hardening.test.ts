@@ -12,11 +12,11 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { commitWorktree, createWorktree, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/activities/git';
-import { inertOverrides } from '../src/activities/git/drivers';
-import { gitAt } from '../src/activities/git/git';
-import { hardenedGit } from '../src/activities/git/hardened';
-import { listWorktrees } from '../src/activities/git/cleanup';
+import { commitWorktree, createWorktree, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/git';
+import { inertOverrides } from '../src/git/drivers';
+import { gitAt } from '../src/git/git';
+import { hardenedGit } from '../src/git/hardened';
+import { listWorktrees } from '../src/git/cleanup';
 import { applicationFailure } from './support/failures';
 import { git, tempRepository } from './support/git-repo';
 

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createActivities } from '../src/activities';
-import { ErrorTypes } from '../src/activities/errors';
+import { ErrorTypes } from '../src/errors/application-failures';
 import { type ModelSettings, modelSettings, parseModelsSection } from '../src/providers/config';
 import { retryAfterMs } from '../src/providers/errors';
 import { type ModelTurnRequest, modelTurn } from '../src/providers/model-turn';

@@ -6,6 +6,8 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { auditSinks } from '../src/worker/audit-log';
 import { installConciseLogging } from '../src/worker/logging';
+import * as bundle from '../src/workflows';
+import { AGENT_TASK_WORKFLOW } from '../src/workflows/agent-task-contract';
 
 const dir = path.join(__dirname, 'histories');
 /** Workflows whose children's ids derive from their own replay under the id they were recorded with. */
@@ -16,6 +18,11 @@ const histories = readdirSync(dir)
   .map((name) => ({ name, workflowId: RECORDED_IDS[name] ?? name, history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, `${name}.json`), 'utf8'))) }));
 
 beforeAll(() => installConciseLogging('ERROR'));
+
+test('children started by type name name a workflow of the bundle', () => {
+  expect(Object.keys(bundle)).toContain(AGENT_TASK_WORKFLOW);
+  expect(bundle.agentTask.name).toBe(AGENT_TASK_WORKFLOW);
+});
 
 describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {

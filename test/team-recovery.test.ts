@@ -8,7 +8,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { modelSettings } from '../src/providers/config';
 import { auditFile } from '../src/store/audit-files';
-import { STALE_LOCK_MS } from '../src/activities/git/repair';
+import { STALE_LOCK_MS } from '../src/git/repair';
 import type { CustomToolsConfig } from '../src/activities/tools/custom/config';
 import { TSX } from './support/tsx';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';

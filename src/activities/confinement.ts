@@ -28,7 +28,7 @@ import { constants, existsSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { ErrorTypes, permanent } from './errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 
 /** A sub-path of the root refused with everything under it, and why (a few words, for the message). */
 export interface DeniedPath {

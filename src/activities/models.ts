@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { type ModelSettings, loadModelSettings } from '../providers/config';
-import { ErrorTypes, permanent } from './errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { type CustomToolsConfig, NO_CUSTOM_TOOLS, customToolsConfig } from './tools/custom/config';
 import { CustomTools } from './tools/custom/registry';
 import type { Containment } from './tools/custom/mcp';

@@ -1,7 +1,7 @@
 /** The team roles a run works with, read on the worker (role files are data, not code). */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ErrorTypes, permanent } from './errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { type Role, RoleError, loadRoles, userRoleDirs } from '../roles/roles';
 
 /** What a workflow needs of a role: no file paths (they differ between workers). */

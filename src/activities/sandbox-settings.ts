@@ -13,7 +13,7 @@ import type { WorkerSecrets } from '../sandbox/environment';
 import type { EgressLookup } from '../egress';
 import { Redactor } from '../secrets/redact';
 import { bubblewrapAvailability } from '../sandbox/bubblewrap';
-import { ErrorTypes, permanent } from './errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 
 export interface SandboxDeps {
   /** The worker's profile instead of the config file's (tests, embedding). */

@@ -9,7 +9,7 @@ import { MissingValueError, TemplateError, lookup, type TemplatePath } from '../
 import { hasDeferred } from '../spec/refs';
 import { BlobError, BlobStore } from '../store/blobs';
 import { expand, externalize, materialize, withStored } from '../store/values';
-import { ErrorTypes, permanent } from './errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 
 export interface ValueRequest {
   value: unknown;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { acquireLock } from './lock';
 import { SCHEMA_SQL } from './schema';
 import { hasPending, ingestPending } from './spool';
+import type { AnalyticsDb, Query } from './types';
 
 export type AnalyticsTarget = { kind: 'off' } | { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string };
 
@@ -33,15 +34,7 @@ export function describeTarget(target: AnalyticsTarget): string {
   }
 }
 
-export type Query = <Row>(sql: string, params?: unknown[]) => Promise<Row[]>;
-
-export interface AnalyticsDb {
-  readonly where: string;
-  query: Query;
-  /** Runs `fn` in one transaction: all of it is kept, or none. */
-  transaction(fn: (query: Query) => Promise<void>): Promise<void>;
-  close(): Promise<void>;
-}
+export type { AnalyticsDb, Query } from './types';
 
 export interface OpenOptions {
   /** Create the embedded database when it does not exist yet (writers); readers find nothing instead. */

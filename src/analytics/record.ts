@@ -2,7 +2,7 @@
  * Writes one part of a finished run; writing the same part again (an activity retry) changes
  * nothing. Waits for people are numbered in the order they ended.
  */
-import type { Query } from './database';
+import type { Query } from './types';
 import type { RunAnalyticsPart } from './types';
 
 export async function writeRunPart(query: Query, part: RunAnalyticsPart): Promise<void> {

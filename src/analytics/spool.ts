@@ -7,9 +7,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AnalyticsDb } from './database';
 import { writeRunPart } from './record';
-import type { RunAnalyticsPart } from './types';
+import type { AnalyticsDb, RunAnalyticsPart } from './types';
 
 const PENDING = 'pending';
 const REJECTED = 'rejected';

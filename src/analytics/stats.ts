@@ -1,5 +1,5 @@
 /** What `cadre stats` and `cadre watch` read from the recorded runs. */
-import type { Query } from './database';
+import type { Query } from './types';
 
 export interface StatsFilter {
   plan?: string;

@@ -40,3 +40,14 @@ export interface RunAnalyticsPart {
 }
 
 export type RecordOutcome = { recorded: true; where: string } | { recorded: false; why: string };
+
+/** A query on the analytics database (PGlite or Postgres). */
+export type Query = <Row>(sql: string, params?: unknown[]) => Promise<Row[]>;
+
+export interface AnalyticsDb {
+  readonly where: string;
+  query: Query;
+  /** Runs `fn` in one transaction: all of it is kept, or none. */
+  transaction(fn: (query: Query) => Promise<void>): Promise<void>;
+  close(): Promise<void>;
+}

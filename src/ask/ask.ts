@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import type { CadreClient } from '../client/client';
-import { CadreError, UsageError } from '../client/errors';
+import { CadreError, UsageError } from '../errors/cadre-error';
 import { formatIssues, validatePlan } from '../spec/validate';
 import { type AskPlan, buildPlan } from './plan';
 import { type Intent, loadRoutes } from './routes';

@@ -6,7 +6,7 @@
  */
 import type { CompiledPlan } from '../spec/types';
 import { formatIssues, validatePlan } from '../spec/validate';
-import { CadreError } from '../client/errors';
+import { CadreError } from '../errors/cadre-error';
 import type { Intent, Slot } from './routes';
 
 /** Slot values are words or short names; nothing longer reaches a slot's regular expression. */

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { CadreError } from '../client/errors';
+import { CadreError } from '../errors/cadre-error';
 
 const name = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'a name of a-z, 0-9 and _ (at most 40)');
 /** Slots are read in templates as `inputs.<slot>`: plain names. */

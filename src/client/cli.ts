@@ -8,7 +8,7 @@ import { formatIssues } from '../spec/validate';
 import { CadreClient, CadreError, SERVER_INFO_FILE, UsageError, errorChain, readServerInfo, resolveConnection } from './client';
 import { connectionOptions, setConnectionFlags } from './connection-config';
 import { packageVersion } from '../package-root';
-import { taskQueue } from '../worker/task-queue';
+import { taskQueue } from './task-queue';
 /** The minimum length of a codec token (codec/server.ts), here so the help text needs no server. */
 const MIN_TOKEN_LENGTH = 16;
 import { codecKeysFromEnv } from '../codec/keys';

@@ -39,16 +39,16 @@ import {
 import { hasDeferred } from '../spec/refs';
 import { auditDir, auditFile } from '../store/audit-files';
 import { materialize, storesIn } from '../store/values';
-import { taskQueue as defaultTaskQueue } from '../worker/task-queue';
+import { taskQueue as defaultTaskQueue } from './task-queue';
 import { howItEnded, markEnded, minimalRecord } from './ended-runs';
-import { CadreError } from './errors';
+import { CadreError } from '../errors/cadre-error';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { workflowIdInterceptor } from './workflow-ids';
 import { FRAME_SLACK } from '../workflows/details';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
 
-export { CadreError, UsageError } from './errors';
+export { CadreError, UsageError } from '../errors/cadre-error';
 export { SERVER_INFO_FILE, readServerInfo, resolveConnection, type ConnectOptions, type ServerInfo } from './connection-config';
 export { isFinal } from './run-status';
 

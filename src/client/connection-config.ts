@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TLSConfig } from '@temporalio/client';
 import { type ClientConfigProfile, loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
-import { CadreError } from './errors';
+import { CadreError } from '../errors/cadre-error';
 
 export interface ConnectOptions {
   /** The server; given here, only the TLS, API key and metadata given here apply (not a profile's). */

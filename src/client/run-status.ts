@@ -6,7 +6,7 @@
  */
 import type { WorkflowExecutionInfo, WorkflowExecutionStatusName } from '@temporalio/client';
 import type { RunStatus } from '../workflows/definitions';
-import { UsageError } from './errors';
+import { UsageError } from '../errors/cadre-error';
 
 const OPEN_STATUSES: readonly string[] = ['running', 'paused', 'waiting'] satisfies RunStatus[];
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import type { ApprovalPolicy, Approvals } from '../spec/types';
-import { taskQueue as defaultTaskQueue } from '../worker/task-queue';
+import { taskQueue as defaultTaskQueue } from './task-queue';
 import {
   type SendResult,
   type SessionDiagnostics,
@@ -16,7 +16,7 @@ import {
   sessionDiagnosticsQuery,
 } from '../workflows/definitions';
 import type { CadreClient } from './client';
-import { CadreError, UsageError } from './errors';
+import { CadreError, UsageError } from '../errors/cadre-error';
 import { checkWorkflowId } from './workflow-ids';
 
 export interface SessionOptions {

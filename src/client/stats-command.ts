@@ -5,7 +5,7 @@ import { LockBusyError } from '../analytics/lock';
 import { type PlanStats, type RunEstimate, estimateRun, readStats } from '../analytics/stats';
 import { durationMs, formatMs, isDuration } from '../spec/duration';
 import type { Diagnostics } from '../workflows/definitions';
-import { CadreError } from './errors';
+import { CadreError } from '../errors/cadre-error';
 import { isFinal } from './run-status';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);

@@ -1,6 +1,6 @@
 /** Run ids given by users, checked before they reach Temporal (whose own errors would leak SDK text). */
 import type { WorkflowClientInterceptor, WorkflowExecution } from '@temporalio/client';
-import { UsageError } from './errors';
+import { UsageError } from '../errors/cadre-error';
 
 /** Temporal's default limit on ids (the server's `limit.maxIDLength`). */
 export const MAX_WORKFLOW_ID_BYTES = 1000;

@@ -4,7 +4,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { type CadreWorktree, listWorktrees, removeWorktree } from '../activities/git';
+import { type CadreWorktree, listWorktrees, removeWorktree } from '../git';
 import type { CadreClient } from './client';
 
 export type ListedWorktree = CadreWorktree & { runOpen: boolean };

@@ -5,7 +5,7 @@
  * needs it. Make a key with `openssl rand -base64 32`.
  */
 import { readFileSync } from 'node:fs';
-import { CadreError } from '../client/errors';
+import { CadreError } from '../errors/cadre-error';
 
 export interface CodecKey {
   id: string;

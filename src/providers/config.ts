@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { ErrorTypes, permanent } from '../activities/errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 
 export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
 export type ProviderName = (typeof PROVIDERS)[number];

@@ -4,7 +4,7 @@
  */
 import { APICallError, RetryError } from 'ai';
 import { ApplicationFailure } from '@temporalio/common';
-import { ErrorTypes, permanent, transient } from '../activities/errors';
+import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import type { ProviderName } from './config';
 
 /** The fix for a refused key, per provider. */

@@ -4,7 +4,7 @@
  */
 import { type ModelMessage, Output, type ToolSet, generateText, jsonSchema, tool, NoObjectGeneratedError } from 'ai';
 import { z } from 'zod';
-import { ErrorTypes, permanent } from '../activities/errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { type ModelSettings, parseModelId } from './config';
 import { classifyProviderError, redact } from './errors';
 import { withUniqueCallIds } from './unique-call-ids';

@@ -6,7 +6,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { ErrorTypes, permanent } from '../activities/errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import type { ModelId, ModelSettings } from './config';
 import { ScriptedModel, loadScenario } from './scripted';
 

@@ -22,7 +22,7 @@ import type {
 } from '@ai-sdk/provider';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { ErrorTypes, permanent } from '../activities/errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 
 const toolCallSchema = z.strictObject({
   name: z.string().min(1),

@@ -6,7 +6,8 @@
  * receives them (or a small activity the workflow calls) reads the files. Pure: used by the
  * validator, workflows, activities and the client alike.
  */
-import type { Segment } from './templates';
+/** One step of a path into a value: `.name`, `[0]`, or `[*]` (the rest of the path over every item). */
+export type Segment = { key: string } | { index: number } | { all: true };
 
 export type JsonKind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';
 

@@ -6,9 +6,9 @@
  * used by the validator and by workflows.
  */
 import { MAX_TEMPLATE_LENGTH } from './limits';
-import { type DeferredRead, type DeferredText, type Stored, type StoredList, hasDeferred, isDeferredRead, isStored } from './refs';
+import { type DeferredRead, type DeferredText, type Segment, type Stored, type StoredList, hasDeferred, isDeferredRead, isStored } from './refs';
 
-export type Segment = { key: string } | { index: number } | { all: true };
+export type { Segment } from './refs';
 
 export interface TemplatePath {
   root: string;

@@ -81,7 +81,7 @@ export const toolParams = {
     body: z.unknown().optional(),
   }),
   sleep: z.strictObject({ duration }),
-  // Git in the step's worktree (activities/git): status, commit, merge of its branch back.
+  // Git in the step's worktree (src/git): status, commit, merge of its branch back.
   'git.status': z.strictObject({}),
   'git.commit': z.strictObject({ message: z.string().min(1).max(64 * 1024).refine(...withoutNul), all: z.boolean().optional() }),
   'git.merge': z.strictObject({ into: z.string().min(1).max(250).optional() }),

@@ -5,9 +5,9 @@ import { auditSinks } from './audit-log';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type Tracing, tracingFromEnv } from './tracing';
 
-import { taskQueue } from './task-queue';
+import { taskQueue } from '../client/task-queue';
 
-export { DEFAULT_TASK_QUEUE, taskQueue } from './task-queue';
+export { DEFAULT_TASK_QUEUE, taskQueue } from '../client/task-queue';
 
 export interface CadreWorkerOptions {
   address: string;

@@ -8,7 +8,7 @@ import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWork
 import type { ToolResult } from '../activities';
 import { durationMs } from '../spec/duration';
 import type { CompiledStep } from '../spec/types';
-import { type AgentResult, type AgentTaskInput, agentTask } from './agent-task';
+import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from './agent-task-contract';
 import { isoAt, nowMs } from './clock';
 import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from './definitions';
 import { TeamBoard } from './team-board';
@@ -90,7 +90,7 @@ export class AgentSteps {
     this.board.add(workflowId, input.step, { ...(step.action.kind === 'agent' && step.action.agent.role && { role: step.action.agent.role }), ...(input.worktree && { worktree: input.workspace }) });
     started({ workflowId });
     try {
-      const result: AgentResult = await executeChild(agentTask, {
+      const result: AgentResult = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, {
         workflowId,
         args: [input],
         ...(timeout !== undefined && { workflowExecutionTimeout: durationMs(timeout) }),

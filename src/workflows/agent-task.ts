@@ -20,12 +20,12 @@ import {
 } from '@temporalio/workflow';
 import type { Activities, ModelMessageInput } from '../activities';
 import { durationMs } from '../spec/duration';
-import { type AgentSpec, type Approvals, type DecideSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
+import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from './clock';
 import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
 import { classifyError } from './error-classes';
-import type { TeamWorker } from './team';
+import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-contract';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from './team-tools';
 import { withinRole } from './team-roles';
 import { WorkerReporter } from './worker-reporter';
@@ -51,35 +51,6 @@ const watcher = proxyActivities<Activities>({
   retry: { initialInterval: '100ms', maximumInterval: '5s', maximumAttempts: 20 },
   summary: 'stuck watch',
 });
-
-export interface AgentTaskInput {
-  /** The plan step (`review`, or `review[2]` for a forEach item): audit and wait ids name it. */
-  step: string;
-  action: { kind: 'agent'; agent: AgentSpec } | { kind: 'decide'; decide: DecideSpec };
-  /** The prompt with its templates resolved. */
-  prompt: string;
-  workspace: string;
-  worktree?: boolean;
-  /** The plan's workspace, whose blob store holds big outputs, when `workspace` is a worktree. */
-  storeWorkspace?: string;
-  /** The worktree's branch, when `workspace` is a worktree: a subtask's own worktree starts from it. */
-  branch?: string;
-  /** A team worker: it has `signal_state`, `ask_question` and `spawn_subtask`, and must say when it is done. */
-  team?: TeamWorker;
-  /** The plan's sandbox and egress; subtasks and specialists get the same. */
-  sandbox?: SandboxSpec;
-  /** A subtask's parents' tools and approvals: it gets no tool they lack, and no looser policy. */
-  inherited?: InheritedPolicy;
-}
-
-export interface InheritedPolicy {
-  tools: string[];
-  approvals: Approvals[];
-}
-
-export interface AgentResult extends AgentSummary {
-  output: unknown;
-}
 
 const DECIDE_TURNS = 3;
 

@@ -1,6 +1,7 @@
 /** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ModelMessageInput } from '../providers/model-turn';
 import type { WorkerState, WorkerTransition } from './worker-state';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
@@ -276,7 +277,7 @@ export interface SessionInput {
 }
 
 export interface SessionState {
-  messages: import('../providers/model-turn').ModelMessageInput[];
+  messages: ModelMessageInput[];
   summary?: string;
   summarised: number;
   dropped: number;

@@ -9,11 +9,10 @@ import { ApplicationFailure, CancellationScope, condition, executeChild, getExte
 import { durationMs, isDuration } from '../spec/duration';
 import { DEFAULT_AGENT_TURNS } from '../spec/types';
 import type { WorkflowTool } from './agent-loop';
-import { type InheritedPolicy, agentTask } from './agent-task';
+import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from './agent-task-contract';
 import { isoAt, nowMs } from './clock';
 import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
 import { describeFailure } from './failures';
-import type { TeamWorker } from './team';
 import { withRole } from './team-roles';
 import type { WorkerReporter } from './worker-reporter';
 import { WorktreeLeases } from './worktrees';
@@ -237,7 +236,7 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
           ...(ctx.sandbox && { sandbox: ctx.sandbox }),
           ...(ctx.policy && { inherited: ctx.policy }),
         };
-        const result = await executeChild(agentTask, { workflowId: `${workflowInfo().workflowId}/sub-${n}`, args: [input] });
+        const result = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, { workflowId: `${workflowInfo().workflowId}/sub-${n}`, args: [input] });
         return { result: { subtask: label, output: result.output, ...(own && { branch: own.branch }) } };
       } catch (err) {
         if (isCancellation(err)) throw err;

@@ -11,22 +11,10 @@ import type { Activities } from '../activities';
 import type { TeamRole } from '../activities/roles';
 import { suggestRole } from '../roles/router';
 import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../spec/types';
-import { agentTask } from './agent-task';
+import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type TeamWorker } from './agent-task-contract';
 import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
 import { describeFailure } from './failures';
 import { withRole } from './team-roles';
-
-/** What a team worker (`agentTask`) knows of its team. */
-export interface TeamWorker extends TeamSpec {
-  /** The team run: state signals and questions go there. */
-  runId: string;
-  roles: TeamRole[];
-  role?: string;
-  /** Roles on the way to this worker: its own, after those whose questions led to it. */
-  chain: string[];
-  /** 0 for a plan's own workers, 1 for their subtasks, and so on. */
-  depth: number;
-}
 
 const KEPT_CONSULTATIONS = 200;
 const MAX_NOTE_CHARS = 1000;
@@ -123,7 +111,7 @@ export class Team {
     record.specialist = workflowId;
     this.track(workflowId, label, target);
     try {
-      const result = await executeChild(agentTask, {
+      const result = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, {
         workflowId,
         args: [{ step: label, action: { kind: 'agent', agent }, prompt, workspace: this.workspace, team: await this.worker(target, [...q.chain, target], 0), ...(this.sandbox && { sandbox: this.sandbox }) }],
       });

@@ -9,7 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { openBoundary, openResolved, resolveInside } from '../../src/activities/confinement';
-import { createWorktree } from '../../src/activities/git';
+import { createWorktree } from '../../src/git';
 import { tempRepository } from '../support/git-repo';
 import { compile, startPlan, step, withWorker } from '../support/harness';
 

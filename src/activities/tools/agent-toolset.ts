@@ -3,7 +3,7 @@
  * `fs_read`), a description, and the JSON Schema of the parameters, from zod's own z.toJSONSchema.
  * Run as an activity when an agent starts, so the list sits in history and replays as it was.
  */
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../../errors/application-failures';
 import { type ToolName, TOOL_NAMES, isToolName, toolParams } from '../../spec/tools';
 import { type CustomTools, isCustomTool, modelToolName, toolInputSchema } from './custom/registry';
 

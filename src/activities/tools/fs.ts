@@ -1,6 +1,6 @@
 import type { FsReadParams, FsWriteParams } from '../../spec/tools';
 import { openInside } from '../confinement';
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../../errors/application-failures';
 import type { ToolContext } from './context';
 
 export async function readWorkspaceFile(params: FsReadParams, ctx: ToolContext) {

@@ -1,8 +1,8 @@
 /** The `git.*` tools: what a plan step does with the worktree it runs in. */
 import type { GitCommitParams, GitMergeParams } from '../../spec/tools';
-import { ErrorTypes, permanent } from '../errors';
-import { commitWorktree, mergeWorktree, resetWorktree, worktreeStatus } from '../git';
-import { openWorktree } from '../git/worktrees';
+import { ErrorTypes, permanent } from '../../errors/application-failures';
+import { commitWorktree, mergeWorktree, resetWorktree, worktreeStatus } from '../../git';
+import { openWorktree } from '../../git/worktrees';
 import type { ToolContext } from './context';
 
 function worktreeOf(ctx: ToolContext, tool: string): string {

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { egressFetch } from '../../egress';
 import type { HttpRequestParams } from '../../spec/tools';
-import { ErrorTypes, permanent, transient } from '../errors';
+import { ErrorTypes, permanent, transient } from '../../errors/application-failures';
 import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
 

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { durationMs } from '../../spec/duration';
 import { isToolName, toolParams, type ToolName } from '../../spec/tools';
 import { PROTECTED_PATHS, openBoundary } from '../confinement';
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../../errors/application-failures';
 import type { ToolContext } from './context';
 import { readWorkspaceFile, writeWorkspaceFile } from './fs';
 import { httpRequest } from './http';

@@ -4,7 +4,7 @@ import { toolEnvironment } from '../../sandbox/environment';
 import { type PreparedSandbox, SandboxUnavailable, prepareSandbox } from '../../sandbox/executor';
 import { type OutputReceivers, type SandboxedProcess, spawnSandboxed } from '../../sandbox/spawn';
 import { directoryInside, resolveInside } from '../confinement';
-import { ErrorTypes, permanent, transient } from '../errors';
+import { ErrorTypes, permanent, transient } from '../../errors/application-failures';
 import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
 import { spawnTied, WATCHDOG_ARGS, type TiedProcess } from './tied-process';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import type { CodeFindImplementationsParams, CodeFindReferencesParams, CodeNavigateImportsParams, CodeTraceDataFlowParams } from '../../../spec/tools';
 import { resolveInside } from '../../confinement';
-import { ErrorTypes, permanent } from '../../errors';
+import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import type { ToolContext } from '../context';
 import { type CodeLocation, type CodeProject, identifiersNamed, isInProject, locationAt, openProject } from './project';
 

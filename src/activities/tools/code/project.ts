@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { isInside } from '../../confinement';
-import { ErrorTypes, permanent } from '../../errors';
+import { ErrorTypes, permanent } from '../../../errors/application-failures';
 
 const SOURCE = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
 /** Directories no code tool looks into: dependencies, git's own, build output, cadre's store. */

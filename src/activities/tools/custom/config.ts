@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { ErrorTypes, permanent } from '../../errors';
+import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import { egressSchema } from '../../../egress/policy';
 
 const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an environment variable');

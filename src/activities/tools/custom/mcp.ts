@@ -5,7 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorTypes, permanent, transient } from '../../errors';
+import { ErrorTypes, permanent, transient } from '../../../errors/application-failures';
 import type { McpServerConfig } from './config';
 import { realpathSync } from 'node:fs';
 import { type EgressPolicy, egressFetch, toEgressPolicy } from '../../../egress';

@@ -3,7 +3,7 @@
  * module is loaded through tsx when the worker does not run under a TypeScript loader already.
  */
 import { type CadreTool, isCadreTool } from '../../../tools/define';
-import { ErrorTypes, permanent } from '../../errors';
+import { ErrorTypes, permanent } from '../../../errors/application-failures';
 
 export async function loadToolModules(modules: string[]): Promise<Map<string, CadreTool>> {
   const tools = new Map<string, CadreTool>();

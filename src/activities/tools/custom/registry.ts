@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { CadreTool, ToolRunContext } from '../../../tools/define';
-import { ErrorTypes, permanent } from '../../errors';
+import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import type { CustomToolsConfig } from './config';
 import { type Containment, McpServers } from './mcp';
 import { loadToolModules } from './modules';

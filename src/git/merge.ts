@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorTypes, permanent, transient } from '../errors';
+import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import { type Git, commitOf, gitAt, gitFailure, mainRepositoryRoot, run } from './git';
 import { defaultWorktreeBase } from './names';
 import { readMetadata, worktreeEntries } from './worktrees';

@@ -4,7 +4,7 @@
  */
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { scanConfiguration } from './drivers';
 import { gitFailure } from './failures';
 import { type Git, hardenedGit } from './hardened';

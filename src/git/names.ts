@@ -5,8 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { isInside } from '../confinement';
-import { ErrorTypes, permanent } from '../errors';
+import { isInside } from '../activities/confinement';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 
 const MAX_NAME = 60;
 

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { type Git, commitOf, commitsIn, gitAt, mainRepositoryRoot, run } from './git';
 import { CADRE_BRANCH_PREFIX, type WorktreeEntry, readMetadata, worktreeEntries } from './worktrees';
 

@@ -8,9 +8,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, repositoryRoot, run } from './git';
-import { isInside } from '../confinement';
+import { isInside } from '../activities/confinement';
 import { worktreeNames } from './names';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';

@@ -23,7 +23,7 @@ import { existsSync } from 'node:fs';
 import { readdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ErrorTypes, permanent } from '../errors';
+import { ErrorTypes, permanent } from '../errors/application-failures';
 import { gitFailure } from './failures';
 import { type Git, hardenedGit } from './hardened';
 

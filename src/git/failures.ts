@@ -2,7 +2,7 @@
  * cadre's reading of git's errors: a lock left by another git process is worth a retry; anything
  * else git refuses is permanent and says what was being done.
  */
-import { ErrorTypes, permanent, transient } from '../errors';
+import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 
 export function gitFailure(err: unknown, doing: string) {
   const message = (err instanceof Error ? err.message : String(err)).trim().split('\n').slice(0, 6).join('; ');

@@ -1,0 +1,45 @@
+/* global module */
+/**
+ * The layers of src/, checked by `npm run lint` (docs/architecture.md draws them):
+ * client and CLI on top; the worker wires activities; workflows are deterministic and reach
+ * activities only by type; spec, containment (sandbox, egress, commands, secrets), providers and
+ * the leaves (codec, analytics, store) never import the layers above them. No import circles.
+ */
+const above = (...dirs) => `^src/(${dirs.join('|')})/`;
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'an import circle: split out what both sides need', from: { path: '^src/' }, to: { circular: true } },
+    {
+      name: 'workflows-deterministic',
+      severity: 'error',
+      comment: 'workflow code imports activities, the worker and I/O layers by type only',
+      from: { path: '^src/workflows/' },
+      to: { path: above('activities', 'worker', 'client', 'providers', 'sandbox', 'egress', 'secrets', 'codec', 'analytics', 'store', 'ask', 'preflight', 'tools'), dependencyTypesNot: ['type-only'] },
+    },
+    { name: 'spec-below-engine', severity: 'error', comment: 'the plan format knows no engine, worker or client', from: { path: '^src/spec/' }, to: { path: above('workflows', 'activities', 'worker', 'client', 'providers', 'ask', 'preflight') } },
+    { name: 'activities-below-worker', severity: 'error', comment: 'activities are wired by the worker and called by workflows, never the other way', from: { path: '^src/activities/' }, to: { path: above('worker', 'client', 'ask', 'preflight') } },
+    { name: 'client-not-worker', severity: 'error', comment: 'the typed client does not load the worker or its activities (the CLI and its demo load them lazily)', from: { path: '^src/client/', pathNot: '^src/client/(cli|demo)[.]ts$' }, to: { path: above('worker', 'activities'), dependencyTypesNot: ['type-only'] } },
+    {
+      name: 'containment-below-activities',
+      severity: 'error',
+      comment: 'sandbox, egress, command rules and secrets are used by activities, not the reverse',
+      from: { path: above('sandbox', 'egress', 'commands', 'secrets') },
+      to: { path: above('activities', 'workflows', 'worker', 'client', 'ask', 'providers') },
+    },
+    { name: 'providers-below-activities', severity: 'error', comment: 'model providers know nothing of activities, workflows or the client', from: { path: '^src/providers/' }, to: { path: above('activities', 'workflows', 'worker', 'client', 'ask') } },
+    {
+      name: 'leaves',
+      severity: 'error',
+      comment: 'codec, analytics and the blob store are leaves: they import no engine layer',
+      from: { path: above('codec', 'analytics', 'store') },
+      to: { path: above('workflows', 'activities', 'worker', 'client', 'ask', 'providers'), dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist)/' },
+  },
+};

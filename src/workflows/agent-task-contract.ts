@@ -1,0 +1,54 @@
+/**
+ * The contract of the `agentTask` child workflow: its input, its result and its type name, so the
+ * plan run, the team run and a worker starting a subtask can start one without importing the
+ * workflow's code (which imports the team's tools: that would be a circle).
+ */
+import type { TeamRole } from '../activities/roles';
+import type { SandboxSpec } from '../sandbox/profile';
+import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../spec/types';
+import type { AgentSummary } from './definitions';
+
+/** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */
+export const AGENT_TASK_WORKFLOW = 'agentTask';
+export type AgentTaskWorkflow = (input: AgentTaskInput) => Promise<AgentResult>;
+
+/** What a team worker (`agentTask`) knows of its team. */
+export interface TeamWorker extends TeamSpec {
+  /** The team run: state signals and questions go there. */
+  runId: string;
+  roles: TeamRole[];
+  role?: string;
+  /** Roles on the way to this worker: its own, after those whose questions led to it. */
+  chain: string[];
+  /** 0 for a plan's own workers, 1 for their subtasks, and so on. */
+  depth: number;
+}
+
+export interface AgentTaskInput {
+  /** The plan step (`review`, or `review[2]` for a forEach item): audit and wait ids name it. */
+  step: string;
+  action: { kind: 'agent'; agent: AgentSpec } | { kind: 'decide'; decide: DecideSpec };
+  /** The prompt with its templates resolved. */
+  prompt: string;
+  workspace: string;
+  worktree?: boolean;
+  /** The plan's workspace, whose blob store holds big outputs, when `workspace` is a worktree. */
+  storeWorkspace?: string;
+  /** The worktree's branch, when `workspace` is a worktree: a subtask's own worktree starts from it. */
+  branch?: string;
+  /** A team worker: it has `signal_state`, `ask_question` and `spawn_subtask`, and must say when it is done. */
+  team?: TeamWorker;
+  /** The plan's sandbox and egress; subtasks and specialists get the same. */
+  sandbox?: SandboxSpec;
+  /** A subtask's parents' tools and approvals: it gets no tool they lack, and no looser policy. */
+  inherited?: InheritedPolicy;
+}
+
+export interface InheritedPolicy {
+  tools: string[];
+  approvals: Approvals[];
+}
+
+export interface AgentResult extends AgentSummary {
+  output: unknown;
+}
