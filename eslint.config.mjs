@@ -40,13 +40,13 @@ export default tseslint.config(
       'no-restricted-properties': [
         'error',
         { object: 'Math', property: 'random', message: 'use Temporal\'s deterministic random (workflow.uuid4) instead' },
-        { object: 'Date', property: 'now', message: 'read time through src/workflows/clock.ts' },
+        { object: 'Date', property: 'now', message: 'read time through src/workflows/common/clock.ts' },
       ],
       'no-restricted-globals': ['error', { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' }, { name: 'fetch', message: 'do I/O in an activity' }],
     },
   },
   {
-    files: ['src/workflows/clock.ts'],
+    files: ['src/workflows/common/clock.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -9,7 +9,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities, ToolRequest } from '../src/activities';
 import { durationMs } from '../src/spec/duration';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_STEP_TIMEOUT, HEARTBEAT_TIMEOUT_MS } from '../src/workflows/step-options';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_STEP_TIMEOUT, HEARTBEAT_TIMEOUT_MS } from '../src/workflows/plan/step-options';
 
 /** The tool call each step makes; `stepId` is filled in per call. */
 export type BaselineCall = Omit<ToolRequest, 'stepId'>;

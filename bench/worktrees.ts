@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     const queries = {
       navigate_imports: () => query('code.navigate_imports', { file: 'src/index.ts', symbol: 'CadreClient' }),
       find_implementations: () => query('code.find_implementations', { typeName: 'CadreError', dir: 'src' }),
-      find_references: () => query('code.find_references', { file: 'src/workflows/readiness.ts', symbol: 'Readiness' }),
+      find_references: () => query('code.find_references', { file: 'src/workflows/plan/readiness.ts', symbol: 'Readiness' }),
       trace_data_flow: () => query('code.trace_data_flow', { symbol: 'resolveTemplates', file: 'src/spec/templates.ts', direction: 'backward' }),
     };
     const navigation: Record<string, number> = {};

@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { auditSinks } from '../src/worker/audit-log';
 import { installConciseLogging } from '../src/worker/logging';
 import * as bundle from '../src/workflows';
-import { AGENT_TASK_WORKFLOW } from '../src/workflows/agent-task-contract';
+import { AGENT_TASK_WORKFLOW } from '../src/workflows/agent/agent-task-contract';
 
 const dir = path.join(__dirname, 'histories');
 /** Workflows whose children's ids derive from their own replay under the id they were recorded with. */

@@ -2,9 +2,9 @@
  * The worker state machine over all 81 (from, to) pairs, against a grid written out here on its
  * own (not read from the module), so a changed table fails until this grid says so too.
  */
-import { TeamBoard } from '../src/workflows/team-board';
-import { WORKER_STATES, type WorkerState, WorkerStateMachine, canTransition } from '../src/workflows/worker-state';
-import type { WorkerStateSignal } from '../src/workflows/definitions';
+import { TeamBoard } from '../src/workflows/team/team-board';
+import { WORKER_STATES, type WorkerState, WorkerStateMachine, canTransition } from '../src/workflows/agent/worker-state';
+import type { WorkerStateSignal } from '../src/workflows/common/definitions';
 
 // Columns in WORKER_STATES order: init run wait_in wait_sub blocked completing completed error cancelled
 const GRID: Record<WorkerState, string> = {

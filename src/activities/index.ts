@@ -88,7 +88,7 @@ export function createActivities(deps: ActivityDeps = {}) {
   const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
   return {
     ...valueActivities(deps),
-    // A run's worktree leases (workflows/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
+    // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.

@@ -17,7 +17,7 @@ import { sendMessage, sessionInput } from './sessions';
 import { ProgressPrinter, renderDiagnostics } from './format';
 import { RUN_STATUSES, isFinal } from './run-status';
 import type { CompiledPlan } from '../spec/types';
-import type { Diagnostics } from '../workflows/definitions';
+import type { Diagnostics } from '../workflows/common/definitions';
 import { registerRolesCommand } from './roles-command';
 import { etaReporter, registerStatsCommand } from './stats-command';
 import { checkWorkflowId } from './workflow-ids';

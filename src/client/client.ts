@@ -35,7 +35,7 @@ import {
   type AgentSummary,
   type Diagnostics,
   type RunStatus,
-} from '../workflows/definitions';
+} from '../workflows/common/definitions';
 import { hasDeferred } from '../spec/refs';
 import { auditDir, auditFile } from '../store/audit-files';
 import { materialize, storesIn } from '../store/values';
@@ -44,7 +44,7 @@ import { howItEnded, markEnded, minimalRecord } from './ended-runs';
 import { CadreError } from '../errors/cadre-error';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { workflowIdInterceptor } from './workflow-ids';
-import { FRAME_SLACK } from '../workflows/details';
+import { FRAME_SLACK } from '../workflows/plan/details';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
 

@@ -14,7 +14,7 @@ import {
   endSessionSignal,
   sendUpdate,
   sessionDiagnosticsQuery,
-} from '../workflows/definitions';
+} from '../workflows/common/definitions';
 import type { CadreClient } from './client';
 import { CadreError, UsageError } from '../errors/cadre-error';
 import { checkWorkflowId } from './workflow-ids';

@@ -117,7 +117,7 @@ export interface CompiledPlan {
   inputs: Record<string, InputSpec>;
   steps: CompiledStep[];
   output?: unknown;
-  /** Its agents work as a team (see workflows/team.ts). */
+  /** Its agents work as a team (see workflows/team/team.ts). */
   team?: TeamSpec;
 }
 

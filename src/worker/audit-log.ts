@@ -1,5 +1,5 @@
 /**
- * The worker's side of the audit sink (workflows/audit.ts): appends each event as one JSON line to
+ * The worker's side of the audit sink (workflows/agent/audit.ts): appends each event as one JSON line to
  * its run's file. Not called on replay, so a replayed history writes nothing twice. A write that
  * fails is logged and dropped: the audit log must never stop a run.
  */
@@ -7,7 +7,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import { auditDir, auditFile } from '../store/audit-files';
-import type { AuditEvent, AuditSinks } from '../workflows/audit';
+import type { AuditEvent, AuditSinks } from '../workflows/agent/audit';
 
 export function auditSinks(dir = auditDir()): InjectedSinks<AuditSinks> {
   let made = false;

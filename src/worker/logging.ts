@@ -3,7 +3,7 @@
  * CADRE_LOG_LEVEL says otherwise: text for a person at a terminal, JSON lines when stderr is not
  * a TTY (containers, log shippers) or CADRE_LOG_FORMAT=json, each with the workflow id, run id,
  * step and attempt it is about. With a metrics address, the SDK's metrics and cadre's own
- * (workflows/metrics.ts) are served for Prometheus at /metrics.
+ * (workflows/plan/metrics.ts) are served for Prometheus at /metrics.
  * Call it before the first worker or native connection is created.
  */
 import { DefaultLogger, type LogEntry, type LogLevel, Runtime, makeTelemetryFilterString } from '@temporalio/worker';

@@ -9,7 +9,7 @@
  * first answer's waiter wakes) is driven directly below, where it cannot depend on that choice.
  */
 import { CadreClient, CadreError } from '../../src/client/client';
-import { HumanWaits } from '../../src/workflows/waits';
+import { HumanWaits } from '../../src/workflows/plan/waits';
 import { compile, startPlan, startWorker, step, tempWorkspace, uniqueId, waitUntil, type Harness } from '../support/harness';
 
 const ANSWERS = 20;

@@ -1,9 +1,9 @@
 /** Activity options of a step, from its plan settings. Pure. */
 import type { ActivityOptions, LocalActivityOptions, RetryPolicy } from '@temporalio/workflow';
-import { durationMs } from '../spec/duration';
-import { checkActivityOptions } from '../spec/limits';
-import type { CompiledStep } from '../spec/types';
-import { StepFailedError } from './failures';
+import { durationMs } from '../../spec/duration';
+import { checkActivityOptions } from '../../spec/limits';
+import type { CompiledStep } from '../../spec/types';
+import { StepFailedError } from '../common/failures';
 
 /** Used when neither the step nor the plan's defaults set a timeout. */
 export const DEFAULT_STEP_TIMEOUT = '10m';

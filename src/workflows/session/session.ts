@@ -17,9 +17,9 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ModelMessageInput } from '../activities';
-import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../spec/types';
-import { AgentLoop, asFailure } from './agent-loop';
+import type { ModelMessageInput } from '../../activities';
+import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../../spec/types';
+import { AgentLoop, asFailure } from '../agent/agent-loop';
 import {
   type SendResult,
   type SessionDiagnostics,
@@ -29,8 +29,8 @@ import {
   endSessionSignal,
   sendUpdate,
   sessionDiagnosticsQuery,
-} from './definitions';
-import { sizeOf } from './sizes';
+} from '../common/definitions';
+import { sizeOf } from '../common/sizes';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
 /** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */

@@ -6,12 +6,12 @@
  * A person asked sees the call whole. Workflow code.
  */
 import { proxyLocalActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { CommandDecision } from '../commands/rules';
-import type { ApprovalPolicy, Approvals } from '../spec/types';
+import type { Activities } from '../../activities';
+import type { CommandDecision } from '../../commands/rules';
+import type { ApprovalPolicy, Approvals } from '../../spec/types';
 import type { AuditEvent } from './audit';
-import { APPROVAL_CHOICES_ALWAYS, type ApprovalDetail } from './definitions';
-import { type HumanWaits, splitAnswer } from './waits';
+import { APPROVAL_CHOICES_ALWAYS, type ApprovalDetail } from '../common/definitions';
+import { type HumanWaits, splitAnswer } from '../plan/waits';
 
 /** A call's arguments past this are not shown to a person, so they are not run on a person's word either. */
 export const MAX_APPROVAL_ARGS_CHARS = 256 * 1024;

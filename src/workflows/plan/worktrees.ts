@@ -5,10 +5,10 @@
  * Workflow code.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { WorktreeSpec } from '../spec/types';
-import type { WorktreeRecord } from './definitions';
-import { describeFailure } from './failures';
+import type { Activities } from '../../activities';
+import type { WorktreeSpec } from '../../spec/types';
+import type { WorktreeRecord } from '../common/definitions';
+import { describeFailure } from '../common/failures';
 
 type Info = Awaited<ReturnType<Activities['createWorktree']>>;
 

@@ -4,10 +4,10 @@
  * ends the run as failed with every problem and its path, never a loop of workflow-task failures.
  */
 import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { PlanDocumentInput, RunPlanInput } from '../spec/types';
-import { isoAt, nowMs } from './clock';
-import { CadrePlan, type Diagnostics, diagnosticsQuery } from './definitions';
+import type { Activities } from '../../activities';
+import type { PlanDocumentInput, RunPlanInput } from '../../spec/types';
+import { isoAt, nowMs } from '../common/clock';
+import { CadrePlan, type Diagnostics, diagnosticsQuery } from '../common/definitions';
 
 const validator = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'validate the plan document' });
 

@@ -4,8 +4,8 @@
  * run (the parent workflow) gets a `workerState` signal with the move's sequence number.
  */
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { isoAt, nowMs } from './clock';
-import { CadreWorkerState, workerStateSignal } from './definitions';
+import { isoAt, nowMs } from '../common/clock';
+import { CadreWorkerState, workerStateSignal } from '../common/definitions';
 import { type WorkerState, WorkerStateMachine, type WorkerTransition } from './worker-state';
 
 export class WorkerReporter {

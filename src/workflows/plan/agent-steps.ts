@@ -5,13 +5,13 @@
  * the run is checked there and passed on to the agent.
  */
 import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, patched, setHandler } from '@temporalio/workflow';
-import type { ToolResult } from '../activities';
-import { durationMs } from '../spec/duration';
-import type { CompiledStep } from '../spec/types';
-import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from './agent-task-contract';
-import { isoAt, nowMs } from './clock';
-import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from './definitions';
-import { TeamBoard } from './team-board';
+import type { ToolResult } from '../../activities';
+import { durationMs } from '../../spec/duration';
+import type { CompiledStep } from '../../spec/types';
+import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../agent/agent-task-contract';
+import { isoAt, nowMs } from '../common/clock';
+import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from '../common/definitions';
+import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
 

@@ -4,13 +4,13 @@
  * `lanes` at a time, stops starting items at the first failure, and returns its items' outputs
  * stored as one list: the parent's history holds a reference per chunk, not an output per item.
  */
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxSpec } from '../../sandbox/profile';
 import { ApplicationFailure, TemporalFailure, condition, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
-import type { Stored, StoredRef } from '../spec/refs';
-import { hasDeferred } from '../spec/refs';
-import { resolveTemplates } from '../spec/templates';
-import type { CompiledStep } from '../spec/types';
-import { describeFailure, type StepError } from './failures';
+import type { Stored, StoredRef } from '../../spec/refs';
+import { hasDeferred } from '../../spec/refs';
+import { resolveTemplates } from '../../spec/templates';
+import type { CompiledStep } from '../../spec/types';
+import { describeFailure, type StepError } from '../common/failures';
 import { runsLocally } from './step-options';
 import { listItems } from './stored';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';

@@ -5,14 +5,14 @@
  * out among the chunks running at once; its output is a stored list made of the chunks' lists.
  * Workflow code.
  */
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxSpec } from '../../sandbox/profile';
 import { condition, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
-import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../spec/limits';
-import type { Stored, StoredList } from '../spec/refs';
-import type { CompiledStep } from '../spec/types';
-import type { StepError } from './failures';
+import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../../spec/limits';
+import type { Stored, StoredList } from '../../spec/refs';
+import type { CompiledStep } from '../../spec/types';
+import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
-import { sizeOf } from './sizes';
+import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
 
 /** A child's input carries the outputs its items' templates read; past this, their big parts are stored first. */

@@ -2,9 +2,9 @@
  * What workflow code does with values stored outside history (see spec/refs.ts): it never reads
  * them, it knows when it would need to, and it hands that reading to small local activities. Pure.
  */
-import { namesIn } from '../spec/expressions';
-import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
-import { parsePath } from '../spec/templates';
+import { namesIn } from '../../spec/expressions';
+import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from '../../spec/refs';
+import { parsePath } from '../../spec/templates';
 
 export interface Items {
   length: number;

@@ -5,15 +5,15 @@
  * answer goes back to the asker; an unsure one, or none, sends the asker to a person. Consultations
  * are bounded in depth, and a loop (A asks B asks A) is cut with a note. Event-driven: nothing polls.
  */
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxSpec } from '../../sandbox/profile';
 import { executeChild, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { TeamRole } from '../activities/roles';
-import { suggestRole } from '../roles/router';
-import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../spec/types';
-import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type TeamWorker } from './agent-task-contract';
-import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
-import { describeFailure } from './failures';
+import type { Activities } from '../../activities';
+import type { TeamRole } from '../../activities/roles';
+import { suggestRole } from '../../roles/router';
+import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../spec/types';
+import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type TeamWorker } from '../agent/agent-task-contract';
+import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../common/definitions';
+import { describeFailure } from '../common/failures';
 import { withRole } from './team-roles';
 
 const KEPT_CONSULTATIONS = 200;

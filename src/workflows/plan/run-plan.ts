@@ -4,7 +4,7 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxSpec } from '../../sandbox/profile';
 import {
   ApplicationFailure,
   CancellationScope,
@@ -18,18 +18,18 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, ToolResult } from '../activities';
-import { durationMs } from '../spec/duration';
-import { evaluateCondition } from '../spec/expressions';
-import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_PROMPT_BYTES, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../spec/limits';
-import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../spec/refs';
-import { type ResolveOptions, resolveTemplates } from '../spec/templates';
-import type { AskSpec, CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput, StepAction, ToolCall } from '../spec/types';
+import type { Activities, ToolResult } from '../../activities';
+import { durationMs } from '../../spec/duration';
+import { evaluateCondition } from '../../spec/expressions';
+import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_PROMPT_BYTES, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
+import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../../spec/refs';
+import { type ResolveOptions, resolveTemplates } from '../../spec/templates';
+import type { AskSpec, CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput, StepAction, ToolCall } from '../../spec/types';
 import { AgentSteps } from './agent-steps';
 import { compileDocument, isPlanDocument } from './plan-document';
-import { Team } from './team';
-import { withRole } from './team-roles';
-import { isoAt, nowMs } from './clock';
+import { Team } from '../team/team';
+import { withRole } from '../team/team-roles';
+import { isoAt, nowMs } from '../common/clock';
 import {
   CadreStatus,
   FAILURE_CHOICES,
@@ -50,9 +50,9 @@ import {
   type StepRecord,
   type StepStatus,
   type WaitKind,
-} from './definitions';
+} from '../common/definitions';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
-import { StepFailedError, StepTimeout, describeFailure, type StepError } from './failures';
+import { StepFailedError, StepTimeout, describeFailure, type StepError } from '../common/failures';
 import { Readiness } from './readiness';
 import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, runsLocally } from './step-options';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
@@ -60,7 +60,7 @@ import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { ExpressionNames, listItems } from './stored';
 import { HumanWaits } from './waits';
 import { runEnded, stepEnded, stepStarted, toolLabel } from './metrics';
-import { sizeOf } from './sizes';
+import { sizeOf } from '../common/sizes';
 import { WorktreeLeases } from './worktrees';
 import { recordFinishedRun } from './analytics';
 

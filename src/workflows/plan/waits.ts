@@ -4,12 +4,12 @@
  * validator before it reaches history ("already answered with ...").
  */
 import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
-import { durationMs, isDuration } from '../spec/duration';
-import { checkDurationMs } from '../spec/limits';
-import { isoAt, nowMs } from './clock';
+import { durationMs, isDuration } from '../../spec/duration';
+import { checkDurationMs } from '../../spec/limits';
+import { isoAt, nowMs } from '../common/clock';
 import { humanWaited } from './metrics';
-import type { ApprovalDetail, WaitKind, Waiting } from './definitions';
-import type { HumanWaitOutcome } from '../analytics/types';
+import type { ApprovalDetail, WaitKind, Waiting } from '../common/definitions';
+import type { HumanWaitOutcome } from '../../analytics/types';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
 function rejected(message: string): ApplicationFailure {

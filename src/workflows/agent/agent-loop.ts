@@ -9,16 +9,16 @@
 import type { Duration } from '@temporalio/common';
 import { ApplicationFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import { ApprovalGate } from './approval-gate';
-import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../activities';
-import { BLOB_THRESHOLD_BYTES } from '../spec/limits';
-import type { Approvals } from '../spec/types';
-import type { SandboxSpec } from '../sandbox/profile';
+import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
+import { BLOB_THRESHOLD_BYTES } from '../../spec/limits';
+import type { Approvals } from '../../spec/types';
+import type { SandboxSpec } from '../../sandbox/profile';
 import { approvalFor, matchChoice } from './approvals';
 import { audit, type AuditEvent } from './audit';
-import { isoAt, nowMs } from './clock';
-import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from './definitions';
-import { describeFailure } from './failures';
-import { HumanWaits, splitAnswer } from './waits';
+import { isoAt, nowMs } from '../common/clock';
+import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../common/definitions';
+import { describeFailure } from '../common/failures';
+import { HumanWaits, splitAnswer } from '../plan/waits';
 
 export interface LoopSpec {
   /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */

@@ -3,15 +3,15 @@
  * activity (local for cheap tools), or a durable timer for `sleep`. Workflow code.
  */
 import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
-import type { Activities, ToolResult } from '../activities';
-import { durationMs } from '../spec/duration';
-import type { CompiledStep } from '../spec/types';
-import type { SandboxSpec } from '../sandbox/profile';
-import { PAYLOAD_LIMIT_BYTES } from '../spec/limits';
-import { StepTimeout } from './failures';
-import { audit } from './audit';
-import { isoAt, nowMs } from './clock';
-import { sizeOf } from './sizes';
+import type { Activities, ToolResult } from '../../activities';
+import { durationMs } from '../../spec/duration';
+import type { CompiledStep } from '../../spec/types';
+import type { SandboxSpec } from '../../sandbox/profile';
+import { PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
+import { StepTimeout } from '../common/failures';
+import { audit } from '../agent/audit';
+import { isoAt, nowMs } from '../common/clock';
+import { sizeOf } from '../common/sizes';
 import { localToolOptions, toolActivityOptions } from './step-options';
 
 /**

@@ -3,7 +3,7 @@
  * It answers the `agentDiagnostics` query, takes approvals by the `answer` update (or from its plan
  * run by signal), tells its plan run what it waits for, and shows its progress in the Web UI.
  */
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxSpec } from '../../sandbox/profile';
 import {
   ApplicationFailure,
   CancellationScope,
@@ -18,16 +18,16 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, ModelMessageInput } from '../activities';
-import { durationMs } from '../spec/duration';
-import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../spec/types';
+import type { Activities, ModelMessageInput } from '../../activities';
+import { durationMs } from '../../spec/duration';
+import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
-import { isoAt, nowMs } from './clock';
-import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from './definitions';
+import { isoAt, nowMs } from '../common/clock';
+import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from '../common/definitions';
 import { classifyError } from './error-classes';
 import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-contract';
-import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from './team-tools';
-import { withinRole } from './team-roles';
+import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
+import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */

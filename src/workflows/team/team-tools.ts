@@ -4,18 +4,18 @@
  * with a reminder; after `silentTurns` reminders the worker is `blocked` and waits for a person,
  * never taken for done.
  */
-import type { SandboxSpec } from '../sandbox/profile';
+import type { SandboxSpec } from '../../sandbox/profile';
 import { ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import { durationMs, isDuration } from '../spec/duration';
-import { DEFAULT_AGENT_TURNS } from '../spec/types';
-import type { WorkflowTool } from './agent-loop';
-import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from './agent-task-contract';
-import { isoAt, nowMs } from './clock';
-import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from './definitions';
-import { describeFailure } from './failures';
+import { durationMs, isDuration } from '../../spec/duration';
+import { DEFAULT_AGENT_TURNS } from '../../spec/types';
+import type { WorkflowTool } from '../agent/agent-loop';
+import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../agent/agent-task-contract';
+import { isoAt, nowMs } from '../common/clock';
+import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../common/definitions';
+import { describeFailure } from '../common/failures';
 import { withRole } from './team-roles';
-import type { WorkerReporter } from './worker-reporter';
-import { WorktreeLeases } from './worktrees';
+import type { WorkerReporter } from '../agent/worker-reporter';
+import { WorktreeLeases } from '../plan/worktrees';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */
 const SIGNALLED_STATES = ['completing', 'blocked', 'error'] as const;

@@ -5,9 +5,9 @@
  * long: a failure to record is a warning in the worker's log, and the run ends as it would have.
  */
 import { log, patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../analytics/types';
-import { isoAt } from './clock';
+import type { Activities } from '../../activities';
+import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../../analytics/types';
+import { isoAt } from '../common/clock';
 
 /** Runs recorded before analytics replay without the activity. */
 const PATCH_RUN_ANALYTICS = 'run-analytics';

@@ -2,7 +2,7 @@
  * Which tool calls an agent may make on its own, must not make, or must ask a human about, and
  * which choice a decision names. Pure: the agent workflow calls them on what the model said.
  */
-import type { ApprovalPolicy, Approvals } from '../spec/types';
+import type { ApprovalPolicy, Approvals } from '../../spec/types';
 
 /** A tool without a policy is allowed: listing it in the agent's tools was the plan author's choice. */
 export function approvalFor(approvals: Approvals, tool: string, args: Record<string, unknown>): ApprovalPolicy {
