@@ -21,14 +21,13 @@ import {
 import type { Activities, ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { evaluateCondition } from '../../spec/expressions';
-import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, MAX_PROMPT_BYTES, MAX_QUESTION_BYTES, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
+import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
 import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../../spec/refs';
 import { type ResolveOptions, resolveTemplates } from '../../spec/templates';
-import type { AskSpec, CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput, StepAction, ToolCall } from '../../spec/types';
+import type { CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput, ToolCall } from '../../spec/types';
 import { AgentSteps } from './agent-steps';
 import { compileDocument, isPlanDocument } from './plan-document';
 import { Team } from '../team/team';
-import { withRole } from '../team/team-roles';
 import { isoAt, nowMs } from '../common/clock';
 import {
   CadreStatus,
@@ -52,13 +51,14 @@ import {
   type WaitKind,
 } from '../common/definitions';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
-import { StepFailedError, StepTimeout, describeFailure, type StepError } from '../common/failures';
+import { StepFailedError, describeFailure, type StepError } from '../common/failures';
 import { Readiness } from './readiness';
-import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions, runsLocally } from './step-options';
-import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
+import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions } from './step-options';
+import { ActivityIds, storedValues } from './tool-call';
 import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { ExpressionNames, listItems } from './stored';
 import { HumanWaits } from './waits';
+import { type PlanRunContext, kindOf } from './kinds';
 import { runEnded, stepEnded, stepStarted, toolLabel } from './metrics';
 import { sizeOf } from '../common/sizes';
 import { WorktreeLeases } from './worktrees';
@@ -93,8 +93,8 @@ export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<
   return run.run();
 }
 
-class PlanRun {
-  private readonly plan: CompiledPlan;
+class PlanRun implements PlanRunContext {
+  readonly plan: CompiledPlan;
   private readonly stepsById = new Map<string, CompiledStep>();
   private readonly records = new Map<string, StepRecord>();
   /** What templates and `when` read as `steps`: kept up to date instead of rebuilt per read. */
@@ -105,8 +105,8 @@ class PlanRun {
   private terminal = 0;
   private readonly readiness: Readiness;
   private readonly waits: HumanWaits;
-  private readonly hardened: boolean;
-  private readonly templates: ResolveOptions;
+  readonly hardened: boolean;
+  readonly templates: ResolveOptions;
   private readonly names = new ExpressionNames();
   /** Long forEach loops by step, kept across re-runs of the step. */
   private readonly loops = new Map<string, ChunkedLoop>();
@@ -122,15 +122,15 @@ class PlanRun {
   private publishedStatus?: PlanStatus;
   private output?: unknown;
   /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
-  private readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
+  readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
   /** Bumped on every change the scheduler must look at. */
   private version = 0;
   /** Git worktrees the steps work in (steps with `worktree`). */
-  private readonly worktrees: WorktreeLeases;
+  readonly worktrees: WorktreeLeases;
   /** Agent and decide steps' child workflows, and what they wait for. */
-  private readonly agents: AgentSteps;
+  readonly agents: AgentSteps;
   /** A plan with a `team` section: its agents are workers that ask the team before a person. */
-  private readonly team?: Team;
+  readonly team?: Team;
 
   constructor(private readonly input: RunPlanInput) {
     this.plan = input.plan;
@@ -368,11 +368,11 @@ class PlanRun {
     this.changed();
   }
 
-  private changed(): void {
+  changed(): void {
     this.version++;
   }
 
-  private record(id: string): StepRecord {
+  record(id: string): StepRecord {
     return this.records.get(id) as StepRecord;
   }
 
@@ -410,9 +410,8 @@ class PlanRun {
       this.setStatus(step.id, status);
       this.changed();
     };
-    // A human may take a day: asks wait without limit unless the step sets a timeout.
-    // Agents too: they may wait on approvals, and maxTurns and each call's own timeouts bound them.
-    let timeout = step.timeout ?? (step.action.kind === 'ask' || step.action.kind === 'agent' ? undefined : DEFAULT_STEP_TIMEOUT);
+    // People and agents may take a day: their kinds wait without limit unless the step sets a timeout.
+    let timeout = step.timeout ?? (kindOf(step.action).unbounded ? undefined : DEFAULT_STEP_TIMEOUT);
     let extensions = 0;
     const itemResults = new Map<number, unknown>();
     for (;;) {
@@ -496,7 +495,7 @@ class PlanRun {
     if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD && step.worktree) {
       throw new StepFailedError({ message: `a forEach in a worktree runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
     }
-    if (items.length > FOREACH_CHILD_THRESHOLD && step.action.kind !== 'tool') {
+    if (items.length > FOREACH_CHILD_THRESHOLD && !kindOf(step.action).chunked) {
       throw new StepFailedError({ message: `a forEach of ${step.action.kind} steps runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
     }
     if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
@@ -568,68 +567,7 @@ class PlanRun {
    * inside try blocks.
    */
   private runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
-    const action = step.action;
-    if (action.kind === 'ask') return this.runAsk(step, action.ask, scope, timeout);
-    if (action.kind === 'agent' || action.kind === 'decide') return this.runAgent(step, action, scope, timeout, label);
-    const limit = timeout ?? DEFAULT_STEP_TIMEOUT;
-    const params = resolveTemplates(action.with, scope, this.templates) as Record<string, unknown>;
-    if (action.tool === 'sleep') return this.runSleep(step, params, limit);
-    const call = {
-      step,
-      tool: action.tool,
-      params,
-      timeout: limit,
-      label,
-      workspace: this.plan.workspace,
-      local: this.hardened && runsLocally(step, action.tool),
-      ids: this.activityIds,
-      ...this.inline(),
-      ...this.sandbox(),
-    };
-    if (!step.worktree) return callTool(call);
-    return this.worktrees.lease(step.worktree, step.id).then((worktree) => callTool({ ...call, workspace: worktree.path, worktree: true }));
-  }
-
-  /** An agent or decide step: an `agentTask` child workflow, in the step's worktree when it has one. */
-  private async runAgent(step: CompiledStep, action: Extract<StepAction, { kind: 'agent' | 'decide' }>, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
-    const template = action.kind === 'agent' ? action.agent.prompt : action.decide.prompt;
-    const text = this.asText(resolveTemplates(template, scope, this.templates), MAX_PROMPT_BYTES, 'prompt', promptText);
-    const prompt = typeof text === 'string' ? text : await text;
-    const worktree = step.worktree ? await this.worktrees.lease(step.worktree, step.id) : undefined;
-    const record = this.record(step.id);
-    record.attempts += 1;
-    const member = this.team && (await this.teamMember(action));
-    const run = this.activityIds.next(label).activityId ?? label;
-    return this.agents.run(
-      {
-        step,
-        workflowId: `${workflowInfo().workflowId}/${run}`,
-        input: {
-          step: label,
-          action: member?.action ?? action,
-          prompt,
-          workspace: worktree?.path ?? this.plan.workspace,
-          ...(worktree && { worktree: true, storeWorkspace: this.plan.workspace, branch: worktree.branch }),
-          ...(member && { team: member.team }),
-          ...this.sandbox(),
-        },
-        ...(timeout !== undefined && { timeout }),
-      },
-      (summary) => {
-        record.agent = summary;
-        this.changed();
-      },
-    );
-  }
-
-  /** A team's agent step takes its role's prompt, tools and approvals, and learns its team. */
-  private async teamMember(action: Extract<StepAction, { kind: 'agent' | 'decide' }>) {
-    const team = this.team as Team;
-    if (action.kind !== 'agent') return undefined;
-    const agent = withRole(action.agent, await team.roles(), this.plan.team?.model);
-    if (typeof agent === 'string') throw new StepFailedError({ message: agent, timedOut: false, attempts: 0 });
-    const role = action.agent.role;
-    return { action: { kind: 'agent' as const, agent }, team: await team.worker(role, role !== undefined ? [role] : [], 0) };
+    return kindOf(step.action).run(this, step, scope, timeout, label);
   }
 
   /** An agent that starts or stops waiting for approval shows it as its step's status. */
@@ -641,34 +579,18 @@ class PlanRun {
     this.publishStatus();
   }
 
-  /** Asks and sleeps count their attempt when they start, so a record shows it while they wait. */
-  private async runAsk(step: CompiledStep, ask: AskSpec, scope: Record<string, unknown>, timeout: string | undefined): Promise<ToolResult> {
-    const text = this.asText(resolveTemplates(ask.question, scope, this.templates), MAX_QUESTION_BYTES, 'question', String);
-    const question = typeof text === 'string' ? text : await text;
-    this.record(step.id).attempts += 1;
-    const answer = await this.waitForHuman(step.id, 'ask', question, ask.choices, timeout);
-    if (answer === undefined) throw new StepTimeout(`no answer within ${timeout}`);
-    return { output: answer, attempt: 0 };
-  }
-
-  private async runSleep(step: CompiledStep, params: Record<string, unknown>, timeout: string): Promise<ToolResult> {
-    if (this.hardened && hasDeferred(params.duration)) params.duration = await this.resolveValue(params.duration, MAX_QUESTION_BYTES);
-    this.record(step.id).attempts += 1;
-    return { output: await durableSleep(step.id, params.duration, timeout), attempt: 0 };
-  }
-
   /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
-  private inline(): { inlineLimit?: number } {
+  inline(): { inlineLimit?: number } {
     return this.hardened ? { inlineLimit: BLOB_THRESHOLD_BYTES } : {};
   }
 
   /** The plan's sandbox and egress, for every tool call and agent of the run. */
-  private sandbox(): { sandbox?: SandboxSpec } {
+  sandbox(): { sandbox?: SandboxSpec } {
     return this.plan.sandbox ? { sandbox: this.plan.sandbox } : {};
   }
 
   /** A question or prompt as text; read through an activity (awaited) only when it quotes a stored output. */
-  private asText(resolved: unknown, limit: number, what: string, render: (value: unknown) => string): string | Promise<string> {
+  asText(resolved: unknown, limit: number, what: string, render: (value: unknown) => string): string | Promise<string> {
     if (!this.hardened || !hasDeferred(resolved)) return render(resolved);
     return this.resolveValue(resolved, limit).then((text) => {
       if (isStored(text)) {
@@ -679,13 +601,13 @@ class PlanRun {
   }
 
   /** A value with stored parts, read by a local activity: inline up to `inlineLimit` bytes, stored again beyond. */
-  private resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
+  resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
     return storedValues().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
   }
 
   // ---- humans ---------------------------------------------------------------
 
-  private async waitForHuman(id: string, kind: WaitKind, prompt: string, choices?: string[], timeout?: string): Promise<string | undefined> {
+  async waitForHuman(id: string, kind: WaitKind, prompt: string, choices?: string[], timeout?: string): Promise<string | undefined> {
     const record = this.record(id);
     return this.waits.wait(
       { id, kind, prompt, ...(choices && { choices }), ...(timeout && { timeout }) },
@@ -820,11 +742,6 @@ class PlanRun {
     const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
     return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
   }
-}
-
-/** A prompt read from a template: text as it is, anything else as JSON. */
-function promptText(value: unknown): string {
-  return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
 }
 
 function describeValue(value: unknown): string {
