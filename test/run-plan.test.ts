@@ -31,6 +31,39 @@ output: { joined: ["{{ steps.a.output.stdout }}", "{{ steps.b.output.stdout }}",
     });
   });
 
+  test('echo steps output their value, templates resolved, in loops and from stored outputs, with no activity', async () => {
+    const ws = tempWorkspace();
+    // About 100 KiB of stdout: stored outside history; the echo that quotes it reads it back by a local activity.
+    writeFileSync(path.join(ws, 'gen.js'), `process.stdout.write(JSON.stringify({ items: Array.from({ length: 2000 }, (_, i) => ({ name: 'item-' + i, pad: 'x'.repeat(40) })) }))`);
+    const plan = compile(
+      `
+name: echo-steps
+inputs: { who: { type: string, default: world } }
+steps:
+  - { id: hello, echo: "hello {{ inputs.who }}" }
+  - { id: shape, echo: { greeting: "{{ steps.hello.output }}", n: 3, list: [1, "{{ inputs.who }}"] } }
+  - { id: each, forEach: [a, b, c], as: letter, echo: "{{ letter }}{{ index }}" }
+  - { id: skipped, when: "inputs.who == 'nobody'", echo: never }
+  - { id: big, tool: shell, with: { command: "node gen.js" } }
+  - { id: last, echo: "{{ steps.big.output.json.items[1999].name }}" }
+output: { shape: "{{ steps.shape.output }}", each: "{{ steps.each.output }}", last: "{{ steps.last.output }}" }
+`,
+      ws,
+    );
+    await withWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(d.output).toEqual({ shape: { greeting: 'hello world', n: 3, list: [1, 'world'] }, each: ['a0', 'b1', 'c2'], last: 'item-1999' });
+      expect(step(d, 'skipped')).toMatchObject({ status: 'skipped' });
+      expect(step(d, 'hello')).toMatchObject({ status: 'completed', attempts: 1 });
+      // No activity for an echo: only the shell step's, and the local activity that read its stored output.
+      const history = await h.client.client.workflow.getHandle(id).fetchHistory();
+      const activities = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+      expect(activities).toEqual(['runTool']);
+    });
+  });
+
   test('a step starts as soon as its own dependencies finish, not when its level does', async () => {
     const ws = tempWorkspace();
     const plan = compile(

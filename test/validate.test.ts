@@ -117,8 +117,8 @@ steps:
   - { id: a, tool: shell, with: { command: "true" } }
 `),
     ).toEqual([
-      'steps[0]: a step needs one of "tool", "ask", "agent", "decide"',
-      'steps[1].ask: a step has one of "tool", "ask", "agent", "decide"; this one also has "tool"',
+      'steps[0]: a step needs one of "tool", "ask", "agent", "decide", "echo"',
+      'steps[1].ask: a step has one of "tool", "ask", "agent", "decide", "echo"; this one also has "tool"',
       'steps[2].forEach: an "ask" step cannot loop with forEach',
       'steps[3].id: duplicate step id "a"',
     ]);

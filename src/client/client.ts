@@ -541,5 +541,7 @@ function describeAction(action: StepAction): string {
       return `decide: ${action.decide.choices.map((c) => brief(c, 20)).join(' | ')}`;
     case 'tool':
       return action.tool;
+    case 'echo':
+      return 'echo';
   }
 }

@@ -95,7 +95,7 @@ export class PlanChecker {
       } else this.templateRefs(step.forEach, `steps[${i}].forEach`, id, undefined).forEach(need);
     }
     if (step.agent !== null && typeof step.agent === 'object') this.checkAgent(step.agent, i);
-    for (const field of ['with', 'ask', 'agent', 'decide'] as const) {
+    for (const field of ['with', 'ask', 'agent', 'decide', 'echo'] as const) {
       this.progress.path = `steps[${i}].${field}`;
       this.templateRefs(step[field], `steps[${i}].${field}`, id, loopVar).forEach(need);
     }

@@ -105,6 +105,8 @@ function stepCost(plan: CompiledPlan, step: CompiledStep, i: number): StepCost {
   const undo = step.compensate ? activityCost(plan, step.compensate.with, step) : { events: 0, bytes: 0 };
   const action = step.action;
   if (action.kind === 'ask') return { path, events: COST.ask.events, bytes: COST.ask.bytes + jsonBytes(action.ask) };
+  // An echo adds no event (a stored value it quotes is read by a local activity); its output is in the result.
+  if (action.kind === 'echo') return { path, events: 0, bytes: jsonBytes(action.echo) };
   // An agent's turns live in its own child workflow's history: the plan pays one child per run of the step.
   const unit =
     action.kind === 'tool' ? (action.tool === 'sleep' ? COST.timer : activityCost(plan, action.with, step)) : { events: COST.child.events, bytes: COST.child.bytes + jsonBytes(action) };

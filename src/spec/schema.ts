@@ -18,7 +18,7 @@ import { sandboxSchema } from '../sandbox/schema';
 import { egressSchema } from '../egress/policy';
 
 /** What a step does: exactly one of these. */
-const STEP_KINDS = ['tool', 'ask', 'agent', 'decide'] as const;
+const STEP_KINDS = ['tool', 'ask', 'agent', 'decide', 'echo'] as const;
 /** A step id, as in GitHub Actions and Argo: `fetch-data`, `security_audit`, `build2` (templates and `when` read `steps.fetch-data`). */
 export const STEP_ID = /^[A-Za-z](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?$/;
 /** Input names and loop variables: names an expression reads bare, so no hyphen (`a-b` is a subtraction). */
@@ -141,6 +141,8 @@ export const stepSchema = z
     ask: ask.optional(),
     agent: agent.optional(),
     decide: decide.optional(),
+    /** A value, templated: the step's output (assembles outputs; no tool runs). */
+    echo: z.unknown().optional(),
     compensate: z.strictObject(toolCall).optional(),
     worktree: worktreeSchema.optional(),
     ...policies,

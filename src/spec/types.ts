@@ -69,7 +69,8 @@ export type StepAction =
   | ({ kind: 'tool' } & ToolCall)
   | { kind: 'ask'; ask: AskSpec }
   | { kind: 'agent'; agent: AgentSpec }
-  | { kind: 'decide'; decide: DecideSpec };
+  | { kind: 'decide'; decide: DecideSpec }
+  | { kind: 'echo'; echo: unknown };
 
 export interface CompiledStep {
   id: string;

@@ -122,7 +122,7 @@ function valueIssues(plan: Record<string, unknown>): PlanIssue[] {
     }
   }
   rawSteps(plan).forEach((step, i) => {
-    for (const field of ['with', 'ask', 'agent', 'decide', 'forEach'] as const) issues.push(...jsonValueIssues(step[field], `steps[${i}].${field}`));
+    for (const field of ['with', 'ask', 'agent', 'decide', 'echo', 'forEach'] as const) issues.push(...jsonValueIssues(step[field], `steps[${i}].${field}`));
     const compensate = step.compensate as { with?: unknown } | undefined;
     if (compensate !== null && typeof compensate === 'object') issues.push(...jsonValueIssues(compensate.with, `steps[${i}].compensate.with`));
   });
@@ -218,6 +218,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
 }
 
 function compileAction(step: StepFile, baseDir: string): StepAction {
+  if (step.echo !== undefined) return { kind: 'echo', echo: step.echo };
   if (step.ask) return { kind: 'ask', ask: step.ask };
   if (step.decide) return { kind: 'decide', decide: { ...step.decide, ...(step.decide.model && { model: modelAt(step.decide.model, baseDir) }) } };
   if (step.agent) {
