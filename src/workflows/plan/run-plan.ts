@@ -4,80 +4,23 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
-import type { SandboxSpec } from '../../sandbox/profile';
-import {
-  ApplicationFailure,
-  CancellationScope,
-  condition,
-  isCancellation,
-  patched,
-  proxyActivities,
-  setCurrentDetails,
-  setHandler,
-  sleep,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { Activities, ToolResult } from '../../activities';
+import { ApplicationFailure, CancellationScope, condition, isCancellation } from '@temporalio/workflow';
+import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { evaluateCondition } from '../../spec/expressions';
-import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
-import { type Stored, describeStored, hasDeferred, isDeferredRead, isStored } from '../../spec/refs';
-import { type ResolveOptions, resolveTemplates } from '../../spec/templates';
-import type { CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput, ToolCall } from '../../spec/types';
-import { AgentSteps } from './agent-steps';
+import { resolveTemplates } from '../../spec/templates';
+import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../spec/types';
 import { compileDocument, isPlanDocument } from './plan-document';
-import { Team } from '../team/team';
 import { isoAt, nowMs } from '../common/clock';
-import {
-  CadreStatus,
-  FAILURE_CHOICES,
-  STEP_STATUSES,
-  TIMEOUT_CHOICES,
-  answerSignal,
-  answerUpdate,
-  approveSignal,
-  diagnosticsQuery,
-  pauseSignal,
-  pauseUpdate,
-  resumeSignal,
-  resumeUpdate,
-  type CompensationRecord,
-  type Diagnostics,
-  type PlanResult,
-  type PlanStatus,
-  type StepRecord,
-  type StepStatus,
-  type WaitKind,
-} from '../common/definitions';
-import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
-import { StepFailedError, describeFailure, type StepError } from '../common/failures';
-import { Readiness } from './readiness';
-import { DEFAULT_STEP_TIMEOUT, compensationActivityOptions } from './step-options';
-import { ActivityIds, storedValues } from './tool-call';
-import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
-import { ExpressionNames, listItems } from './stored';
-import { HumanWaits } from './waits';
-import { type PlanRunContext, kindOf } from './kinds';
-import { runEnded, stepEnded, stepStarted, toolLabel } from './metrics';
+import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepStatus, type WaitKind } from '../common/definitions';
+import { describeFailure, type StepError } from '../common/failures';
+import { DEFAULT_STEP_TIMEOUT } from './step-options';
+import { storedValues } from './tool-call';
+import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
+import { kindOf } from './kinds';
 import { sizeOf } from '../common/sizes';
-import { WorktreeLeases } from './worktrees';
-import { recordFinishedRun } from './analytics';
 
 const MAX_AUTO_EXTENSIONS = 3;
-const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
-/**
- * Runs that start on this code get: strict templates (a missing value fails its step), first
- * answer wins, failures of the run instead of workflow-task failures for plan data, local
- * activities for cheap tools. Runs recorded before replay without it.
- */
-const PATCH_HARDENED = 'engine-hardening';
-/** Runs that start on this code take signals (answer, pause, resume, approve); older ones dropped them and must still. */
-const PATCH_SIGNALS = 'plan-signals';
-const MAX_SIGNAL_ERRORS = 50;
-/** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
-export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
-const TERMINAL = new Set<StepStatus>(['completed', 'skipped', 'failed', 'cancelled']);
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 
@@ -93,139 +36,7 @@ export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<
   return run.run();
 }
 
-class PlanRun implements PlanRunContext {
-  readonly plan: CompiledPlan;
-  private readonly stepsById = new Map<string, CompiledStep>();
-  private readonly records = new Map<string, StepRecord>();
-  /** What templates and `when` read as `steps`: kept up to date instead of rebuilt per read. */
-  private readonly stepScope: Record<string, { output: unknown; status: StepStatus }> = {};
-  private readonly counts = Object.fromEntries(STEP_STATUSES.map((s) => [s, 0])) as Record<StepStatus, number>;
-  /** Running, waiting and failed steps: what the Web UI lists for a long plan. */
-  private readonly notable = new Set<string>();
-  private terminal = 0;
-  private readonly readiness: Readiness;
-  private readonly waits: HumanWaits;
-  readonly hardened: boolean;
-  readonly templates: ResolveOptions;
-  private readonly names = new ExpressionNames();
-  /** Long forEach loops by step, kept across re-runs of the step. */
-  private readonly loops = new Map<string, ChunkedLoop>();
-  private readonly errors: { step: string; message: string }[] = [];
-  private signalErrors = 0;
-  private readonly compensations: CompensationRecord[] = [];
-  private readonly completionOrder: string[] = [];
-  private readonly startedAtMs = nowMs();
-  private endedAtMs?: number;
-  private paused = false;
-  private finalStatus?: 'completed' | 'failed' | 'cancelled';
-  private abortReason?: string;
-  private publishedStatus?: PlanStatus;
-  private output?: unknown;
-  /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
-  readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
-  /** Bumped on every change the scheduler must look at. */
-  private version = 0;
-  /** Git worktrees the steps work in (steps with `worktree`). */
-  readonly worktrees: WorktreeLeases;
-  /** Agent and decide steps' child workflows, and what they wait for. */
-  readonly agents: AgentSteps;
-  /** A plan with a `team` section: its agents are workers that ask the team before a person. */
-  readonly team?: Team;
-
-  constructor(private readonly input: RunPlanInput) {
-    this.plan = input.plan;
-    for (const step of this.plan.steps) {
-      if (this.stepsById.has(step.id)) throw new Error(`two steps have the id "${step.id}"`);
-      this.stepsById.set(step.id, step);
-      this.records.set(step.id, { id: step.id, status: 'pending', attempts: 0 });
-      this.stepScope[step.id] = { output: undefined, status: 'pending' };
-    }
-    for (const step of this.plan.steps) {
-      const unknown = step.needs.find((need) => !this.stepsById.has(need));
-      if (unknown !== undefined) throw new Error(`step "${step.id}" needs unknown step "${unknown}"`);
-    }
-    this.counts.pending = this.plan.steps.length;
-    this.readiness = new Readiness(this.plan.steps);
-    this.hardened = patched(PATCH_HARDENED);
-    this.templates = { strict: this.hardened };
-    this.waits = new HumanWaits(this.hardened, () => this.changed());
-    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
-    this.agents = new AgentSteps(
-      (id, waiting) => this.agentWaiting(id, waiting),
-      // Workers' states are read by queries only: a signal does not wake the scheduler.
-      (worker) => this.team?.workerChanged(worker),
-    );
-    if (this.plan.team) {
-      this.team = new Team(
-        this.plan.team,
-        this.plan.workspace,
-        this.plan.sandbox,
-        (workflowId, step, role) => this.agents.track(workflowId, step, { role }),
-        () => this.changed(),
-      );
-    }
-    setHandler(diagnosticsQuery, () => this.diagnostics());
-    setHandler(
-      answerUpdate,
-      async ({ waitId, value }) => {
-        if (this.agents.knows(waitId)) await this.agents.forward(waitId, value);
-        else this.waits.accept(waitId, value);
-        return { accepted: true as const };
-      },
-      {
-        validator: (answer) =>
-          this.agents.knows(answer?.waitId) ? this.agents.validate(answer?.waitId, answer?.value) : this.waits.validate(answer?.waitId, answer?.value),
-      },
-    );
-    setHandler(pauseUpdate, () => this.setPaused(true));
-    setHandler(resumeUpdate, () => this.setPaused(false));
-    if (patched(PATCH_SIGNALS)) this.takeSignals();
-  }
-
-  /** The updates' effects by signal; what cannot apply is recorded, never thrown (a signal has no one to answer). */
-  private takeSignals(): void {
-    const attempt = (name: string, waitId: unknown, apply: () => void | Promise<void>) => {
-      try {
-        const done = apply();
-        if (done) done.catch((err: unknown) => this.signalError(name, waitId, err));
-      } catch (err) {
-        this.signalError(name, waitId, err);
-      }
-    };
-    const answer = (name: string, waitId: unknown, value: unknown) =>
-      attempt(name, waitId, () => {
-        if (this.agents.knows(waitId)) {
-          this.agents.validate(waitId, value);
-          return this.agents.forward(waitId as string, value as string);
-        }
-        this.waits.validate(waitId, value);
-        this.waits.accept(waitId as string, value as string);
-      });
-    setHandler(answerSignal, (a) => answer('answer', a?.waitId, a?.value));
-    setHandler(approveSignal, (a) => {
-      const reason = typeof a?.reason === 'string' && a.reason.trim() ? `:${a.reason}` : '';
-      answer('approve', a?.waitId, a?.approve === false ? `deny${reason}` : 'approve');
-    });
-    setHandler(pauseSignal, () => attempt('pause', undefined, () => void this.setPaused(true)));
-    setHandler(resumeSignal, () => attempt('resume', undefined, () => void this.setPaused(false)));
-  }
-
-  private signalError(name: string, waitId: unknown, err: unknown): void {
-    // Anyone can send signals: a flood of bad ones must not grow the run's record without bound.
-    if (++this.signalErrors > MAX_SIGNAL_ERRORS) return;
-    const step = typeof waitId === 'string' && waitId.length <= 200 ? waitId : '(signal)';
-    const more = this.signalErrors === MAX_SIGNAL_ERRORS ? ' (later signals that cannot apply are not recorded)' : '';
-    this.errors.push({ step, message: `signal ${name} not applied: ${messageOf(err).slice(0, 500)}${more}` });
-    this.changed();
-  }
-
-  private setPaused(paused: boolean): { paused: boolean } {
-    this.paused = paused;
-    for (const loop of this.loops.values()) loop.setPaused(paused);
-    this.changed();
-    return { paused };
-  }
-
+class PlanRun extends PlanRunState {
   async run(): Promise<PlanResult> {
     try {
       return await this.runSteps();
@@ -239,20 +50,6 @@ class PlanRun implements PlanRunContext {
       // Every way a run ends (completed, aborted, cancelled, an internal error) is recorded once.
       if (this.finalStatus) await CancellationScope.nonCancellable(() => this.recordAnalytics());
     }
-  }
-
-  private async recordAnalytics(): Promise<void> {
-    await recordFinishedRun({
-      plan: this.plan.name,
-      status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
-      startedMs: this.startedAtMs,
-      endedMs: this.endedAtMs ?? nowMs(),
-      steps: this.plan.steps.map((step, position) => {
-        const r = this.record(step.id);
-        return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }) };
-      }),
-      humanWaits: this.waits.ended,
-    });
   }
 
   private async runSteps(): Promise<PlanResult> {
@@ -273,7 +70,7 @@ class PlanRun implements PlanRunContext {
       await CancellationScope.nonCancellable(async () => {
         await Promise.allSettled(running.values());
         this.markUnfinished('run cancelled');
-        await this.compensate();
+        await this.compensations.run();
         if (this.worktrees.size > 0) await this.worktrees.release('cancelled');
       });
       this.finish('cancelled');
@@ -289,11 +86,11 @@ class PlanRun implements PlanRunContext {
   private async schedule(stepsScope: CancellationScope, running: Map<string, Promise<void>>): Promise<void> {
     for (;;) {
       if (!this.paused && !this.abortReason) {
-        for (const id of this.readiness.take()) this.start(this.stepsById.get(id) as CompiledStep, stepsScope, running);
+        for (const id of this.book.takeReady()) this.start(this.book.step(id), stepsScope, running);
       }
       this.publishStatus();
       if (this.abortReason && running.size > 0) stepsScope.cancel();
-      if (running.size === 0 && (this.abortReason || this.terminal === this.plan.steps.length)) return;
+      if (running.size === 0 && (this.abortReason || this.book.allEnded)) return;
       const seen = this.version;
       await condition(() => this.version !== seen);
     }
@@ -303,7 +100,7 @@ class PlanRun implements PlanRunContext {
   private async aborted(running: Map<string, Promise<void>>): Promise<never> {
     await Promise.allSettled(running.values());
     this.markUnfinished('plan aborted');
-    await CancellationScope.nonCancellable(() => this.compensate());
+    await CancellationScope.nonCancellable(() => this.compensations.run());
     if (this.worktrees.size > 0) await CancellationScope.nonCancellable(() => this.worktrees.release('failed'));
     this.finish('failed');
     throw this.planFailed();
@@ -368,46 +165,18 @@ class PlanRun implements PlanRunContext {
     this.changed();
   }
 
-  changed(): void {
-    this.version++;
-  }
-
-  record(id: string): StepRecord {
-    return this.records.get(id) as StepRecord;
-  }
-
-  /** Every status change goes through here, so counts, readiness and what templates read stay in step. */
-  private setStatus(id: string, status: StepStatus): void {
-    const record = this.record(id);
-    const before = record.status;
-    if (before === status) return;
-    record.status = status;
-    this.stepScope[id].status = status;
-    this.counts[before]--;
-    this.counts[status]++;
-    const tool = toolLabel((this.stepsById.get(id) as CompiledStep).action);
-    if (status === 'running' && before !== 'waiting') stepStarted(tool);
-    else if (status === 'completed' || status === 'failed' || status === 'skipped') stepEnded(tool, status);
-    if (TERMINAL.has(status) && !TERMINAL.has(before)) this.terminal++;
-    if (status === 'running' || status === 'waiting' || status === 'failed') this.notable.add(id);
-    else this.notable.delete(id);
-    if (status === 'completed' || status === 'skipped') this.readiness.satisfied(id);
-  }
-
-  // ---- one step -------------------------------------------------------------
-
   /** One step, with its failures decided (retry, extend, skip, abort) until it ends. */
   private async executeStep(step: CompiledStep): Promise<void> {
     const record = this.record(step.id);
     const started = nowMs();
-    this.setStatus(step.id, 'running');
+    this.book.setStatus(step.id, 'running');
     record.startedAt = isoAt(started);
     this.changed();
     const end = (status: StepStatus, note?: string) => {
       record.endedAt = isoAt(nowMs());
       record.durationMs = nowMs() - started;
       if (note) record.note = note;
-      this.setStatus(step.id, status);
+      this.book.setStatus(step.id, status);
       this.changed();
     };
     // People and agents may take a day: their kinds wait without limit unless the step sets a timeout.
@@ -425,9 +194,9 @@ class PlanRun implements PlanRunContext {
           }
         }
         const output =
-          step.forEach !== undefined ? await this.runForEach(step, timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), timeout, step.id));
-        this.stepScope[step.id].output = output;
-        this.completionOrder.push(step.id);
+          step.forEach !== undefined ? await this.loops.run(step, timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), timeout, step.id));
+        this.book.scope[step.id].output = output;
+        this.compensations.completed(step.id);
         delete record.error;
         end('completed');
         return;
@@ -485,77 +254,8 @@ class PlanRun implements PlanRunContext {
     return { decision: (decision as Decision | undefined) ?? 'abort', ...(extra && { extendBy: extra.trim() }) };
   }
 
-  private async runForEach(step: CompiledStep, timeout: string | undefined, results: Map<number, unknown>): Promise<unknown> {
-    let list = resolveTemplates(step.forEach, this.scope(), this.templates);
-    if (this.hardened && isDeferredRead(list)) list = await this.resolveValue(list, BLOB_THRESHOLD_BYTES);
-    const items = listItems(list, typeof step.forEach === 'string' ? step.forEach : '');
-    if (!items) {
-      throw new StepFailedError({ message: `forEach did not give a list (got ${describeValue(list)})`, timedOut: false, attempts: 0 });
-    }
-    if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD && step.worktree) {
-      throw new StepFailedError({ message: `a forEach in a worktree runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
-    }
-    if (items.length > FOREACH_CHILD_THRESHOLD && !kindOf(step.action).chunked) {
-      throw new StepFailedError({ message: `a forEach of ${step.action.kind} steps runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
-    }
-    if (this.hardened && items.length > FOREACH_CHILD_THRESHOLD) return this.runChunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
-    const record = this.record(step.id);
-    record.items = { total: items.length, completed: results.size };
-    let next = 0;
-    let firstError: unknown;
-    const lane = async () => {
-      while (next < items.length && firstError === undefined) {
-        const index = next++;
-        if (results.has(index)) continue;
-        await condition(() => !this.paused);
-        try {
-          const scope = { ...this.scope(), [step.as]: items.at(index), index };
-          results.set(index, this.counted(step, await this.runAction(step, scope, timeout, `${step.id}[${index}]`)));
-          record.items = { total: items.length, completed: results.size };
-          this.changed();
-        } catch (err) {
-          firstError ??= err;
-        }
-      }
-    };
-    const width = Math.min(step.concurrency ?? DEFAULT_FOREACH_CONCURRENCY, items.length);
-    await Promise.all(Array.from({ length: width }, lane));
-    if (firstError !== undefined) throw firstError;
-    return Array.from({ length: items.length }, (_, i) => results.get(i));
-  }
-
-  /** A long forEach in child workflows (foreach-chunks.ts); the loop lives on across the step's re-runs. */
-  private async runChunked(step: CompiledStep, list: unknown, length: number, timeout: string): Promise<unknown> {
-    const record = this.record(step.id);
-    let loop = this.loops.get(step.id);
-    if (!loop) {
-      loop = new ChunkedLoop(step, {
-        plan: this.plan.name,
-        workspace: this.plan.workspace,
-        ...this.sandbox(),
-        isPaused: () => this.paused,
-        progress: (completed, attempts) => {
-          record.items = { total: length, completed };
-          record.attempts += attempts;
-          this.changed();
-        },
-      });
-      this.loops.set(step.id, loop);
-    }
-    record.items = { total: length, completed: record.items?.completed ?? 0 };
-    const scope = { steps: Object.fromEntries(step.needs.map((id) => [id, this.stepScope[id]])), inputs: this.input.inputs };
-    const items: LoopList = Array.isArray(list) ? { values: list } : { list: list as Stored, source: typeof step.forEach === 'string' ? step.forEach : '' };
-    try {
-      return await loop.run(items, length, scope, timeout, step.concurrency ?? DEFAULT_FOREACH_CONCURRENCY);
-    } catch (err) {
-      // Attempts were counted as the chunks ended.
-      if (err instanceof ChunkFailure) throw new StepFailedError({ ...err.failure, attempts: 0 });
-      throw err;
-    }
-  }
-
   /** An action's output, its attempts added to the step's record. */
-  private counted(step: CompiledStep, result: ToolResult): unknown {
+  counted(step: CompiledStep, result: ToolResult): unknown {
     this.record(step.id).attempts += result.attempt;
     return result.output;
   }
@@ -566,189 +266,9 @@ class PlanRun implements PlanRunContext {
    * this path, and each promise a workflow makes costs (the SDK records its stack). Callers await it
    * inside try blocks.
    */
-  private runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
+  runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult> {
     return kindOf(step.action).run(this, step, scope, timeout, label);
   }
 
-  /** An agent that starts or stops waiting for approval shows it as its step's status. */
-  private agentWaiting(id: string, waiting: boolean): void {
-    const status = this.record(id).status;
-    if (waiting && status === 'running') this.setStatus(id, 'waiting');
-    else if (!waiting && status === 'waiting' && !this.waits.list().some((w) => w.id === id)) this.setStatus(id, 'running');
-    this.changed();
-    this.publishStatus();
-  }
-
-  /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
-  inline(): { inlineLimit?: number } {
-    return this.hardened ? { inlineLimit: BLOB_THRESHOLD_BYTES } : {};
-  }
-
-  /** The plan's sandbox and egress, for every tool call and agent of the run. */
-  sandbox(): { sandbox?: SandboxSpec } {
-    return this.plan.sandbox ? { sandbox: this.plan.sandbox } : {};
-  }
-
-  /** A question or prompt as text; read through an activity (awaited) only when it quotes a stored output. */
-  asText(resolved: unknown, limit: number, what: string, render: (value: unknown) => string): string | Promise<string> {
-    if (!this.hardened || !hasDeferred(resolved)) return render(resolved);
-    return this.resolveValue(resolved, limit).then((text) => {
-      if (isStored(text)) {
-        throw new StepFailedError({ message: `the ${what} is ${describeStored(text)}; a ${what} holds at most ${limit} bytes`, timedOut: false, attempts: 0 });
-      }
-      return render(text);
-    });
-  }
-
-  /** A value with stored parts, read by a local activity: inline up to `inlineLimit` bytes, stored again beyond. */
-  resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
-    return storedValues().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
-  }
-
-  // ---- humans ---------------------------------------------------------------
-
-  async waitForHuman(id: string, kind: WaitKind, prompt: string, choices?: string[], timeout?: string): Promise<string | undefined> {
-    const record = this.record(id);
-    return this.waits.wait(
-      { id, kind, prompt, ...(choices && { choices }), ...(timeout && { timeout }) },
-      {
-        opened: () => {
-          this.setStatus(id, 'waiting');
-          this.changed();
-          this.publishStatus();
-        },
-        closed: () => {
-          if (record.status === 'waiting') this.setStatus(id, 'running');
-          this.changed();
-          this.publishStatus();
-        },
-      },
-    );
-  }
-
-  // ---- the end of a run -----------------------------------------------------
-
-  private markUnfinished(note: string): void {
-    for (const record of this.records.values()) {
-      if (!TERMINAL.has(record.status)) {
-        record.note = record.startedAt ? note : `not started: ${note}`;
-        this.setStatus(record.id, 'cancelled');
-      }
-    }
-    this.waits.clear();
-  }
-
-  /** Runs the `compensate` actions of completed steps, most recent first; a failure is recorded, not fatal. */
-  private async compensate(): Promise<void> {
-    const completed = [...this.completionOrder].reverse();
-    for (const id of completed) {
-      const step = this.stepsById.get(id) as CompiledStep;
-      if (!step.compensate) continue;
-      try {
-        await this.runCompensation(step, step.compensate);
-        this.compensations.push({ step: id, status: 'completed' });
-      } catch (err) {
-        this.compensations.push({ step: id, status: 'failed', error: describeFailure(err).message });
-      }
-      this.changed();
-    }
-  }
-
-  private async runCompensation(step: CompiledStep, call: ToolCall): Promise<void> {
-    const params = resolveTemplates(call.with, this.scope(), this.templates) as Record<string, unknown>;
-    if (call.tool === 'sleep') {
-      await sleep(durationMs(String(params.duration)), { summary: `compensate ${step.id}` });
-      return;
-    }
-    const activities = proxyActivities<Activities>({
-      ...this.activityIds.next(`compensate:${step.id}`),
-      ...compensationActivityOptions(`compensate ${step.id}`),
-    });
-    await activities.runTool({ tool: call.tool, params, workspace: this.plan.workspace, stepId: step.id, ...this.inline(), ...this.sandbox() });
-  }
-
-  private finish(status: 'completed' | 'failed' | 'cancelled'): void {
-    this.finalStatus = status;
-    this.endedAtMs = nowMs();
-    runEnded(this.plan.name, status, this.endedAtMs - this.startedAtMs);
-    this.publishStatus();
-  }
-
-  // ---- what clients see -----------------------------------------------------
-
-  private scope(): Record<string, unknown> {
-    return { steps: this.stepScope, inputs: this.input.inputs };
-  }
-
-  private status(): PlanStatus {
-    if (this.finalStatus) return this.finalStatus;
-    if (this.waits.size > 0 || this.agents.waiting > 0) return 'waiting';
-    return this.paused ? 'paused' : 'running';
-  }
-
-  /** Keeps the `CadreStatus` search attribute in step with the run, so lists can find runs waiting on a human. */
-  private publishStatus(): void {
-    const status = this.status();
-    const all = this.plan.steps.length <= DETAILS_ALL_STEPS_UP_TO;
-    // Shown as "Current Details" in the Web UI: metadata read by a query, not history.
-    setCurrentDetails(
-      currentDetails({
-        workflowId: workflowInfo().workflowId,
-        status,
-        total: this.plan.steps.length,
-        counts: this.counts,
-        steps: all ? this.plan.steps.map((s) => this.record(s.id)) : [...this.notable].map((id) => this.record(id)),
-        waiting: this.waitingList(),
-      }),
-    );
-    if (status === this.publishedStatus) return;
-    this.publishedStatus = status;
-    upsertSearchAttributes([{ key: CadreStatus, value: status }]);
-  }
-
-  private waitingList() {
-    return this.agents.waiting > 0 ? [...this.waits.list(), ...this.agents.list()] : this.waits.list();
-  }
-
-  private stepRecords(): StepRecord[] {
-    return this.plan.steps.map((s) => ({ ...this.record(s.id) }));
-  }
-
-  private diagnostics(): Diagnostics {
-    const end = this.endedAtMs ?? nowMs();
-    return {
-      plan: this.plan.name,
-      status: this.status(),
-      paused: this.paused,
-      startedAt: isoAt(this.startedAtMs),
-      ...(this.endedAtMs !== undefined && { endedAt: isoAt(this.endedAtMs) }),
-      elapsedMs: end - this.startedAtMs,
-      steps: this.stepRecords(),
-      waiting: this.waitingList(),
-      errors: [...this.errors],
-      compensations: [...this.compensations],
-      ...(this.output !== undefined && { output: this.output }),
-      ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
-      ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
-      ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
-      ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
-    };
-  }
-
-  /** Diagnostics small enough to travel in a failure: a huge plan keeps only its unfinished and failed steps. */
-  private failureDiagnostics(): Diagnostics {
-    const full = this.diagnostics();
-    if (!this.hardened || sizeOf(full) <= MAX_RESULT_BYTES) return full;
-    const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
-    return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
-  }
 }
 
-function describeValue(value: unknown): string {
-  if (isStored(value)) return describeStored(value);
-  return value === null ? 'null' : typeof value;
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

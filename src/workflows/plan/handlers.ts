@@ -1,0 +1,74 @@
+/** What clients reach of a plan run: its query, its updates, and (in runs that take them) the same as signals. */
+import { patched, setHandler } from '@temporalio/workflow';
+import {
+  answerSignal,
+  answerUpdate,
+  approveSignal,
+  diagnosticsQuery,
+  pauseSignal,
+  pauseUpdate,
+  resumeSignal,
+  resumeUpdate,
+  type Diagnostics,
+} from '../common/definitions';
+import type { AgentSteps } from './agent-steps';
+import type { HumanWaits } from './waits';
+
+/** Runs that start on this code take signals (answer, pause, resume, approve); older ones dropped them and must still. */
+const PATCH_SIGNALS = 'plan-signals';
+
+export interface PlanHandlersHost {
+  readonly agents: AgentSteps;
+  readonly waits: HumanWaits;
+  diagnostics(): Diagnostics;
+  setPaused(paused: boolean): { paused: boolean };
+  /** A signal that could not apply: recorded, never thrown (a signal has no one to answer). */
+  signalError(name: string, waitId: unknown, err: unknown): void;
+}
+
+export function installPlanHandlers(host: PlanHandlersHost): void {
+  setHandler(diagnosticsQuery, () => host.diagnostics());
+  setHandler(
+    answerUpdate,
+    async ({ waitId, value }) => {
+      if (host.agents.knows(waitId)) await host.agents.forward(waitId, value);
+      else host.waits.accept(waitId, value);
+      return { accepted: true as const };
+    },
+    {
+      validator: (answer) =>
+        host.agents.knows(answer?.waitId) ? host.agents.validate(answer?.waitId, answer?.value) : host.waits.validate(answer?.waitId, answer?.value),
+    },
+  );
+  setHandler(pauseUpdate, () => host.setPaused(true));
+  setHandler(resumeUpdate, () => host.setPaused(false));
+  if (patched(PATCH_SIGNALS)) takeSignals(host);
+}
+
+/** The updates' effects by signal; what cannot apply is recorded, never thrown (a signal has no one to answer). */
+function takeSignals(host: PlanHandlersHost): void {
+  const attempt = (name: string, waitId: unknown, apply: () => void | Promise<void>) => {
+    try {
+      const done = apply();
+      if (done) done.catch((err: unknown) => host.signalError(name, waitId, err));
+    } catch (err) {
+      host.signalError(name, waitId, err);
+    }
+  };
+  const answer = (name: string, waitId: unknown, value: unknown) =>
+    attempt(name, waitId, () => {
+      if (host.agents.knows(waitId)) {
+        host.agents.validate(waitId, value);
+        return host.agents.forward(waitId as string, value as string);
+      }
+      host.waits.validate(waitId, value);
+      host.waits.accept(waitId as string, value as string);
+    });
+  setHandler(answerSignal, (a) => answer('answer', a?.waitId, a?.value));
+  setHandler(approveSignal, (a) => {
+    const reason = typeof a?.reason === 'string' && a.reason.trim() ? `:${a.reason}` : '';
+    answer('approve', a?.waitId, a?.approve === false ? `deny${reason}` : 'approve');
+  });
+  setHandler(pauseSignal, () => attempt('pause', undefined, () => void host.setPaused(true)));
+  setHandler(resumeSignal, () => attempt('resume', undefined, () => void host.setPaused(false)));
+}

@@ -1,0 +1,295 @@
+/**
+ * A plan run's state and what clients see of it: the steps' records, waits, worktrees, agents,
+ * its status, diagnostics and Web UI details, and what step kinds use of the run (PlanRunContext).
+ * run-plan.ts schedules the steps on it.
+ */
+import type { SandboxSpec } from '../../sandbox/profile';
+import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { ToolResult } from '../../activities';
+import { BLOB_THRESHOLD_BYTES, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
+import { describeStored, hasDeferred, isStored } from '../../spec/refs';
+import type { ResolveOptions } from '../../spec/templates';
+import type { CompiledPlan, CompiledStep, RunPlanInput } from '../../spec/types';
+import { AgentSteps } from './agent-steps';
+import { Team } from '../team/team';
+import { isoAt, nowMs } from '../common/clock';
+import { CadreStatus, type Diagnostics, type PlanStatus, type StepRecord, type WaitKind } from '../common/definitions';
+import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
+import { StepFailedError } from '../common/failures';
+import { StepBook } from './step-book';
+import { ActivityIds, storedValues } from './tool-call';
+import { ExpressionNames } from './stored';
+import { HumanWaits } from './waits';
+import { type ForEachHost, ForEachSteps } from './for-each';
+import { type CompensationHost, Compensations } from './compensations';
+import { type PlanHandlersHost, installPlanHandlers } from './handlers';
+import { runEnded, toolLabel } from './metrics';
+import { sizeOf } from '../common/sizes';
+import { WorktreeLeases } from './worktrees';
+import { recordFinishedRun } from './analytics';
+
+const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
+/**
+ * Runs that start on this code get: strict templates (a missing value fails its step), first
+ * answer wins, failures of the run instead of workflow-task failures for plan data, local
+ * activities for cheap tools. Runs recorded before replay without it.
+ */
+const PATCH_HARDENED = 'engine-hardening';
+const MAX_SIGNAL_ERRORS = 50;
+/** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
+export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
+
+export abstract class PlanRunState implements ForEachHost, CompensationHost, PlanHandlersHost {
+  readonly plan: CompiledPlan;
+  protected readonly book: StepBook;
+  readonly waits: HumanWaits;
+  readonly hardened: boolean;
+  readonly templates: ResolveOptions;
+  protected readonly names = new ExpressionNames();
+  /** forEach steps, and their long loops kept across re-runs of a step. */
+  protected readonly loops = new ForEachSteps(this);
+  protected readonly errors: { step: string; message: string }[] = [];
+  protected signalErrors = 0;
+  protected readonly compensations = new Compensations(this);
+  protected readonly startedAtMs = nowMs();
+  protected endedAtMs?: number;
+  paused = false;
+  protected finalStatus?: 'completed' | 'failed' | 'cancelled';
+  protected abortReason?: string;
+  protected publishedStatus?: PlanStatus;
+  protected output?: unknown;
+  /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
+  readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
+  /** Bumped on every change the scheduler must look at. */
+  protected version = 0;
+  /** Git worktrees the steps work in (steps with `worktree`). */
+  readonly worktrees: WorktreeLeases;
+  /** Agent and decide steps' child workflows, and what they wait for. */
+  readonly agents: AgentSteps;
+  /** A plan with a `team` section: its agents are workers that ask the team before a person. */
+  readonly team?: Team;
+
+  constructor(protected readonly input: RunPlanInput) {
+    this.plan = input.plan;
+    this.book = new StepBook(this.plan.steps);
+    this.hardened = patched(PATCH_HARDENED);
+    this.templates = { strict: this.hardened };
+    this.waits = new HumanWaits(this.hardened, () => this.changed());
+    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
+    this.agents = new AgentSteps(
+      (id, waiting) => this.agentWaiting(id, waiting),
+      // Workers' states are read by queries only: a signal does not wake the scheduler.
+      (worker) => this.team?.workerChanged(worker),
+    );
+    if (this.plan.team) {
+      this.team = new Team(
+        this.plan.team,
+        this.plan.workspace,
+        this.plan.sandbox,
+        (workflowId, step, role) => this.agents.track(workflowId, step, { role }),
+        () => this.changed(),
+      );
+    }
+    installPlanHandlers(this);
+  }
+
+  signalError(name: string, waitId: unknown, err: unknown): void {
+    // Anyone can send signals: a flood of bad ones must not grow the run's record without bound.
+    if (++this.signalErrors > MAX_SIGNAL_ERRORS) return;
+    const step = typeof waitId === 'string' && waitId.length <= 200 ? waitId : '(signal)';
+    const more = this.signalErrors === MAX_SIGNAL_ERRORS ? ' (later signals that cannot apply are not recorded)' : '';
+    this.errors.push({ step, message: `signal ${name} not applied: ${messageOf(err).slice(0, 500)}${more}` });
+    this.changed();
+  }
+
+  setPaused(paused: boolean): { paused: boolean } {
+    this.paused = paused;
+    this.loops.setPaused(paused);
+    this.changed();
+    return { paused };
+  }
+
+  protected async recordAnalytics(): Promise<void> {
+    await recordFinishedRun({
+      plan: this.plan.name,
+      status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
+      startedMs: this.startedAtMs,
+      endedMs: this.endedAtMs ?? nowMs(),
+      steps: this.plan.steps.map((step, position) => {
+        const r = this.record(step.id);
+        return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }) };
+      }),
+      humanWaits: this.waits.ended,
+    });
+  }
+
+  changed(): void {
+    this.version++;
+  }
+
+  record(id: string): StepRecord {
+    return this.book.record(id);
+  }
+
+  // ---- one step -------------------------------------------------------------
+
+  /** An agent that starts or stops waiting for approval shows it as its step's status. */
+  protected agentWaiting(id: string, waiting: boolean): void {
+    const status = this.record(id).status;
+    if (waiting && status === 'running') this.book.setStatus(id, 'waiting');
+    else if (!waiting && status === 'waiting' && !this.waits.list().some((w) => w.id === id)) this.book.setStatus(id, 'running');
+    this.changed();
+    this.publishStatus();
+  }
+
+  /** Tools of runs that store big outputs outside history say so; older runs keep theirs inline. */
+  inline(): { inlineLimit?: number } {
+    return this.hardened ? { inlineLimit: BLOB_THRESHOLD_BYTES } : {};
+  }
+
+  /** The plan's sandbox and egress, for every tool call and agent of the run. */
+  sandbox(): { sandbox?: SandboxSpec } {
+    return this.plan.sandbox ? { sandbox: this.plan.sandbox } : {};
+  }
+
+  /** A question or prompt as text; read through an activity (awaited) only when it quotes a stored output. */
+  asText(resolved: unknown, limit: number, what: string, render: (value: unknown) => string): string | Promise<string> {
+    if (!this.hardened || !hasDeferred(resolved)) return render(resolved);
+    return this.resolveValue(resolved, limit).then((text) => {
+      if (isStored(text)) {
+        throw new StepFailedError({ message: `the ${what} is ${describeStored(text)}; a ${what} holds at most ${limit} bytes`, timedOut: false, attempts: 0 });
+      }
+      return render(text);
+    });
+  }
+
+  /** A value with stored parts, read by a local activity: inline up to `inlineLimit` bytes, stored again beyond. */
+  resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
+    return storedValues().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
+  }
+
+  // ---- humans ---------------------------------------------------------------
+
+  async waitForHuman(id: string, kind: WaitKind, prompt: string, choices?: string[], timeout?: string): Promise<string | undefined> {
+    const record = this.record(id);
+    return this.waits.wait(
+      { id, kind, prompt, ...(choices && { choices }), ...(timeout && { timeout }) },
+      {
+        opened: () => {
+          this.book.setStatus(id, 'waiting');
+          this.changed();
+          this.publishStatus();
+        },
+        closed: () => {
+          if (record.status === 'waiting') this.book.setStatus(id, 'running');
+          this.changed();
+          this.publishStatus();
+        },
+      },
+    );
+  }
+
+  // ---- the end of a run -----------------------------------------------------
+
+  protected markUnfinished(note: string): void {
+    this.book.cancelUnfinished(note);
+    this.waits.clear();
+  }
+
+  protected finish(status: 'completed' | 'failed' | 'cancelled'): void {
+    this.finalStatus = status;
+    this.endedAtMs = nowMs();
+    runEnded(this.plan.name, status, this.endedAtMs - this.startedAtMs);
+    this.publishStatus();
+  }
+
+  // ---- what clients see -----------------------------------------------------
+
+  get inputs(): Record<string, unknown> {
+    return this.input.inputs;
+  }
+
+  step(id: string): CompiledStep {
+    return this.book.step(id);
+  }
+
+  stepScope(id: string): unknown {
+    return this.book.scope[id];
+  }
+
+  scope(): Record<string, unknown> {
+    return { steps: this.book.scope, inputs: this.input.inputs };
+  }
+
+  protected status(): PlanStatus {
+    if (this.finalStatus) return this.finalStatus;
+    if (this.waits.size > 0 || this.agents.waiting > 0) return 'waiting';
+    return this.paused ? 'paused' : 'running';
+  }
+
+  /** Keeps the `CadreStatus` search attribute in step with the run, so lists can find runs waiting on a human. */
+  protected publishStatus(): void {
+    const status = this.status();
+    const all = this.plan.steps.length <= DETAILS_ALL_STEPS_UP_TO;
+    // Shown as "Current Details" in the Web UI: metadata read by a query, not history.
+    setCurrentDetails(
+      currentDetails({
+        workflowId: workflowInfo().workflowId,
+        status,
+        total: this.plan.steps.length,
+        counts: this.book.counts,
+        steps: this.book.shown(all),
+        waiting: this.waitingList(),
+      }),
+    );
+    if (status === this.publishedStatus) return;
+    this.publishedStatus = status;
+    upsertSearchAttributes([{ key: CadreStatus, value: status }]);
+  }
+
+  protected waitingList() {
+    return this.agents.waiting > 0 ? [...this.waits.list(), ...this.agents.list()] : this.waits.list();
+  }
+
+  protected stepRecords(): StepRecord[] {
+    return this.book.copies();
+  }
+
+  diagnostics(): Diagnostics {
+    const end = this.endedAtMs ?? nowMs();
+    return {
+      plan: this.plan.name,
+      status: this.status(),
+      paused: this.paused,
+      startedAt: isoAt(this.startedAtMs),
+      ...(this.endedAtMs !== undefined && { endedAt: isoAt(this.endedAtMs) }),
+      elapsedMs: end - this.startedAtMs,
+      steps: this.stepRecords(),
+      waiting: this.waitingList(),
+      errors: [...this.errors],
+      compensations: [...this.compensations.records],
+      ...(this.output !== undefined && { output: this.output }),
+      ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
+      ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
+      ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
+      ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
+    };
+  }
+
+  /** Diagnostics small enough to travel in a failure: a huge plan keeps only its unfinished and failed steps. */
+  protected failureDiagnostics(): Diagnostics {
+    const full = this.diagnostics();
+    if (!this.hardened || sizeOf(full) <= MAX_RESULT_BYTES) return full;
+    const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
+    return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
+  }
+
+  /** Runs the step's action once: its output and the attempts it took (run-plan.ts). */
+  abstract runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult>;
+  /** An action's output, its attempts added to the step's record. */
+  abstract counted(step: CompiledStep, result: ToolResult): unknown;
+}
+
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
