@@ -24,18 +24,14 @@ import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from '../common/definitions';
-import { classifyError } from './error-classes';
 import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-contract';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
 import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';
+import { WorkerRecovery } from './recovery';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';
-/** Rounds of a team worker's model-turn retries for a transient failure, when no fallback model helps. */
-const TRANSIENT_ROUNDS = 3;
-
-const repairs = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' });
 const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
 /** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
 const PATCH_STUCK_WATCH = 'stuck-watch';
@@ -65,12 +61,8 @@ class AgentRun {
   private readonly reporter: WorkerReporter;
   /** A team worker's questions and subtasks under way. */
   private readonly busy = { questions: 0, subtasks: 0 };
-  /** Recoveries so far: the fallback model taken, people asked to fix something. */
-  private onFallback = false;
-  private transientRounds = 0;
-  /** MCP tools whose server was started afresh once already. */
-  private readonly restarted = new Set<string>();
-  private fixes = 0;
+  /** Recoveries so far: the fallback model taken, servers restarted, people asked to fix something. */
+  private readonly recovery: WorkerRecovery;
   /** Stuck detection: when the worker last moved on, and whether it is blocked for want of progress. */
   private lastProgressMs = nowMs();
   private stuck = false;
@@ -78,6 +70,7 @@ class AgentRun {
   private readonly subtaskWorktrees: WorktreeRecord[] = [];
 
   constructor(private readonly input: AgentTaskInput) {
+    this.recovery = new WorkerRecovery(input, () => this.loop, () => this.reporter);
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
     this.reporter = new WorkerReporter(
       patched(PATCH_WORKER_STATES),
@@ -307,50 +300,8 @@ class AgentRun {
       ...hooks,
       workflowTools: [signalStateTool(ctx), askQuestionTool(ctx), spawnSubtaskTool(ctx)],
       silent: silentTurnHandler(ctx),
-      recover: (err, where, tool) => this.recover(ctx, err, where, tool),
+      recover: (err, where, tool) => this.recovery.recover(ctx, err, where, tool),
     };
-  }
-
-  /**
-   * A team worker recovers by the failure's class: a transient one (already retried with backoff)
-   * switches to the fallback model after rate limits; an infrastructure one repairs the worktree and
-   * runs the call again; a user-resolvable one waits, blocked, for a person to fix it; a permanent one fails.
-   */
-  private async recover(ctx: TeamWorkerContext, err: unknown, where: 'model' | 'tool', tool?: string): Promise<{ retry: true; model?: string } | undefined> {
-    const failure = asFailure(err);
-    const { class: errorClass, actions } = classifyError({ message: failure.message, ...(failure.type && { type: failure.type }) });
-    const record = (recovery: string) => this.loop.record({ event: 'worker.recovery', errorClass, errorType: failure.type ?? 'Error', recovery });
-    const fallback = ctx.team.fallbackModel;
-    if (where === 'model' && errorClass === 'transient' && failure.type === 'ModelRateLimited' && fallback !== undefined && !this.onFallback) {
-      this.onFallback = true;
-      record('fallback_model');
-      return { retry: true, model: fallback };
-    }
-    // Each round is TEAM_MODEL_ATTEMPTS tries with backoff: about as many in all as a lone agent's.
-    if (where === 'model' && errorClass === 'transient' && ++this.transientRounds < TRANSIENT_ROUNDS) {
-      record('retried');
-      return { retry: true };
-    }
-    if (where === 'tool' && errorClass === 'infrastructure' && tool?.startsWith('mcp:') && !this.restarted.has(tool)) {
-      // The failed calls dropped the server's client: the next call starts (or reconnects to) the server afresh.
-      this.restarted.add(tool);
-      record('restarted_server');
-      return { retry: true };
-    }
-    if (where === 'tool' && errorClass === 'infrastructure' && this.input.worktree) {
-      const { removed } = await repairs.repairWorktree({ worktree: this.input.workspace });
-      record(removed.length > 0 ? 'repaired_worktree' : 'nothing_to_repair');
-      return removed.length > 0 ? { retry: true } : undefined;
-    }
-    if (where === 'model' && errorClass === 'user_resolvable') {
-      record('asked_a_person');
-      this.reporter.move('blocked', failure.message);
-      const id = `${this.input.step}/fix-${this.loop.turns}-${++this.fixes}`;
-      const answer = await ctx.askWhileBlocked(id, `${this.input.step} needs a person: ${failure.message}. Suggested: ${actions.join('; ')}. Answer retry once it is fixed, or abort.`, ['retry', 'abort']);
-      return answer === 'retry' ? { retry: true } : undefined;
-    }
-    record('none');
-    return undefined;
   }
 
   /** A worker waits for input while a person or the team owes it an answer, for a subtask while one runs. */
