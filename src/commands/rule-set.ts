@@ -32,7 +32,7 @@ export const MAX_PREFIX_WORDS = 32;
 export const MAX_EXAMPLE_LENGTH = 4096;
 export const MAX_EXAMPLES = 32;
 
-/** Below KEPT_WORD_LENGTH (parse.ts), so a clipped argv word never equals a rule's word by accident. */
+/** Below KEPT_WORD_LENGTH (segments.ts), so a clipped argv word never equals a rule's word by accident. */
 export const MAX_WORD_LENGTH = 200;
 
 /** The object form is told apart by its `rules` list; anything else is the shorthand map. */
