@@ -19,7 +19,7 @@ module.exports = {
     },
     { name: 'spec-below-engine', severity: 'error', comment: 'the plan format knows no engine, worker or client', from: { path: '^src/spec/' }, to: { path: above('workflows', 'activities', 'worker', 'client', 'providers', 'ask', 'preflight') } },
     { name: 'activities-below-worker', severity: 'error', comment: 'activities are wired by the worker and called by workflows, never the other way', from: { path: '^src/activities/' }, to: { path: above('worker', 'client', 'ask', 'preflight') } },
-    { name: 'client-not-worker', severity: 'error', comment: 'the typed client does not load the worker or its activities (the CLI and its demo load them lazily)', from: { path: '^src/client/', pathNot: '^src/client/(cli|demo)[.]ts$' }, to: { path: above('worker', 'activities'), dependencyTypesNot: ['type-only'] } },
+    { name: 'client-not-worker', severity: 'error', comment: 'the typed client does not load the worker or its activities (the CLI and its demo load them lazily)', from: { path: '^src/client/', pathNot: '^src/client/((cli|demo)[.]ts$|commands/)' }, to: { path: above('worker', 'activities'), dependencyTypesNot: ['type-only'] } },
     {
       name: 'containment-below-activities',
       severity: 'error',

@@ -6,7 +6,7 @@
  * does; without an address from any of them, the `cadre dev` server of this directory, else
  * 127.0.0.1:7233.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TLSConfig } from '@temporalio/client';
 import { type ClientConfigProfile, loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
@@ -99,6 +99,18 @@ export function readServerInfo(dir: string): ServerInfo | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Tells clients in `dir` of the `cadre dev` server there (readServerInfo reads it back while `pid` lives). */
+export function writeServerInfo(dir: string, server: Pick<ServerInfo, 'address' | 'namespace' | 'uiUrl'>, pid = process.pid): void {
+  const infoFile = path.join(dir, SERVER_INFO_FILE);
+  mkdirSync(path.dirname(infoFile), { recursive: true });
+  const { address, namespace, uiUrl } = server;
+  writeFileSync(infoFile, JSON.stringify({ address, namespace, uiUrl, pid }, null, 2));
+}
+
+export function removeServerInfo(dir: string): void {
+  rmSync(path.join(dir, SERVER_INFO_FILE), { force: true });
 }
 
 /** The options a connection (client or worker) takes from a resolved server. */

@@ -52,6 +52,11 @@ export function sessionInput(options: SessionOptions): SessionInput {
   };
 }
 
+/** The id `cadre chat` gives a new session when it is given none: `chat-` and the time to the second (UTC). */
+export function chatSessionId(now = new Date()): string {
+  return `chat-${now.toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+}
+
 /** Sends a message, starting the session if it is not running; resolves with the reply. */
 export async function sendMessage(cadre: CadreClient, sessionId: string, text: string, start: SessionInput, options: { taskQueue?: string } = {}): Promise<SendResult> {
   checkWorkflowId(sessionId);

@@ -1,7 +1,7 @@
 /** `cadre roles [task...]`: the team roles cadre knows, or which of them fits a task. */
 import type { Command } from 'commander';
-import { type Role, RoleError, isBuiltinSource, loadRoles, shown } from '../roles/roles';
-import { routeTask, suggestRole } from '../roles/router';
+import { type Role, RoleError, isBuiltinSource, loadRoles, shown } from '../../roles/roles';
+import { routeTask, suggestRole } from '../../roles/router';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 

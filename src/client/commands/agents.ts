@@ -1,0 +1,48 @@
+/** An agent's audit log (`cadre audit`) and sessions with one (`cadre send`, `cadre chat`). */
+import type { Command } from 'commander';
+import { CadreClient } from '../client';
+import { chatSessionId, sendMessage, sessionInput } from '../sessions';
+import { commaList, info, out, withRun } from './shared';
+
+type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
+
+export function registerAuditCommand(program: Command): void {
+  program
+    .command('audit <id>')
+    .description("a run's audit log: its agents' messages, model turns, tool calls and approvals, as JSON lines without content")
+    .option('--dir <path>', 'where the worker writes audit logs (default: CADRE_AUDIT_DIR or ~/.cadre/audit)')
+    .action(async (id: string, opts: { dir?: string }) => {
+      const lines = CadreClient.readAuditLog(id, opts.dir);
+      for (const line of lines) out(line);
+    });
+}
+
+export function registerSessionCommands(program: Command): void {
+  const sessionOptions = (command: Command) =>
+    command
+      .option('--model <provider:model>', 'the model (default: CADRE_MODEL or the worker\'s models.default)')
+      .option('--system <text>', 'system prompt')
+      .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
+      .option('--ask <names>', 'tools whose calls wait for your approval, comma-separated', commaList)
+      .option('--workspace <dir>', 'where its tools run', '.');
+
+  sessionOptions(
+    program
+      .command('send <session> <message>')
+      .description('send a message to a session, starting it if it is not running, and print the reply')
+      .option('--json', 'print the reply and counts as JSON'),
+  ).action(async (id: string, message: string, opts: SessionCliOptions & { json?: boolean }) => {
+    await withRun(id, async (client) => {
+      const result = await sendMessage(client, id, message, sessionInput(opts));
+      out(opts.json ? JSON.stringify(result) : result.reply);
+    });
+  });
+
+  sessionOptions(program.command('chat [session]').description('talk with an agent in a session that survives restarts; /end ends it, Ctrl-D leaves it')).action(
+    async (id: string | undefined, opts: SessionCliOptions) => {
+      const sessionId = id ?? chatSessionId();
+      const { chat } = await import('../chat');
+      await withRun(sessionId, (client) => chat(client, sessionId, sessionInput(opts), { input: process.stdin, out, info }));
+    },
+  );
+}

@@ -1,0 +1,111 @@
+/** The commands about runs once started: `status`, `list`, `watch`; `pause`, `resume`, `cancel`; `result`. */
+import { type Command, Option } from 'commander';
+import { renderDiagnostics } from '../format';
+import { printPaged } from '../pager';
+import { RUN_STATUSES } from '../run-status';
+import { colourOn, paintStatus } from '../style';
+import { exitCodeOf, follow, leaveRunOnCtrlC, out, positive, withClient, withRun } from './shared';
+
+export function registerStatusCommands(program: Command): void {
+  program
+    .command('status <id>')
+    .description("a run's steps, what it waits for, its errors; exits 1 when it ended without completing")
+    .addHelpText('after', '\nExamples:\n  cadre status plan-triage-1a2b3c\n  cadre status plan-triage-1a2b3c --json | jq \'.steps[] | select(.status == "failed")\'')
+    .option('--json', 'print the diagnostics as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withRun(id, async (client) => {
+        const d = await client.diagnostics(id);
+        if (opts.json) out(JSON.stringify(d, null, 2));
+        else await printPaged(renderDiagnostics(id, d), out);
+        process.exitCode = exitCodeOf(d.status);
+      });
+    });
+
+  program
+    .command('list')
+    .description('recent runs')
+    .addHelpText('after', '\nExamples:\n  cadre list\n  cadre list --status waiting\n  cadre list --plan email-triage --limit 5 --json')
+    .addOption(new Option('--status <status>', 'only runs in this state').choices(RUN_STATUSES))
+    .option('--plan <name>', 'only runs of this plan')
+    .option('--limit <n>', 'how many', positive, 20)
+    .option('--json', 'print JSON')
+    .action(async (opts: { status?: string; plan?: string; limit: number; json?: boolean }) => {
+      await withClient(async (client) => {
+        const runs = await client.list(opts);
+        if (opts.json) return out(JSON.stringify(runs, null, 2));
+        if (runs.length === 0) return out('no runs');
+        const colour = colourOn();
+        out(`${'WORKFLOW ID'.padEnd(40)} ${'PLAN'.padEnd(20)} ${'STATUS'.padEnd(10)} STARTED`);
+        for (const run of runs) out(`${run.workflowId.padEnd(40)} ${String(run.plan ?? '').padEnd(20)} ${paintStatus(run.status, colour)}${' '.repeat(Math.max(1, 11 - run.status.length))}${run.startTime.toISOString()}`);
+      });
+    });
+
+  program
+    .command('watch <id>')
+    .description('follow a run live until it ends')
+    .option('--json', 'print the diagnostics as a JSON line at every change')
+    .addHelpText('after', '\nExamples:\n  cadre watch plan-triage-1a2b3c\n  cadre watch plan-triage-1a2b3c --json | jq -c \'{status, waiting: [.waiting[].id]}\'')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withRun(id, async (client) => {
+        leaveRunOnCtrlC(id);
+        const final = await follow(client, id, out, opts.json ? (d) => out(JSON.stringify(d)) : undefined);
+        process.exitCode = exitCodeOf(final.status);
+      });
+    });
+}
+
+export function registerControlCommands(program: Command): void {
+  program
+    .command('pause <id>')
+    .description('let running steps finish and start no new ones')
+    .addHelpText('after', '\nExamples:\n  cadre pause plan-triage-1a2b3c')
+    .option('--json', 'print {workflowId, paused} as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withRun(id, async (client) => {
+        await client.pause(id);
+        out(opts.json ? JSON.stringify({ workflowId: id, paused: true }) : `paused ${id}`);
+      });
+    });
+
+  program
+    .command('resume <id>')
+    .description('start steps again after a pause')
+    .addHelpText('after', '\nExamples:\n  cadre resume plan-triage-1a2b3c')
+    .option('--json', 'print {workflowId, paused} as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withRun(id, async (client) => {
+        await client.resume(id);
+        out(opts.json ? JSON.stringify({ workflowId: id, paused: false }) : `resumed ${id}`);
+      });
+    });
+
+  program
+    .command('cancel <id>')
+    .description('cancel a run (compensations run); the same as `temporal workflow cancel`')
+    .addHelpText('after', '\nExamples:\n  cadre cancel plan-triage-1a2b3c --reason \'wrong inbox\'')
+    .option('--reason <text>', 'why')
+    .option('--json', 'print {workflowId, cancelRequested} as JSON')
+    .action(async (id: string, opts: { reason?: string; json?: boolean }) => {
+      await withRun(id, async (client) => {
+        await client.cancel(id, opts.reason);
+        out(opts.json ? JSON.stringify({ workflowId: id, cancelRequested: true, ...(opts.reason && { reason: opts.reason }) }) : `cancellation requested for ${id}`);
+      });
+    });
+}
+
+export function registerResultCommand(program: Command): void {
+  program
+    .command('result <id>')
+    .description("wait for a run to end and print its output")
+    .addHelpText('after', '\nExamples:\n  cadre result plan-triage-1a2b3c\n  cadre result plan-triage-1a2b3c --json')
+    .option('--json', 'print the final diagnostics as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withRun(id, async (client) => {
+        const d = await client.result(id);
+        if (opts.json) out(JSON.stringify(d, null, 2));
+        else if (d.status === 'completed') out(JSON.stringify(d.output ?? null, null, 2));
+        else out(renderDiagnostics(id, d));
+        process.exitCode = exitCodeOf(d.status);
+      });
+    });
+}
