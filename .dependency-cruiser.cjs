@@ -29,6 +29,13 @@ module.exports = {
     },
     { name: 'providers-below-activities', severity: 'error', comment: 'model providers know nothing of activities, workflows or the client', from: { path: '^src/providers/' }, to: { path: above('activities', 'workflows', 'worker', 'client', 'ask') } },
     {
+      name: 'protocol-below-engine',
+      severity: 'error',
+      comment: 'the protocol clients and workflows share imports neither (and no I/O layer)',
+      from: { path: '^src/protocol/' },
+      to: { path: above('workflows', 'activities', 'worker', 'client', 'ask', 'preflight', 'sandbox', 'egress', 'secrets', 'codec', 'analytics', 'store'), dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'leaves',
       severity: 'error',
       comment: 'codec, analytics and the blob store are leaves: they import no engine layer',

@@ -22,7 +22,7 @@ export default tseslint.config(
   },
   {
     // Workflow code is replayed: no Node built-ins, no I/O modules, no clock or randomness of its own.
-    files: ['src/workflows/**/*.ts', 'src/spec/types.ts', 'src/spec/templates.ts', 'src/spec/expressions.ts', 'src/spec/duration.ts', 'src/spec/limits.ts'],
+    files: ['src/workflows/**/*.ts', 'src/protocol/**/*.ts', 'src/errors/error-classes.ts', 'src/spec/types.ts', 'src/spec/templates.ts', 'src/spec/expressions.ts', 'src/spec/duration.ts', 'src/spec/limits.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

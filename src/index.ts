@@ -20,7 +20,7 @@ export type {
   Waiting,
   WorkerRecord,
   WorktreeRecord,
-} from './workflows/common/definitions';
+} from './protocol/definitions';
 // What any Temporal client sends a run (docs/protocol.md), and the search attributes it sets.
 export {
   CadrePlan,
@@ -36,8 +36,8 @@ export {
   pauseUpdate,
   resumeSignal,
   resumeUpdate,
-} from './workflows/common/definitions';
-export type { WorkerState } from './workflows/agent/worker-state';
+} from './protocol/definitions';
+export type { WorkerState } from './protocol/worker-state';
 export { createCadreWorker, taskQueue, type CadreWorkerOptions } from './worker/worker';
 export { startEmbedded, type Embedded } from './worker/embedded';
 export { defineAgent, defineTool, type AgentMethod, type CadreTool, type ToolRunContext } from './tools/define';

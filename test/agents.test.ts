@@ -10,7 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { modelSettings } from '../src/providers/config';
 import { auditFile } from '../src/store/audit-files';
 import { auditSinks } from '../src/worker/audit-log';
-import type { Diagnostics } from '../src/workflows/common/definitions';
+import type { Diagnostics } from '../src/protocol/definitions';
 import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
 import { git, tempRepository } from './support/git-repo';

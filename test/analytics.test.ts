@@ -15,7 +15,7 @@ import { type PlanStats, readStats } from '../src/analytics/stats';
 import { etaLine } from '../src/client/stats-command';
 import { freePort } from '../src/worker/ports';
 import { CadreClient } from '../src/client/client';
-import type { Diagnostics } from '../src/workflows/common/definitions';
+import type { Diagnostics } from '../src/protocol/definitions';
 import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 import { TSX } from './support/tsx';

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { modelSettings } from '../src/providers/config';
 import { currentDetails } from '../src/workflows/plan/details';
-import type { Diagnostics } from '../src/workflows/common/definitions';
+import type { Diagnostics } from '../src/protocol/definitions';
 import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
 import { type Harness, compile, startPlan, tempWorkspace, waitUntil, withWorker } from './support/harness';

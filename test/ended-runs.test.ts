@@ -4,7 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { CadreClient, UsageError } from '../src/client/client';
 import { findTemporalCli } from '../src/worker/temporal-cli';
-import { CadrePlan, CadreStatus } from '../src/workflows/common/definitions';
+import { CadrePlan, CadreStatus } from '../src/protocol/definitions';
 import { type CliResult, exited, runCadre, spawnCadre, testServerEnv } from './support/cli';
 import { compile, startPlan, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
 

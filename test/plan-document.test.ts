@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { PlanResult } from '../src/workflows/common/definitions';
+import type { PlanResult } from '../src/protocol/definitions';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { type Harness, step, tempWorkspace, uniqueId, withWorker } from './support/harness';
 

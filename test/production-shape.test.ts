@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { PlanStats } from '../src/analytics/stats';
-import { SEARCH_ATTRIBUTES } from '../src/workflows/common/definitions';
+import { SEARCH_ATTRIBUTES } from '../src/protocol/definitions';
 import { type RunningWorker, exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
 import { until } from './support/until';
 import { kill, tempWorkspace, uniqueId } from './support/harness';

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { answerUpdate } from '../src/workflows/common/definitions';
+import { answerUpdate } from '../src/protocol/definitions';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
 describe('runPlan on a real Temporal server', () => {

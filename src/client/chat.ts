@@ -3,7 +3,7 @@
  * `/status` shows the session, `/end` ends it, Ctrl-D leaves it running to come back to.
  */
 import { createInterface } from 'node:readline/promises';
-import type { SessionInput } from '../workflows/common/definitions';
+import type { SessionInput } from '../protocol/definitions';
 import type { CadreClient } from './client';
 import { endSession, sendMessage, sessionDiagnostics } from './sessions';
 

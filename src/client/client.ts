@@ -16,7 +16,7 @@ import type { CompiledPlan } from '../spec/types';
 import { resolveInputs } from '../spec/inputs';
 import { checkStartPayload } from '../spec/payload';
 import { formatIssues } from '../spec/validate';
-import { CadrePlan, CadreStatus, answerUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../workflows/common/definitions';
+import { CadrePlan, CadreStatus, answerUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { auditDir, auditFile } from '../store/audit-files';
 import { taskQueue as defaultTaskQueue } from './task-queue';
 import { CadreError } from '../errors/cadre-error';

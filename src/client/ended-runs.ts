@@ -6,7 +6,7 @@ import type { WorkflowExecutionDescription, WorkflowService } from '@temporalio/
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { formatMs } from '../spec/duration';
-import { CadrePlan, type Diagnostics, type RunStatus } from '../workflows/common/definitions';
+import { CadrePlan, type Diagnostics, type RunStatus } from '../protocol/definitions';
 
 /** The workflow's last record, with how and when its execution ended. */
 export function markEnded(record: Diagnostics, description: WorkflowExecutionDescription, status: RunStatus, note?: string): Diagnostics {

@@ -1,6 +1,6 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
-import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../workflows/common/definitions';
+import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../protocol/definitions';
 import { STEP_MARKS, describeWait } from '../workflows/plan/details';
 import { isFinal } from './run-status';
 

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { hasDeferred } from '../spec/refs';
 import { materialize, storesIn } from '../store/values';
-import { agentDiagnosticsQuery, diagnosticsQuery, type AgentDiagnostics, type AgentSummary, type Diagnostics, type RunStatus } from '../workflows/common/definitions';
+import { agentDiagnosticsQuery, diagnosticsQuery, type AgentDiagnostics, type AgentSummary, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { CadreError } from '../errors/cadre-error';
 import type { ServerInfo } from './connection-config';
 import { howItEnded, markEnded, minimalRecord } from './ended-runs';

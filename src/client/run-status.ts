@@ -5,7 +5,7 @@
  * out never updates its own.
  */
 import type { WorkflowExecutionInfo, WorkflowExecutionStatusName } from '@temporalio/client';
-import type { RunStatus } from '../workflows/common/definitions';
+import type { RunStatus } from '../protocol/definitions';
 import { UsageError } from '../errors/cadre-error';
 
 const OPEN_STATUSES: readonly string[] = ['running', 'paused', 'waiting'] satisfies RunStatus[];

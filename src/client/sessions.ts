@@ -14,7 +14,7 @@ import {
   endSessionSignal,
   sendUpdate,
   sessionDiagnosticsQuery,
-} from '../workflows/common/definitions';
+} from '../protocol/definitions';
 import type { CadreClient } from './client';
 import { CadreError, UsageError } from '../errors/cadre-error';
 import { checkWorkflowId } from './workflow-ids';

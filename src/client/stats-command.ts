@@ -4,7 +4,7 @@ import { type AnalyticsTarget, analyticsTarget, describeTarget, withAnalytics } 
 import { LockBusyError } from '../analytics/lock';
 import { type PlanStats, type RunEstimate, estimateRun, readStats } from '../analytics/stats';
 import { durationMs, formatMs, isDuration } from '../spec/duration';
-import type { Diagnostics } from '../workflows/common/definitions';
+import type { Diagnostics } from '../protocol/definitions';
 import { CadreError } from '../errors/cadre-error';
 import { isFinal } from './run-status';
 

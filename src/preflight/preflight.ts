@@ -7,7 +7,7 @@ import { temporal } from '@temporalio/proto';
 import { resolveInputs } from '../spec/inputs';
 import { PlanError, loadPlanWithWarnings } from '../spec/load';
 import type { CompiledPlan } from '../spec/types';
-import { SEARCH_ATTRIBUTES } from '../workflows/common/definitions';
+import { SEARCH_ATTRIBUTES } from '../protocol/definitions';
 import type { PreflightProblem } from './codes';
 import { type EnvironmentProbe, environmentProblems, systemProbe } from './environment';
 

@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTES } from '../workflows/common/definitions';
+import { SEARCH_ATTRIBUTES } from '../protocol/definitions';
 import { freePort, isPortFree } from './ports';
 import { findTemporalCli } from './temporal-cli';
 

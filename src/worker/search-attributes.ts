@@ -2,7 +2,7 @@
 import { status as grpcStatus } from '@grpc/grpc-js';
 import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { SEARCH_ATTRIBUTES } from '../workflows/common/definitions';
+import { SEARCH_ATTRIBUTES } from '../protocol/definitions';
 
 export interface SetupReport {
   added: string[];

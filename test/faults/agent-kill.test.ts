@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CadreClient } from '../../src/client/client';
-import { agentDiagnosticsQuery } from '../../src/workflows/common/definitions';
+import { agentDiagnosticsQuery } from '../../src/protocol/definitions';
 import { startFakeModelServer } from '../support/fake-model-server';
 import { compile, kill, startWorkerProcess, step, tempWorkspace, uniqueId } from '../support/harness';
 

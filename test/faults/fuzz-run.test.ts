@@ -6,7 +6,7 @@
  */
 import { temporal } from '@temporalio/proto';
 import { CadreError, SERVER_TASK_CLOSES } from '../../src/client/client';
-import type { Diagnostics } from '../../src/workflows/common/definitions';
+import type { Diagnostics } from '../../src/protocol/definitions';
 import type { CompiledPlan } from '../../src/spec/types';
 import { startPlan, tempWorkspace, withWorker, type Harness } from '../support/harness';
 import { runHistories } from '../support/history';

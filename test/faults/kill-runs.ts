@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CadreClient } from '../../src/client/client';
 import type { CompiledPlan } from '../../src/spec/types';
-import type { Diagnostics } from '../../src/workflows/common/definitions';
+import type { Diagnostics } from '../../src/protocol/definitions';
 import { compile } from '../support/harness';
 import { runHistories } from '../support/history';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
 import { auditFile } from '../../src/store/audit-files';
-import { type AgentDiagnostics, agentDiagnosticsQuery } from '../../src/workflows/common/definitions';
+import { type AgentDiagnostics, agentDiagnosticsQuery } from '../../src/protocol/definitions';
 import { compile, kill, startWorker, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
 import { until } from '../support/until';
 

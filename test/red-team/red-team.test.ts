@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Diagnostics } from '../../src/workflows/common/definitions';
+import type { Diagnostics } from '../../src/protocol/definitions';
 import { git, tempRepository } from '../support/git-repo';
 import { compile, tempWorkspace } from '../support/harness';
 import { type CaseVerdict, shellCase } from './cases';

@@ -11,7 +11,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { CadreClient } from '../../src/client/client';
 import { modelSettings } from '../../src/providers/config';
 import type { ActivityDeps } from '../../src/activities';
-import type { Diagnostics } from '../../src/workflows/common/definitions';
+import type { Diagnostics } from '../../src/protocol/definitions';
 import { type FakeModelServer, type FakeResponse, type RecordedRequest, startFakeModelServer } from '../support/fake-model-server';
 import { type Harness, compile, startWorker, tempWorkspace, uniqueId } from '../support/harness';
 import { type Case, type CaseVerdict, type Evidence, type ToolOutcome, clip } from './cases';

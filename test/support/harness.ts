@@ -9,7 +9,7 @@ import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
 import type { CompiledPlan } from '../../src/spec/types';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
-import type { Diagnostics } from '../../src/workflows/common/definitions';
+import type { Diagnostics } from '../../src/protocol/definitions';
 import { type CadreWorkerOptions, createCadreWorker } from '../../src/worker/worker';
 import { TSX } from './tsx';
 

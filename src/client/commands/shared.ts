@@ -5,7 +5,7 @@ import { ProgressPrinter } from '../format';
 import { isFinal } from '../run-status';
 import { etaReporter } from '../stats-command';
 import { checkWorkflowId } from '../workflow-ids';
-import type { Diagnostics } from '../../workflows/common/definitions';
+import type { Diagnostics } from '../../protocol/definitions';
 
 export const out = (line: string) => process.stdout.write(`${line}\n`);
 export const info = (line: string) => process.stderr.write(`${line}\n`);

@@ -16,7 +16,7 @@ import type { SandboxSpec } from '../../sandbox/profile';
 import { approvalFor, matchChoice } from './approvals';
 import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from '../common/clock';
-import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../common/definitions';
+import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { HumanWaits, splitAnswer } from '../plan/waits';
 

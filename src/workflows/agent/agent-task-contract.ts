@@ -6,7 +6,7 @@
 import type { TeamRole } from '../../activities/roles';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../../spec/types';
-import type { AgentSummary } from '../common/definitions';
+import type { AgentSummary } from '../../protocol/definitions';
 
 /** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */
 export const AGENT_TASK_WORKFLOW = 'agentTask';

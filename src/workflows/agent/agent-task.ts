@@ -23,7 +23,7 @@ import { durationMs } from '../../spec/duration';
 import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from '../common/clock';
-import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from '../common/definitions';
+import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from '../../protocol/definitions';
 import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-contract';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
 import { withinRole } from '../team/team-roles';

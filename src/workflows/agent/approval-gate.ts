@@ -10,7 +10,7 @@ import type { Activities } from '../../activities';
 import type { CommandDecision } from '../../commands/rules';
 import type { ApprovalPolicy, Approvals } from '../../spec/types';
 import type { AuditEvent } from './audit';
-import { APPROVAL_CHOICES_ALWAYS, type ApprovalDetail } from '../common/definitions';
+import { APPROVAL_CHOICES_ALWAYS, type ApprovalDetail } from '../../protocol/definitions';
 import { type HumanWaits, splitAnswer } from '../plan/waits';
 
 /** A call's arguments past this are not shown to a person, so they are not run on a person's word either. */

@@ -1,10 +1,10 @@
-/** How a team worker recovers from a failed model turn or tool call, by the failure's class (error-classes.ts). */
+/** How a team worker recovers from a failed model turn or tool call, by the failure's class (src/errors/error-classes.ts). */
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { TeamWorkerContext } from '../team/team-tools';
 import { type AgentLoop, asFailure } from './agent-loop';
 import type { AgentTaskInput } from './agent-task-contract';
-import { classifyError } from './error-classes';
+import { classifyError } from '../../errors/error-classes';
 import type { WorkerReporter } from './worker-reporter';
 
 /** Rounds of a team worker's model-turn retries for a transient failure, when no fallback model helps. */

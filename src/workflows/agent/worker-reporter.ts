@@ -5,8 +5,8 @@
  */
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { isoAt, nowMs } from '../common/clock';
-import { CadreWorkerState, workerStateSignal } from '../common/definitions';
-import { type WorkerState, WorkerStateMachine, type WorkerTransition } from './worker-state';
+import { CadreWorkerState, workerStateSignal } from '../../protocol/definitions';
+import { type WorkerState, WorkerStateMachine, type WorkerTransition } from '../../protocol/worker-state';
 
 export class WorkerReporter {
   readonly machine = new WorkerStateMachine();

@@ -10,7 +10,7 @@ import { durationMs } from '../../spec/duration';
 import type { CompiledStep } from '../../spec/types';
 import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../agent/agent-task-contract';
 import { isoAt, nowMs } from '../common/clock';
-import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from '../common/definitions';
+import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from '../../protocol/definitions';
 import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';

@@ -4,7 +4,7 @@ import type { Activities } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep, ToolCall } from '../../spec/types';
-import type { CompensationRecord } from '../common/definitions';
+import type { CompensationRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import type { PlanRunContext } from './kinds';
 import { compensationActivityOptions } from './step-options';

@@ -10,7 +10,7 @@ import {
   resumeSignal,
   resumeUpdate,
   type Diagnostics,
-} from '../common/definitions';
+} from '../../protocol/definitions';
 import type { AgentSteps } from './agent-steps';
 import type { HumanWaits } from './waits';
 

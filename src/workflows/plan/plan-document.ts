@@ -7,7 +7,7 @@ import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttri
 import type { Activities } from '../../activities';
 import type { PlanDocumentInput, RunPlanInput } from '../../spec/types';
 import { isoAt, nowMs } from '../common/clock';
-import { CadrePlan, type Diagnostics, diagnosticsQuery } from '../common/definitions';
+import { CadrePlan, type Diagnostics, diagnosticsQuery } from '../../protocol/definitions';
 
 const validator = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'validate the plan document' });
 

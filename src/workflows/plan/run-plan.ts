@@ -12,7 +12,7 @@ import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../spec/types';
 import { compileDocument, isPlanDocument } from './plan-document';
 import { isoAt, nowMs } from '../common/clock';
-import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepStatus, type WaitKind } from '../common/definitions';
+import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepStatus, type WaitKind } from '../../protocol/definitions';
 import { describeFailure, type StepError } from '../common/failures';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';

@@ -13,7 +13,7 @@ import type { CompiledPlan, CompiledStep, RunPlanInput } from '../../spec/types'
 import { AgentSteps } from './agent-steps';
 import { Team } from '../team/team';
 import { isoAt, nowMs } from '../common/clock';
-import { CadreStatus, type Diagnostics, type PlanStatus, type StepRecord, type WaitKind } from '../common/definitions';
+import { CadreStatus, type Diagnostics, type PlanStatus, type StepRecord, type WaitKind } from '../../protocol/definitions';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
 import { StepFailedError } from '../common/failures';
 import { StepBook } from './step-book';

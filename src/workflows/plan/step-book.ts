@@ -4,7 +4,7 @@
  * setStatus, so they stay in step.
  */
 import type { CompiledStep } from '../../spec/types';
-import { STEP_STATUSES, type StepRecord, type StepStatus } from '../common/definitions';
+import { STEP_STATUSES, type StepRecord, type StepStatus } from '../../protocol/definitions';
 import { stepEnded, stepStarted, toolLabel } from './metrics';
 import { Readiness } from './readiness';
 

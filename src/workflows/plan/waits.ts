@@ -8,7 +8,7 @@ import { durationMs, isDuration } from '../../spec/duration';
 import { checkDurationMs } from '../../spec/limits';
 import { isoAt, nowMs } from '../common/clock';
 import { humanWaited } from './metrics';
-import type { ApprovalDetail, WaitKind, Waiting } from '../common/definitions';
+import type { ApprovalDetail, WaitKind, Waiting } from '../../protocol/definitions';
 import type { HumanWaitOutcome } from '../../analytics/types';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */

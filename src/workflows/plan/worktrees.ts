@@ -7,7 +7,7 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { WorktreeSpec } from '../../spec/types';
-import type { WorktreeRecord } from '../common/definitions';
+import type { WorktreeRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 
 type Info = Awaited<ReturnType<Activities['createWorktree']>>;

@@ -29,7 +29,7 @@ import {
   endSessionSignal,
   sendUpdate,
   sessionDiagnosticsQuery,
-} from '../common/definitions';
+} from '../../protocol/definitions';
 import { sizeOf } from '../common/sizes';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };

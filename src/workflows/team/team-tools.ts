@@ -11,7 +11,7 @@ import { DEFAULT_AGENT_TURNS } from '../../spec/types';
 import type { WorkflowTool } from '../agent/agent-loop';
 import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../agent/agent-task-contract';
 import { isoAt, nowMs } from '../common/clock';
-import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../common/definitions';
+import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { withRole } from './team-roles';
 import type { WorkerReporter } from '../agent/worker-reporter';

@@ -8,7 +8,7 @@ import type { ToolResult } from '../../../activities';
 import type { SandboxSpec } from '../../../sandbox/profile';
 import type { ResolveOptions } from '../../../spec/templates';
 import type { CompiledPlan, CompiledStep } from '../../../spec/types';
-import type { StepRecord, WaitKind } from '../../common/definitions';
+import type { StepRecord, WaitKind } from '../../../protocol/definitions';
 import type { Team } from '../../team/team';
 import type { AgentSteps } from '../agent-steps';
 import type { ActivityIds } from '../tool-call';

@@ -1,8 +1,8 @@
 /** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ModelMessageInput } from '../../providers/model-turn';
-import type { WorkerState, WorkerTransition } from '../agent/worker-state';
+import type { ModelMessageInput } from '../providers/model-turn';
+import type { WorkerState, WorkerTransition } from './worker-state';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -262,7 +262,7 @@ export interface SessionInput {
   model?: string;
   system?: string;
   tools: string[];
-  approvals: import('../../spec/types').Approvals;
+  approvals: import('../spec/types').Approvals;
   approvalTimeout?: string;
   /** Where the session's tools run. */
   workspace: string;

@@ -7,7 +7,7 @@
  *
  * Pure data and string matching, no imports at run time: workflow code may use it.
  */
-import type { ErrorTypes } from '../../errors/application-failures';
+import type { ErrorTypes } from './application-failures';
 
 export const ERROR_CLASSES = ['transient', 'infrastructure', 'user_resolvable', 'permanent'] as const;
 export type ErrorClass = (typeof ERROR_CLASSES)[number];
