@@ -14,7 +14,7 @@
  *   recursively: `git status` and `git add` run `git status` inside each, with its own
  *   configuration (an agent can make one: a directory with its own `.git`, committed).
  *
- * What git accepts as "no command" (checked by test/git-hardening.test.ts, git 2.39): an empty
+ * What git accepts as "no command" (checked by test/unit/git-hardening.test.ts, git 2.39): an empty
  * filter command is skipped as if there were none (and `required=false`, or git refuses the
  * missing filter); an empty merge driver, textconv or diff command is a command git cannot start:
  * the merge or content diff that needs it fails, and nothing runs. `pager.<command>=false` is no pager.

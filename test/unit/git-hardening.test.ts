@@ -12,13 +12,13 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { commitWorktree, createWorktree, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/git';
-import { inertOverrides } from '../src/git/drivers';
-import { gitAt } from '../src/git/git';
-import { hardenedGit } from '../src/git/hardened';
-import { listWorktrees } from '../src/git/cleanup';
-import { applicationFailure } from './support/failures';
-import { git, tempRepository } from './support/git-repo';
+import { commitWorktree, createWorktree, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../../src/git';
+import { inertOverrides } from '../../src/git/drivers';
+import { gitAt } from '../../src/git/git';
+import { hardenedGit } from '../../src/git/hardened';
+import { listWorktrees } from '../../src/git/cleanup';
+import { applicationFailure } from '../support/failures';
+import { git, tempRepository } from '../support/git-repo';
 
 /** Where planted programs leave their marks, and shell commands that leave one. */
 function markers(home: string) {

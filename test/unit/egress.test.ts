@@ -16,7 +16,7 @@ import {
   type EgressDeniedDetails,
   type EgressLookup,
   type EgressPolicy,
-} from '../src/egress';
+} from '../../src/egress';
 
 /** A resolver from a fixed table; it records what it was asked. */
 function tableLookup(table: Record<string, string[]>): EgressLookup & { asked: string[] } {

@@ -11,7 +11,7 @@ import {
   programsRun,
   type CommandRuleSet,
   type RuleDecision,
-} from '../src/commands';
+} from '../../src/commands';
 
 const RM_DENIED: CommandRuleSet = { rules: [{ prefix: ['rm'], decision: 'deny' }], otherwise: 'allow' };
 const GIT_STATUS_ALLOWED: CommandRuleSet = { rules: [{ prefix: ['git', 'status'], decision: 'allow' }] };

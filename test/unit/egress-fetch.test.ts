@@ -8,8 +8,8 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { NO_EGRESS, defaultLookup, egressFetch, type EgressFetch, type EgressLookup, type EgressPolicy } from '../src/egress';
-import { makeCertificates } from './support/tls';
+import { NO_EGRESS, defaultLookup, egressFetch, type EgressFetch, type EgressLookup, type EgressPolicy } from '../../src/egress';
+import { makeCertificates } from '../support/tls';
 
 interface TestServer {
   port: number;

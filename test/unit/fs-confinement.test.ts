@@ -7,12 +7,12 @@
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openBoundary, openResolved, PROTECTED_PATHS, resolveInside } from '../src/activities/confinement';
-import { createWorktree } from '../src/git';
-import { defaultToolSandbox, INLINE_OUTPUT_LIMITS } from '../src/activities/tools/context';
-import { runTool } from '../src/activities/tools/run-tool';
-import { applicationFailure } from './support/failures';
-import { tempRepository } from './support/git-repo';
+import { openBoundary, openResolved, PROTECTED_PATHS, resolveInside } from '../../src/activities/confinement';
+import { createWorktree } from '../../src/git';
+import { defaultToolSandbox, INLINE_OUTPUT_LIMITS } from '../../src/activities/tools/context';
+import { runTool } from '../../src/activities/tools/run-tool';
+import { applicationFailure } from '../support/failures';
+import { tempRepository } from '../support/git-repo';
 
 const tool = (workspace: string, name: string, params: Record<string, unknown>, worktree = false) =>
   runTool(name, params, { workspace, worktree, stepId: 's', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() });

@@ -3,11 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../src/git';
-import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
-import { runTool } from '../src/activities/tools/run-tool';
-import { applicationFailure } from './support/failures';
-import { git, tempRepository } from './support/git-repo';
+import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../../src/git';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
+import { runTool } from '../../src/activities/tools/run-tool';
+import { applicationFailure } from '../support/failures';
+import { git, tempRepository } from '../support/git-repo';
 
 const repository = () => tempRepository().repo;
 

@@ -1,8 +1,8 @@
-import { evaluateCondition, namesIn } from '../src/spec/expressions';
-import { durationMs, isDuration } from '../src/spec/duration';
-import { resolveInputs } from '../src/spec/inputs';
-import { parsePath, resolveTemplates } from '../src/spec/templates';
-import type { CompiledPlan } from '../src/spec/types';
+import { evaluateCondition, namesIn } from '../../src/spec/expressions';
+import { durationMs, isDuration } from '../../src/spec/duration';
+import { resolveInputs } from '../../src/spec/inputs';
+import { parsePath, resolveTemplates } from '../../src/spec/templates';
+import type { CompiledPlan } from '../../src/spec/types';
 
 const scope = {
   steps: {

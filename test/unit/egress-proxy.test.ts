@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { Pool, ProxyAgent, fetch as undiciFetch } from 'undici';
-import { BRIDGE_SCRIPT, NO_EGRESS, defaultLookup, proxyEnv, startEgressProxy, type EgressLogEvent, type EgressLookup, type EgressPolicy, type EgressProxy } from '../src/egress';
-import { makeCertificates } from './support/tls';
+import { BRIDGE_SCRIPT, NO_EGRESS, defaultLookup, proxyEnv, startEgressProxy, type EgressLogEvent, type EgressLookup, type EgressPolicy, type EgressProxy } from '../../src/egress';
+import { makeCertificates } from '../support/tls';
 
 interface TestServer {
   port: number;

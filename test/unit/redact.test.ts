@@ -7,8 +7,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { MIN_SECRET_LENGTH, REDACTED, Redactor } from '../src/secrets';
-import { mayHoldDump } from '../src/secrets/dumps';
+import { MIN_SECRET_LENGTH, REDACTED, Redactor } from '../../src/secrets';
+import { mayHoldDump } from '../../src/secrets/dumps';
 
 /** An API key; one with every character that escaping changes; one beyond ASCII, astral included. */
 const SHAPES = {

@@ -1,6 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import type { Connection } from '@temporalio/client';
-import { SetupPermissionError, ensureSearchAttributes } from '../src/worker/search-attributes';
+import { SetupPermissionError, ensureSearchAttributes } from '../../src/worker/search-attributes';
 
 /** A connection whose operator service answers like a server where we lack admin rights (unit test of one module). */
 function connectionDenyingAdds(existing: Record<string, number>): Connection {

@@ -1,6 +1,6 @@
-import messages from './fixtures/error-messages.json';
-import { ErrorTypes } from '../src/errors/application-failures';
-import { ERROR_CLASSES, ERROR_RULES, NON_RETRYABLE_CLASSES, classifyError, errorClassOfType, type ErrorClass, type ErrorSample } from '../src/errors/error-classes';
+import messages from '../fixtures/error-messages.json';
+import { ErrorTypes } from '../../src/errors/application-failures';
+import { ERROR_CLASSES, ERROR_RULES, NON_RETRYABLE_CLASSES, classifyError, errorClassOfType, type ErrorClass, type ErrorSample } from '../../src/errors/error-classes';
 
 interface Fixture extends ErrorSample {
   source: string;

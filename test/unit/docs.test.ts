@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', '..');
 
 /** The fenced blocks of a markdown file, with the language of each. */
 function codeBlocks(file: string): { lang: string; code: string }[] {

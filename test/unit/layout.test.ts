@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-const SRC = path.join(__dirname, '..', 'src');
+const SRC = path.join(__dirname, '..', '..', 'src');
 const MAX_FILE_LINES = 400;
 const MAX_FOLDER_SHARE = 0.2;
 

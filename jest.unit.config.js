@@ -1,0 +1,13 @@
+/**
+ * `npm run test:unit`: the tests that need no Temporal server (test/unit/), in well under a minute.
+ * `npm test` runs them too, with everything else.
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  preset: 'ts-jest',
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test/unit'],
+  testMatch: ['**/*.test.ts'],
+  maxWorkers: 2,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+};
