@@ -99,8 +99,11 @@ function shapeIssue(issue: z.core.$ZodIssue): PlanIssue[] {
   if (issue.code !== 'unrecognized_keys') return [{ path: formatPath(issue.path), message: issue.message }];
   return issue.keys.map((key) => {
     const close = (name: string) => name.toLowerCase() === key.toLowerCase() || (key.length > 3 && key.length < 40 && editDistance(name, key) <= 2);
+    const at = formatPath([...issue.path, shorten(key, 40)]);
+    // A real field in the wrong place (`egress` inside `sandbox`): suggesting its own name would not help.
+    if (FIELD_NAMES.includes(key)) return { path: at, message: `"${key}" is not a field here (it is one of another part of the plan)` };
     const meant = FIELD_NAMES.find(close);
-    return { path: formatPath([...issue.path, shorten(key, 40)]), message: `unknown field "${shorten(key)}"${meant ? ` (did you mean "${meant}"?)` : ''}` };
+    return { path: at, message: `unknown field "${shorten(key)}"${meant ? ` (did you mean "${meant}"?)` : ''}` };
   });
 }
 

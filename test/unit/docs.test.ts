@@ -1,18 +1,125 @@
-/** What the docs show as code is the code: blocks that quote a source file must match it. */
-import { readFileSync } from 'node:fs';
+/**
+ * What the README and docs show as code is code that works: plans validate, TypeScript compiles
+ * against the package, `cadre` command lines name real commands and options, and blocks that
+ * quote a source file match it.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
+import YAML from 'yaml';
+import { buildProgram } from '../../src/client/cli';
+import { roleSandboxSchema } from '../../src/sandbox/schema';
+import { formatIssues, validatePlan } from '../../src/spec/validate';
 
 const root = path.join(__dirname, '..', '..');
+const DOCS = ['README.md', ...readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+interface Block {
+  file: string;
+  lang: string;
+  code: string;
+}
 
 /** The fenced blocks of a markdown file, with the language of each. */
-function codeBlocks(file: string): { lang: string; code: string }[] {
+function codeBlocks(file: string): Block[] {
   const text = readFileSync(path.join(root, file), 'utf8');
-  return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1], code: m[2] }));
+  return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ file, lang: m[1], code: m[2] }));
 }
+
+const blocks = DOCS.flatMap(codeBlocks);
+const named = (b: Block) => `${b.file}: ${b.code.trim().split('\n')[0].slice(0, 60)}`;
+
+/**
+ * A plan, or a plan's fragment completed with what it names and does not define: a name, steps
+ * (`- id: ...` lists), the steps and inputs its templates read (as stand-ins), a step for a
+ * fragment that only sets plan fields.
+ */
+function asPlan(code: string): Record<string, unknown> | undefined {
+  if (code.startsWith('# roles/')) return undefined;
+  const doc = YAML.parse(code) as unknown;
+  let plan: Record<string, unknown>;
+  if (Array.isArray(doc) && doc.every((s) => typeof s === 'object' && s !== null && 'id' in s)) plan = { steps: doc };
+  else if (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && ('steps' in doc || 'team' in doc || 'sandbox' in doc || 'egress' in doc)) plan = { ...doc };
+  else return undefined;
+  const steps = (plan.steps as { id: string }[] | undefined) ?? [];
+  const ids = new Set(steps.map((s) => s.id));
+  const read = (kind: string) => [...new Set([...code.matchAll(new RegExp(`${kind}\\.([A-Za-z][\\w-]*)`, 'g'))].map((m) => m[1]))];
+  const standIns = read('steps').filter((id) => !ids.has(id)).map((id) => ({ id, tool: 'shell', with: { command: 'true' } }));
+  const inputs = Object.fromEntries(read('inputs').filter((name) => !(plan.inputs as Record<string, unknown> | undefined)?.[name]).map((name) => [name, { type: 'string', default: 'x' }]));
+  return {
+    name: 'docs-example',
+    ...plan,
+    ...(Object.keys(inputs).length > 0 && { inputs: { ...(plan.inputs as object), ...inputs } }),
+    steps: [...standIns, ...steps, ...(steps.length === 0 ? [{ id: 'only', tool: 'shell', with: { command: 'true' } }] : [])],
+  };
+}
+
+test('every plan and plan fragment in the README and docs validates', () => {
+  const plans = blocks.filter((b) => b.lang === 'yaml').flatMap((b) => {
+    const plan = asPlan(b.code);
+    return plan ? [{ block: b, plan }] : [];
+  });
+  expect(plans.length).toBeGreaterThanOrEqual(6);
+  const problems = plans.flatMap(({ block, plan }) => {
+    const result = validatePlan(plan, { baseDir: root });
+    return result.ok ? [] : [`${named(block)}\n${formatIssues(result.issues)}`];
+  });
+  expect(problems).toEqual([]);
+});
+
+test("a role file's sandbox in the docs is one roles accept", () => {
+  const shown = blocks.filter((b) => b.lang === 'yaml' && b.code.startsWith('# roles/'));
+  expect(shown.length).toBeGreaterThan(0);
+  for (const block of shown) expect(roleSandboxSchema.safeParse((YAML.parse(block.code) as { sandbox: unknown }).sandbox).error).toBeUndefined();
+});
+
+test('the TypeScript in the README and docs compiles against the package', () => {
+  const snippets = blocks.filter((b) => b.lang === 'ts' && b.code.includes("from 'cadre'"));
+  expect(snippets.length).toBeGreaterThanOrEqual(2);
+  const index = path.join(root, 'src', 'index.ts');
+  const files = new Map(snippets.map((b, i) => [path.join(root, `docs-snippet-${i}.ts`), b.code.replace(/from 'cadre'/g, `from '${index.replace(/\.ts$/, '')}'`)]));
+  const options: ts.CompilerOptions = { module: ts.ModuleKind.ES2022, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true, skipLibCheck: true, types: ['node'] };
+  const host = ts.createCompilerHost(options);
+  const read = host.readFile.bind(host);
+  host.readFile = (file) => files.get(path.resolve(file)) ?? read(file);
+  const exists = host.fileExists.bind(host);
+  host.fileExists = (file) => files.has(path.resolve(file)) || exists(file);
+  const program = ts.createProgram([...files.keys()], options, host);
+  const errors = [...files.keys()].flatMap((file) =>
+    ts.getPreEmitDiagnostics(program, program.getSourceFile(file)).map((d) => `${named(snippets[[...files.keys()].indexOf(file)])}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`),
+  );
+  expect(errors).toEqual([]);
+});
+
+test('every cadre command line in the README and docs names a real command and its options', () => {
+  const program = buildProgram();
+  const global = program.options.flatMap((o) => [o.long, o.short]);
+  const lines = blocks
+    .filter((b) => b.lang === 'sh')
+    .flatMap((b) => b.code.split('\n').map((line) => ({ b, line: line.replace(/#.*$/, '').trim() })))
+    .filter(({ line }) => /(^|\s)npx cadre /.test(line));
+  expect(lines.length).toBeGreaterThan(20);
+  const problems = lines.flatMap(({ b, line }) => {
+    const words = line.slice(line.indexOf('npx cadre ') + 'npx cadre '.length).split(/\s+/);
+    // Options of the program come first (`cadre --profile onprem run ...`); `--version` alone is one.
+    while (words[0]?.startsWith('-')) {
+      const option = program.options.find((o) => o.long === words[0] || o.short === words[0]);
+      if (!option) return [`${b.file}: "${line}": cadre has no option ${words[0]}`];
+      words.splice(0, option.required || option.optional ? 2 : 1);
+    }
+    if (words.length === 0 || words[0] === '') return [];
+    const command = program.commands.find((c) => c.name() === words[0]);
+    if (!command) return [`${b.file}: "${line}": no command ${words[0]}`];
+    const known = new Set([...global, ...command.options.flatMap((o) => [o.long, o.short]), '--help']);
+    const flags = words.slice(1).map((w) => w.replace(/^\[/, '').replace(/[\]=].*$/, '')).filter((w) => /^--?[a-z]/.test(w));
+    return flags.filter((f) => !known.has(f)).map((f) => `${b.file}: "${line}": ${words[0]} has no option ${f}`);
+  });
+  expect(problems).toEqual([]);
+});
 
 test('the step kind guide shows the echo kind as it is in the source', () => {
   const source = readFileSync(path.join(root, 'src/workflows/plan/kinds/echo.ts'), 'utf8');
-  const shown = codeBlocks('docs/architecture.md').filter((b) => b.code.includes("kind: 'echo'"));
+  const shown = blocks.filter((b) => b.file === 'docs/architecture.md' && b.code.includes("kind: 'echo'"));
   expect(shown).toHaveLength(1);
-  expect(shown[0]).toEqual({ lang: 'ts', code: source });
+  expect({ lang: shown[0].lang, code: shown[0].code }).toEqual({ lang: 'ts', code: source });
 });

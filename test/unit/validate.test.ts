@@ -240,6 +240,10 @@ ${step('a', ', timout: 5s, With: { x: 1 }')}
       'steps[0].timout: unknown field "timout" (did you mean "timeout"?)',
       'steps[0].With: unknown field "With" (did you mean "with"?)',
     ]);
+    // A field of the plan put where it does not belong is not suggested to itself.
+    expect(issues(`name: p\nsandbox: { egress: { allow: [a.example] } }\nsteps:\n${step('a')}\n`)).toEqual([
+      'sandbox.egress: "egress" is not a field here (it is one of another part of the plan)',
+    ]);
   });
 
   test('input defaults have their declared type', () => {
