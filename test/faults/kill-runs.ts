@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CadreClient } from '../../src/client/client';
 import type { CompiledPlan } from '../../src/spec/types';
-import type { Diagnostics } from '../../src/protocol/definitions';
 import { compile } from '../support/harness';
 import { runHistories } from '../support/history';
 
@@ -48,24 +47,30 @@ function executions(workspace: string): Map<string, number[]> {
   return starts;
 }
 
-/** When each activity's completion was recorded (by its id, `#n` runs folded), and the local step's from its record. */
-async function completions(client: CadreClient, workflowId: string, final: Diagnostics): Promise<Map<string, number>> {
+/**
+ * When each activity's completion was recorded (by its id, `#n` runs folded). The local step's (b)
+ * is recorded by its marker, when the workflow task that ran it completes: the step's own `endedAt`
+ * is earlier (the workflow's clock when the activity returned), and a kill between the two runs it
+ * again, as at-least-once allows.
+ */
+async function completions(client: CadreClient, workflowId: string): Promise<Map<string, number>> {
   const done = new Map<string, number>();
+  const at = (event: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
   for (const events of (await runHistories(client.client, workflowId)).values()) {
     const scheduled = new Map<string, string>();
     for (const event of events) {
       const id = event.activityTaskScheduledEventAttributes?.activityId;
       if (id) scheduled.set(String(event.eventId), id.replace(/#\d+$/, ''));
       const completed = event.activityTaskCompletedEventAttributes;
-      if (completed) {
-        const label = scheduled.get(String(completed.scheduledEventId)) as string;
-        done.set(label, Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6);
+      if (completed) done.set(scheduled.get(String(completed.scheduledEventId)) as string, at(event));
+      const marker = event.markerRecordedEventAttributes;
+      if (marker?.markerName === 'core_local_activity') {
+        const data = JSON.parse(Buffer.from(marker.details?.data?.payloads?.[0]?.data ?? new Uint8Array()).toString()) as { activity_type?: string };
+        // The plan's one local tool step; other local activities (analytics) run no tool.
+        if (data.activity_type === 'runTool') done.set('b', at(event));
       }
     }
   }
-  // A local activity's result is recorded when its workflow task completes: the step's end is that task's time.
-  const b = final.steps.find((s) => s.id === 'b');
-  if (b?.endedAt) done.set('b', Date.parse(b.endedAt));
   return done;
 }
 
@@ -76,8 +81,8 @@ interface RerunReport {
   inFlightRanAgain: number;
 }
 
-async function rerunReport(client: CadreClient, workflowId: string, workspace: string, final: Diagnostics): Promise<RerunReport> {
-  const done = await completions(client, workflowId, final);
+async function rerunReport(client: CadreClient, workflowId: string, workspace: string): Promise<RerunReport> {
+  const done = await completions(client, workflowId);
   const report: RerunReport = { completedRerun: [], inFlightRanAgain: 0 };
   for (const [label, starts] of executions(workspace)) {
     const completedAt = done.get(label);
@@ -106,7 +111,7 @@ export async function killOutcome(client: CadreClient, runs: KilledRun[]): Promi
   // A run that did not complete is the failure to report, with its reason (its log may lack completions).
   const notCompleted = finals.flatMap((d, i) => (d.status === 'completed' ? [] : [`${runs[i].id}: ${d.status}${d.reason ? ` (${d.reason})` : ''}`]));
   if (notCompleted.length > 0) throw new Error(`runs did not complete: ${notCompleted.join('; ')}`);
-  const reports = await Promise.all(runs.map((r, i) => rerunReport(client, r.id, r.workspace, finals[i])));
+  const reports = await Promise.all(runs.map((r) => rerunReport(client, r.id, r.workspace)));
   const completedRerun = reports.flatMap((r) => r.completedRerun);
   const ranAgain = reports.reduce((n, r) => n + r.inFlightRanAgain, 0);
   const completed = finals.filter((d) => d.status === 'completed').length;
