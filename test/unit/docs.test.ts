@@ -3,7 +3,7 @@
  * against the package, `cadre` command lines name real commands and options, and blocks that
  * quote a source file match it.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import YAML from 'yaml';
@@ -122,4 +122,31 @@ test('the step kind guide shows the echo kind as it is in the source', () => {
   const shown = blocks.filter((b) => b.file === 'docs/architecture.md' && b.code.includes("kind: 'echo'"));
   expect(shown).toHaveLength(1);
   expect({ lang: shown[0].lang, code: shown[0].code }).toEqual({ lang: 'ts', code: source });
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation but `-` dropped, spaces as `-`. */
+function anchorOf(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
+
+function anchors(file: string): Set<string> {
+  const text = readFileSync(path.join(root, file), 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
+  return new Set([...text.matchAll(/^#+\s+(.+)$/gm)].map((m) => anchorOf(m[1])));
+}
+
+test('every relative link in the README and docs reaches a file, and its anchor a heading', () => {
+  const broken = DOCS.flatMap((file) => {
+    const text = readFileSync(path.join(root, file), 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
+    return [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((m) => m[1])
+      .filter((link) => !/^[a-z]+:/.test(link))
+      .flatMap((link) => {
+        const [target, anchor] = link.split('#');
+        const resolved = target === '' ? file : path.join(path.dirname(file), target);
+        if (!existsSync(path.join(root, resolved))) return [`${file}: ${link}: no such file`];
+        if (anchor !== undefined && resolved.endsWith('.md') && !anchors(resolved).has(anchor)) return [`${file}: ${link}: no such heading`];
+        return [];
+      });
+  });
+  expect(broken).toEqual([]);
 });
