@@ -23,6 +23,7 @@ import type {
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
+import { SCENARIO_FILE, realPath } from '../spec/scenarios';
 
 const toolCallSchema = z.strictObject({
   name: z.string().min(1),
@@ -65,19 +66,33 @@ export type Scenario = z.infer<typeof scenarioSchema>;
 export type ScriptedTurn = Scenario['turns'][number];
 
 /** Parses a scenario (YAML or JSON text); errors name the path (`turns[1].reply.toolCalls[0].name`). */
+/**
+ * A scenario from its text. Its errors say where, never what: a file that is not a scenario (a
+ * path gone wrong) must not have its content quoted into an error, a log or a run's history.
+ */
 export function parseScenario(text: string, source: string): Scenario {
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw permanent(ErrorTypes.ModelConfigInvalid, `scenario ${source}: not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+    const at = (err as { linePos?: { line: number; col: number }[] }).linePos?.[0];
+    throw permanent(ErrorTypes.ModelConfigInvalid, `scenario ${source}: not valid YAML or JSON${at ? ` (line ${at.line}, column ${at.col})` : ''}`);
   }
   const parsed = scenarioSchema.safeParse(doc);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`);
+    const issues = parsed.error.issues.slice(0, 5).map((issue) => `${formatPath(issue.path) || 'the file'}: ${describeIssue(issue)}`);
     throw permanent(ErrorTypes.ModelConfigInvalid, `scenario ${source}: ${issues.join('; ')}`);
   }
   return parsed.data;
+}
+
+/** A schema problem in words of the schema, not of the file (zod names types and expected values, never the input); field names only when they look like field names. */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') {
+    const names = issue.keys.filter((key) => /^[A-Za-z_][\w-]{0,40}$/.test(key));
+    return names.length === issue.keys.length ? `unknown field ${names.map((k) => `"${k}"`).join(', ')}` : `${issue.keys.length} unknown field(s)`;
+  }
+  return issue.message;
 }
 
 /** Scenarios parsed, by path, with the text they came from: a turn re-reads the file but parses only what changed. */
@@ -85,6 +100,8 @@ const parsedScenarios = new Map<string, { text: string; scenario: Scenario }>();
 const MAX_PARSED_SCENARIOS = 64;
 
 export function loadScenario(path: string): Scenario {
+  // Plans are checked for this; a run started another way (a hand-made start) is checked here.
+  if (!SCENARIO_FILE.test(realPath(path))) throw permanent(ErrorTypes.ModelConfigInvalid, `scenario ${path}: a scenario is a .yaml, .yml or .json file`);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

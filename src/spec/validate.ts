@@ -19,6 +19,7 @@ import { toSandboxSpec } from '../sandbox/schema';
 import { compileApprovals } from './approvals';
 import { toEgressPolicy } from '../egress/policy';
 import { type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
+import { scenarioIssues } from './scenarios';
 
 export { formatIssues, formatPath, type PlanIssue };
 
@@ -79,7 +80,7 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
 
   stage('compiling');
   const compiled = compile(parsed.data, checker, options);
-  const sharing = worktreeSharingIssues(compiled);
+  const sharing = [...worktreeSharingIssues(compiled), ...scenarioIssues(compiled)];
   if (sharing.length > 0) return { ok: false, issues: sortIssues(sharing) };
   stage('sizing the start request');
   const defaults = Object.fromEntries(Object.entries(compiled.inputs).filter(([, spec]) => spec.default !== undefined).map(([name, spec]) => [name, spec.default]));
