@@ -185,6 +185,18 @@ steps:
     });
   });
 
+  test('a 200 cut short is retried with backoff and the turn completes, paid for once more', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(`name: agent-garbled\nsteps:\n  - { id: hi, agent: { prompt: hi, model: "openai:gpt-4o-mini" } }\noutput: "{{ steps.hi.output }}"\n`, ws);
+    server.enqueue({ status: 200, raw: '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"mess' }, { text: 'whole this time' });
+    await withAgents(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      expect(d.output).toBe('whole this time');
+      expect(server.requests).toHaveLength(2);
+    });
+  });
+
   test('a 429 with Retry-After: 2 is retried after at least 2 s; a 401 fails at once naming the fix', async () => {
     const ws = tempWorkspace();
     const plan = compile(

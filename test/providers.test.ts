@@ -153,6 +153,20 @@ test('500 is retryable', async () => {
   expect(failure.nonRetryable).toBe(false);
 });
 
+test('a 200 whose body cannot be read (cut short, not JSON, not a completion) is retryable', async () => {
+  const bodies = ['{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"mess', '<html><body>502 Bad Gateway</body></html>', '{"unexpected": true}', ''];
+  for (const raw of bodies) {
+    server.enqueue({ status: 200, raw });
+    const failure = await failureOf(modelTurn(hello, settings));
+    expect({ raw, type: failure.type, nonRetryable: failure.nonRetryable }).toEqual({ raw, type: ErrorTypes.ModelUnavailable, nonRetryable: false });
+    expect(failure.message).toMatch(/^openai:gpt-4o-mini: the provider/);
+  }
+  // Anthropic's client reads its answers the same way.
+  server.enqueue({ status: 200, raw: '{"id":"msg_1","type":"message","content":[{"type":"te' });
+  const failure = await failureOf(modelTurn({ ...hello, model: 'anthropic:claude-3-5-haiku-latest' }, settings));
+  expect({ type: failure.type, nonRetryable: failure.nonRetryable }).toEqual({ type: ErrorTypes.ModelUnavailable, nonRetryable: false });
+});
+
 test('401 is not retryable, names the fix and never repeats the key', async () => {
   // The fake echoes the whole key, as a careless provider might.
   server.enqueue({ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}`, type: 'invalid_request_error', code: 'invalid_api_key' } } });

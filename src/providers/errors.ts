@@ -42,12 +42,17 @@ export function classifyProviderError(err: unknown, ctx: ErrorContext): unknown 
         ...(delayMs !== undefined && { nextRetryDelay: delayMs }),
       });
     }
+    // A success whose body cannot be read (cut short, HTML from a proxy): the next answer may be whole.
+    if (status !== undefined && status >= 200 && status < 300) {
+      return transient(ErrorTypes.ModelUnavailable, `${label}: the provider answered ${status} with a response that cannot be read: ${said}`, details);
+    }
     if (status === 401 || status === 403) return permanent(ErrorTypes.ModelAuthFailed, `${label}: the provider refused the API key (${status}): ${KEY_HINT[ctx.provider]}`, details);
     if (isContextTooLong(cause)) return permanent(ErrorTypes.ModelContextTooLong, `${label}: the conversation exceeds the model's context window: shorten it or use a model with a longer context (${said})`, details);
     if (status === 404) return permanent(ErrorTypes.ModelNotFound, `${label}: unknown model or endpoint (404): check the model name and base URL (${said})`, details);
     if (status === undefined || status >= 500 || cause.isRetryable) return transient(ErrorTypes.ModelUnavailable, `${label}: provider unavailable (${status ?? 'no response'}): ${said}`, details);
     return permanent(ErrorTypes.ModelRequestRejected, `${label}: request rejected (${status}): ${said}`, details);
   }
+  if (isErrorLike(cause) && UNREADABLE_RESPONSES.has(cause.name)) return transient(ErrorTypes.ModelUnavailable, `${label}: the provider's response cannot be read: ${redact(firstLine(cause.message), ctx.secrets)}`);
   if (isErrorLike(cause) && CALLER_ERRORS.has(cause.name)) return permanent(ErrorTypes.BadModelRequest, `${label}: ${redact(firstLine(cause.message), ctx.secrets)}`);
   if (isNetworkError(cause)) return transient(ErrorTypes.ModelUnavailable, `${label}: provider unreachable: ${redact(describe(cause), ctx.secrets)}`);
   // Anything else is a bug or a response we do not understand; retrying may help, and the message says what it was.
@@ -57,6 +62,9 @@ export function classifyProviderError(err: unknown, ctx: ErrorContext): unknown 
 
 /** AI SDK errors that say the request itself cannot be made: the same request would fail again. */
 const CALLER_ERRORS = new Set(['AI_InvalidPromptError', 'AI_InvalidArgumentError', 'AI_UnsupportedFunctionalityError', 'AI_UnsupportedModelVersionError', 'AI_InvalidMessageRoleError']);
+
+/** AI SDK errors about a response it could not parse or that lacks what a response holds: the next one may be whole. */
+const UNREADABLE_RESPONSES = new Set(['AI_JSONParseError', 'AI_TypeValidationError', 'AI_EmptyResponseBodyError', 'AI_InvalidResponseDataError']);
 
 /** A header's word is not trusted beyond this: an activity's own timeouts bound the wait anyway. */
 const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;

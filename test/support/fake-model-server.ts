@@ -18,6 +18,8 @@ export interface FakeError {
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
+  /** The body's bytes as they are (a cut or non-JSON answer), instead of `body` as JSON. */
+  raw?: string;
 }
 
 /** Answers nothing for `hangMs` (then 500), to test timeouts and cancellation. */
@@ -69,6 +71,10 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         const timer = setTimeout(() => send(res, 500, { error: { message: 'fake server: hung' } }), next.hangMs);
         res.on('close', () => clearTimeout(timer));
         return;
+      }
+      if ('status' in next && next.raw !== undefined) {
+        res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers });
+        return res.end(next.raw);
       }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
       if (path === '/v1/chat/completions') return send(res, 200, openAiBody(next, String(body.model)));
