@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { modelSettings } from '../src/providers/config';
-import { currentDetails } from '../src/workflows/plan/details';
+import { currentDetails } from '../src/protocol/details';
 import type { Diagnostics } from '../src/protocol/definitions';
 import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';

@@ -1,7 +1,7 @@
 /** Human-readable rendering of diagnostics for the CLI. */
 import { formatMs } from '../spec/duration';
 import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../protocol/definitions';
-import { STEP_MARKS, describeWait } from '../workflows/plan/details';
+import { STEP_MARKS, describeWait } from '../protocol/details';
 import { isFinal } from './run-status';
 
 export function stepLine(step: StepRecord): string {

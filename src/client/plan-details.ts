@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { CompiledPlan, StepAction } from '../spec/types';
 import { utf8Length } from '../spec/limits';
 import { formatCount, shorten } from '../spec/text';
-import { FRAME_SLACK } from '../workflows/plan/details';
+import { FRAME_SLACK } from '../protocol/details';
 
 /** Budget of the details, well under Temporal's limit for static details (DETAILS_LIMIT_BYTES). */
 const DETAILS_BUDGET_BYTES = 8 * 1024;

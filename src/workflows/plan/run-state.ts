@@ -14,7 +14,7 @@ import { AgentSteps } from './agent-steps';
 import { Team } from '../team/team';
 import { isoAt, nowMs } from '../common/clock';
 import { CadreStatus, type Diagnostics, type PlanStatus, type StepRecord, type WaitKind } from '../../protocol/definitions';
-import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from './details';
+import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from '../../protocol/details';
 import { StepFailedError } from '../common/failures';
 import { StepBook } from './step-book';
 import { ActivityIds, storedValues } from './tool-call';

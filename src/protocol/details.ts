@@ -1,5 +1,5 @@
 /** The Markdown a run shows as "Current Details" in the Temporal Web UI. Pure. */
-import type { PlanStatus, StepRecord, StepStatus, Waiting } from '../../protocol/definitions';
+import type { PlanStatus, StepRecord, StepStatus, Waiting } from './definitions';
 
 export const STEP_MARKS: Record<StepRecord['status'], string> = {
   pending: '·',
