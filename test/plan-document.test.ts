@@ -13,13 +13,13 @@ import type { PlanResult } from '../src/protocol/definitions';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { type Harness, step, tempWorkspace, uniqueId, withWorker } from './support/harness';
 
-/** Starts `runPlan` with the `temporal` CLI, as a person or a script without cadre would. */
-async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown): Promise<void> {
+/** Starts `runPlan` (or another type) with the `temporal` CLI, as a person or a script without cadre would. */
+async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown, type = 'runPlan'): Promise<void> {
   const cli = await findTemporalCli({ build: false });
   if (!cli) throw new Error('the temporal CLI is not in the cache (the test setup builds it)');
   await promisify(execFile)(cli, [
     'workflow', 'start', '--address', process.env.CADRE_TEST_ADDRESS as string,
-    '--task-queue', h.taskQueue, '--type', 'runPlan', '--workflow-id', workflowId,
+    '--task-queue', h.taskQueue, '--type', type, '--workflow-id', workflowId,
     '--input', JSON.stringify(input),
   ]);
 }
@@ -138,4 +138,30 @@ test('the workflow bundle holds neither the validator nor the YAML parser: the w
   const modules = new Set(bundle.match(/node_modules\/(@[a-z0-9-]+\/)?[a-z0-9.-]+/g) ?? []);
   expect(modules).toContain('node_modules/@temporalio/workflow');
   expect([...modules].filter((m) => /\/(zod|yaml)$/.test(m))).toEqual([]);
+});
+
+test('every workflow type refuses bad input from the temporal CLI with a failure naming the field, never a failed workflow task', async () => {
+  const agent = { step: 's', prompt: 'p', workspace: '/tmp', action: { kind: 'agent', agent: { prompt: 'p', tools: [], maxTurns: 3, approvals: {}, approvalTimeout: '1m' } } };
+  const cases: [string, unknown, string][] = [
+    ['runPlan', null, 'the input: null, expected an object'],
+    ['runPlan', [1, 2], 'the input: a list, expected an object'],
+    ['runPlan', { plan: { name: 'x', workspace: '/tmp', inputs: {}, steps: [{ id: 1 }] }, inputs: {} }, 'plan.steps[0].id: a number, expected text'],
+    ['runPlan', { document: {}, inputs: 'n=1' }, 'inputs: a string, expected an object'],
+    ['agentTask', null, 'the input: null, expected an object'],
+    ['agentTask', { ...agent, action: { kind: 'agent' } }, 'action.agent: missing'],
+    ['agentTask', { ...agent, action: { kind: 'code' } }, 'action.kind: a string, expected one of agent, decide'],
+    ['agentTask', { ...agent, prompt: undefined }, 'prompt: missing'],
+    ['session', 'hello', 'the input: a string, expected an object'],
+    ['session', { tools: ['shell'], approvals: {}, workspace: '/tmp', maxTurns: 'many' }, 'maxTurns: a string, expected a number'],
+    ['runItems', {}, 'step: missing'],
+  ];
+  await withWorker(async (h) => {
+    const ids = cases.map(([type]) => uniqueId(`bad-${type}`));
+    await Promise.all(cases.map(([type, input], i) => startWithTemporalCli(h, ids[i], input, type)));
+    for (const [i, [type, , problem]] of cases.entries()) {
+      const failure = await failureOf(h, ids[i]);
+      expect({ type: failure.type, nonRetryable: failure.nonRetryable, message: failure.message }).toEqual({ type: 'BadWorkflowInput', nonRetryable: true, message: `${type}: bad input: ${problem}` });
+      expect(await workflowTaskFailures(h, ids[i])).toBe(0);
+    }
+  });
 });

@@ -29,6 +29,7 @@ import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHan
 import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';
 import { WorkerRecovery } from './recovery';
+import { checkInput, count, listOf, map, oneOf, shape, text } from '../common/entry';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';
@@ -50,7 +51,17 @@ const watcher = proxyActivities<Activities>({
 
 const DECIDE_TURNS = 3;
 
+const AGENT = shape({ prompt: text, tools: listOf(text), maxTurns: count, approvals: map, approvalTimeout: text });
+const DECIDE = shape({ prompt: text, choices: listOf(text) });
+const AGENT_TASK_INPUT = shape({
+  step: text,
+  action: shape({ kind: oneOf('agent', 'decide') }, (action, at) => (action.kind === 'agent' ? AGENT(action.agent, `${at}.agent`) : DECIDE(action.decide, `${at}.decide`))),
+  prompt: text,
+  workspace: text,
+});
+
 export async function agentTask(input: AgentTaskInput): Promise<AgentResult> {
+  checkInput('agentTask', input, AGENT_TASK_INPUT);
   return new AgentRun(input).run();
 }
 

@@ -14,6 +14,7 @@ import { describeFailure, type StepError } from '../common/failures';
 import { runsLocally } from './step-options';
 import { listItems } from './stored';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
+import { checkInput, count, flag, map, shape, text } from '../common/entry';
 
 /** Item outputs bigger than this go to the blob store at once, so a chunk's own history stays small. */
 export const ITEM_INLINE_BYTES = 1024;
@@ -50,7 +51,20 @@ export interface ChunkResult {
 /** The parent pauses and resumes its running chunks with this. */
 export const itemsPausedSignal = defineSignal<[boolean]>('itemsPaused');
 
+const RUN_ITEMS_INPUT = shape({
+  step: shape({ id: text, action: map }),
+  workspace: text,
+  scope: map,
+  items: map,
+  start: count,
+  count,
+  lanes: count,
+  timeout: text,
+  paused: flag,
+});
+
 export async function runItems(input: RunItemsInput): Promise<ChunkResult> {
+  checkInput('runItems', input, RUN_ITEMS_INPUT);
   try {
     return await runChunk(input);
   } catch (err) {

@@ -18,13 +18,27 @@ import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
 import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
 import { kindOf } from './kinds';
+import { checkInput, listOf, map, oneOf, optional, shape, text } from '../common/entry';
 import { sizeOf } from '../common/sizes';
 
 const MAX_AUTO_EXTENSIONS = 3;
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 
+/** A plan document is validated whole by a local activity; a compiled plan (cadre's client) is checked here first. */
+const PLAN_DOCUMENT = shape({ inputs: optional(map), baseDir: optional(text) });
+const COMPILED_PLAN = shape({
+  plan: shape({
+    name: text,
+    workspace: text,
+    inputs: map,
+    steps: listOf(shape({ id: text, needs: listOf(text), action: shape({ kind: oneOf('tool', 'ask', 'agent', 'decide', 'echo') }) })),
+  }),
+  inputs: map,
+});
+
 export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<PlanResult> {
+  checkInput('runPlan', input, isPlanDocument(input) ? PLAN_DOCUMENT : COMPILED_PLAN);
   const start = isPlanDocument(input) ? await compileDocument(input) : input;
   let run: PlanRun;
   try {

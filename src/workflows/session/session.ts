@@ -31,6 +31,7 @@ import {
   sessionDiagnosticsQuery,
 } from '../../protocol/definitions';
 import { sizeOf } from '../common/sizes';
+import { checkInput, count, listOf, map, optional, shape, text } from '../common/entry';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
 /** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
@@ -42,7 +43,20 @@ const MAX_CONTEXT_BYTES = 1024 * 1024;
 const SUMMARY_SYSTEM =
   'You keep the memory of a long conversation. Write a short summary (at most 300 words) of the earlier summary and the messages given: facts, decisions, names, numbers and open questions. No preamble.';
 
+const SESSION_INPUT = shape({
+  tools: listOf(text),
+  approvals: map,
+  workspace: text,
+  model: optional(text),
+  system: optional(text),
+  maxTurns: optional(count),
+  keep: optional(count),
+  continueEvery: optional(count),
+  state: optional(map),
+});
+
 export async function session(input: SessionInput): Promise<SessionDiagnostics> {
+  checkInput('session', input, SESSION_INPUT);
   return new Session(input).run();
 }
 
