@@ -29,7 +29,7 @@ import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHan
 import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';
 import { WorkerRecovery } from './recovery';
-import { checkInput, count, listOf, map, oneOf, shape, text } from '../common/entry';
+import { checkInput, count, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';

@@ -14,7 +14,7 @@ import { describeFailure, type StepError } from '../common/failures';
 import { runsLocally } from './step-options';
 import { listItems } from './stored';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
-import { checkInput, count, flag, map, shape, text } from '../common/entry';
+import { checkInput, count, flag, map, shape, text } from '../../protocol/input-checks';
 
 /** Item outputs bigger than this go to the blob store at once, so a chunk's own history stays small. */
 export const ITEM_INLINE_BYTES = 1024;

@@ -18,7 +18,7 @@ import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
 import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
 import { kindOf } from './kinds';
-import { checkInput, listOf, map, oneOf, optional, shape, text } from '../common/entry';
+import { checkInput, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
 import { sizeOf } from '../common/sizes';
 
 const MAX_AUTO_EXTENSIONS = 3;

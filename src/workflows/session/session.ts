@@ -31,7 +31,7 @@ import {
   sessionDiagnosticsQuery,
 } from '../../protocol/definitions';
 import { sizeOf } from '../common/sizes';
-import { checkInput, count, listOf, map, optional, shape, text } from '../common/entry';
+import { checkInput, count, listOf, map, optional, shape, text } from '../../protocol/input-checks';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
 /** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
