@@ -146,7 +146,7 @@ test('every workflow type refuses bad input from the temporal CLI with a failure
     ['runPlan', null, 'the input: null, expected an object'],
     ['runPlan', [1, 2], 'the input: a list, expected an object'],
     ['runPlan', { plan: { name: 'x', workspace: '/tmp', inputs: {}, steps: [{ id: 1 }] }, inputs: {} }, 'plan.steps[0].id: a number, expected text'],
-    ['runPlan', { document: {}, inputs: 'n=1' }, 'inputs: a string, expected an object'],
+    ['runPlan', { plan: { name: 'x', workspace: '/tmp', inputs: {}, steps: [] }, inputs: 'n=1' }, 'inputs: a string, expected an object'],
     ['agentTask', null, 'the input: null, expected an object'],
     ['agentTask', { ...agent, action: { kind: 'agent' } }, 'action.agent: missing'],
     ['agentTask', { ...agent, action: { kind: 'code' } }, 'action.kind: a string, expected one of agent, decide'],

@@ -18,15 +18,14 @@ import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
 import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
 import { kindOf } from './kinds';
-import { checkInput, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
+import { checkInput, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
 import { sizeOf } from '../common/sizes';
 
 const MAX_AUTO_EXTENSIONS = 3;
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 
-/** A plan document is validated whole by a local activity; a compiled plan (cadre's client) is checked here first. */
-const PLAN_DOCUMENT = shape({ inputs: optional(map), baseDir: optional(text) });
+/** A compiled plan (cadre's client) is checked here first; a plan document is validated whole, every problem with its path, by a local activity. */
 const COMPILED_PLAN = shape({
   plan: shape({
     name: text,
@@ -38,7 +37,7 @@ const COMPILED_PLAN = shape({
 });
 
 export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<PlanResult> {
-  checkInput('runPlan', input, isPlanDocument(input) ? PLAN_DOCUMENT : COMPILED_PLAN);
+  if (!isPlanDocument(input)) checkInput('runPlan', input, COMPILED_PLAN);
   const start = isPlanDocument(input) ? await compileDocument(input) : input;
   let run: PlanRun;
   try {
