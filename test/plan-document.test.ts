@@ -11,7 +11,8 @@ import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { PlanResult } from '../src/protocol/definitions';
 import { findTemporalCli } from '../src/worker/temporal-cli';
-import { type Harness, step, tempWorkspace, uniqueId, withWorker } from './support/harness';
+import { writeFileSync } from 'node:fs';
+import { type Harness, compile, startPlan, step, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
 
 /** Starts `runPlan` (or another type) with the `temporal` CLI, as a person or a script without cadre would. */
 async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown, type = 'runPlan'): Promise<void> {
@@ -163,5 +164,58 @@ test('every workflow type refuses bad input from the temporal CLI with a failure
       expect({ type: failure.type, nonRetryable: failure.nonRetryable, message: failure.message }).toEqual({ type: 'BadWorkflowInput', nonRetryable: true, message: `${type}: bad input: ${problem}` });
       expect(await workflowTaskFailures(h, ids[i])).toBe(0);
     }
+  });
+});
+
+/** Sends a signal with the `temporal` CLI: anyone who can reach the server can. */
+async function signalWithTemporalCli(workflowId: string, name: string, input: unknown): Promise<void> {
+  const cli = await findTemporalCli({ build: false });
+  if (!cli) throw new Error('the temporal CLI is not in the cache (the test setup builds it)');
+  await promisify(execFile)(cli, ['workflow', 'signal', '--address', process.env.CADRE_TEST_ADDRESS as string, '--workflow-id', workflowId, '--name', name, '--input', JSON.stringify(input)]);
+}
+
+test('malformed signals from the temporal CLI are dropped: no workflow task fails, and the run goes on', async () => {
+  const ws = tempWorkspace();
+  const scenario = path.join(ws, 'worker.yaml');
+  writeFileSync(
+    scenario,
+    JSON.stringify({
+      turns: [
+        { reply: { toolCalls: [{ name: 'fs_write', args: { path: 'a.txt', content: 'hi' } }] } },
+        { reply: { toolCalls: [{ name: 'signal_state', args: { state: 'completing', reason: 'wrote it', result: 'ok' } }] } },
+      ],
+    }),
+  );
+  const plan = compile(`name: bad-signals\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: write, model: "scripted:${scenario}", tools: [fs.write], approvals: { fs.write: ask } } }\n`, ws);
+  await withWorker(async (h) => {
+    const id = await startPlan(h, plan);
+    const waiting = await waitUntil(h, id, (d) => d.waiting.length > 0);
+    const agentId = step(waiting, 'w').agent?.workflowId as string;
+    const toRun: [string, unknown][] = [
+      ['agentWaits', null],
+      ['agentWaits', { workflowId: agentId, waits: 'none' }],
+      ['workerState', null],
+      ['workerState', { workflowId: agentId, seq: 'next', from: 'running', to: 'completed' }],
+      ['teamLearned', null],
+      ['teamQuestion', null],
+      ['answer', null],
+      ['approve', [1, 2]],
+    ];
+    const toAgent: [string, unknown][] = [
+      ['agentAnswer', null],
+      ['agentAnswer', ['approve']],
+      ['teamReply', null],
+    ];
+    for (const [name, input] of toRun) await signalWithTemporalCli(id, name, input);
+    for (const [name, input] of toAgent) await signalWithTemporalCli(agentId, name, input);
+    // Still waiting for its approval, with nothing changed by the noise.
+    const after = await h.client.diagnostics(id);
+    expect(after.waiting.map((w) => w.kind)).toEqual(waiting.waiting.map((w) => w.kind));
+    await h.client.answer(id, after.waiting[0].id, 'approve');
+    const d = await h.client.result(id);
+    expect(d.status).toBe('completed');
+    expect(readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('hi');
+    expect(await workflowTaskFailures(h, id)).toBe(0);
+    expect(await workflowTaskFailures(h, agentId)).toBe(0);
   });
 });

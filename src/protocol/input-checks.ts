@@ -64,3 +64,8 @@ export function checkInput(workflowType: string, input: unknown, check: Check): 
   const problem = check(input, '');
   if (problem) throw ApplicationFailure.create({ type: 'BadWorkflowInput', message: `${workflowType}: bad input: ${problem}`, nonRetryable: true });
 }
+
+/** Signals from anyone: a handler takes only a well-formed one and drops the rest (a signal has no one to answer). */
+export function wellFormed(value: unknown, check: Check): boolean {
+  return check(value, '') === undefined;
+}

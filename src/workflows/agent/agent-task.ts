@@ -127,13 +127,13 @@ class AgentRun {
     setHandler(answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
       validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
     });
-    setHandler(agentAnswerSignal, ({ waitId, value }) => {
+    setHandler(agentAnswerSignal, (answer) => {
       try {
-        this.loop.waits.validate(waitId, value);
+        this.loop.waits.validate(answer?.waitId, answer?.value);
       } catch {
-        return; // the plan run checked it; a late duplicate finds the wait closed
+        return; // the plan run checked it; a late duplicate finds the wait closed (and anyone can send signals)
       }
-      this.loop.waits.accept(waitId, value);
+      this.loop.waits.accept(answer.waitId, answer.value);
     });
   }
 

@@ -14,6 +14,11 @@ import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, 
 import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
+import { WORKER_STATES } from '../../protocol/worker-state';
+import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../protocol/input-checks';
+
+const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
+const WORKER_STATE_SIGNAL = shape({ workflowId: text, seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text, step: optional(text), role: optional(text) });
 
 const PATCH_REASKED_WAITS = 'reasked-waits';
 
@@ -46,9 +51,12 @@ export class AgentSteps {
     onWorkerChange: (record: WorkerRecord) => void,
   ) {
     this.board = new TeamBoard(onWorkerChange);
-    setHandler(agentWaitsSignal, ({ workflowId, waits }) => this.update(workflowId, waits));
+    // Anyone can send signals: only well-formed ones are taken, and from workers the run knows.
+    setHandler(agentWaitsSignal, (signal) => {
+      if (wellFormed(signal, WAITS_SIGNAL)) this.update(signal.workflowId, signal.waits);
+    });
     setHandler(workerStateSignal, (signal) => {
-      this.board.apply(signal, isoAt(nowMs()));
+      if (wellFormed(signal, WORKER_STATE_SIGNAL)) this.board.apply(signal, isoAt(nowMs()));
     });
   }
 

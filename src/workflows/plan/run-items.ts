@@ -78,7 +78,7 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
   const { step, start, count } = input;
   let paused = input.paused;
   setHandler(itemsPausedSignal, (value) => {
-    paused = value;
+    paused = value === true;
   });
   const items = 'values' in input.items ? listItems(input.items.values, '') : listItems(input.items.list, input.items.source);
   if (!items) throw ApplicationFailure.nonRetryable('runItems got no list of items', 'PlanFailed');

@@ -41,7 +41,8 @@ export class Team {
       void this.consult(question);
     });
     // A person's answer to a question this run sent to a person (anyone can send signals).
-    setHandler(teamLearnedSignal, ({ question, answer }) => {
+    setHandler(teamLearnedSignal, (learned) => {
+      const { question, answer } = learned ?? {};
       if (typeof question !== 'string' || typeof answer !== 'string' || answer.trim() === '') return;
       const key = questionKey(question);
       if (this.escalated.delete(key)) this.answers.set(key, { answer, by: 'a person' });
