@@ -174,7 +174,15 @@ async function signalWithTemporalCli(workflowId: string, name: string, input: un
   await promisify(execFile)(cli, ['workflow', 'signal', '--address', process.env.CADRE_TEST_ADDRESS as string, '--workflow-id', workflowId, '--name', name, '--input', JSON.stringify(input)]);
 }
 
-test('malformed signals from the temporal CLI are dropped: no workflow task fails, and the run goes on', async () => {
+/** Sends an update with the `temporal` CLI and waits for its result. */
+async function updateWithTemporalCli(workflowId: string, name: string, input: unknown): Promise<string> {
+  const cli = await findTemporalCli({ build: false });
+  if (!cli) throw new Error('the temporal CLI is not in the cache (the test setup builds it)');
+  const { stdout } = await promisify(execFile)(cli, ['workflow', 'update', 'execute', '--address', process.env.CADRE_TEST_ADDRESS as string, '--workflow-id', workflowId, '--name', name, '--input', JSON.stringify(input)]);
+  return stdout;
+}
+
+test('malformed signals from the temporal CLI are dropped and malformed updates rejected: no workflow task fails, and the run goes on', async () => {
   const ws = tempWorkspace();
   const scenario = path.join(ws, 'worker.yaml');
   writeFileSync(
@@ -208,6 +216,16 @@ test('malformed signals from the temporal CLI are dropped: no workflow task fail
     ];
     for (const [name, input] of toRun) await signalWithTemporalCli(id, name, input);
     for (const [name, input] of toAgent) await signalWithTemporalCli(agentId, name, input);
+    // Updates have someone to answer: a malformed one is rejected, naming what is wrong, before it reaches history.
+    for (const target of [id, agentId]) {
+      for (const input of [null, [1], { waitId: 7 }]) {
+        const rejected = await updateWithTemporalCli(target, 'answer', input).then(
+          () => 'accepted',
+          (err: { stderr?: string }) => err.stderr ?? String(err),
+        );
+        expect(rejected).toMatch(/waitId/);
+      }
+    }
     // Still waiting for its approval, with nothing changed by the noise.
     const after = await h.client.diagnostics(id);
     expect(after.waiting.map((w) => w.kind)).toEqual(waiting.waiting.map((w) => w.kind));
