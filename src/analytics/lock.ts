@@ -4,6 +4,7 @@
  */
 import { open, readFile, unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isAlive } from '../process-alive';
 
 export class LockBusyError extends Error {
   constructor(
@@ -44,7 +45,7 @@ export async function acquireLock(file: string, { waitMs, onWait }: LockOptions)
       continue;
     }
     unreadableSince = undefined;
-    if (!alive(holder)) {
+    if (!isAlive(holder)) {
       await unlink(file).catch(() => undefined);
       continue;
     }
@@ -61,11 +62,3 @@ async function holderOf(file: string): Promise<number | undefined> {
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

@@ -15,6 +15,7 @@ import { readFileSync, readdirSync, rmdirSync } from 'node:fs';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResourceLimits } from './profile';
+import { isAlive } from '../process-alive';
 
 interface Hierarchy {
   /** Where the cgroups of this controller (or of all, on v2) are made: the worker's own cgroup. */
@@ -136,18 +137,10 @@ function removeAll(): void {
 function removeLeftovers(dir: string): void {
   for (const name of safeReaddir(dir)) {
     const pid = /^cadre-sandbox-(\d+)-\d+$/.exec(name)?.[1];
-    if (pid !== undefined && !alive(Number(pid))) tryRmdir(path.join(dir, name));
+    if (pid !== undefined && !isAlive(Number(pid))) tryRmdir(path.join(dir, name));
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function safeReaddir(dir: string): string[] {
   try {

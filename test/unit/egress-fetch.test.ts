@@ -8,41 +8,9 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { NO_EGRESS, defaultLookup, egressFetch, type EgressFetch, type EgressLookup, type EgressPolicy } from '../../src/egress';
+import { NO_EGRESS, egressFetch, type EgressFetch, type EgressPolicy } from '../../src/egress';
 import { makeCertificates } from '../support/tls';
-
-interface TestServer {
-  port: number;
-  /** `METHOD /path` of every request received. */
-  requests: string[];
-  close(): Promise<void>;
-}
-
-async function startServer(handler: http.RequestListener, host = '127.0.0.1'): Promise<TestServer> {
-  const requests: string[] = [];
-  const server = http.createServer((req, res) => {
-    requests.push(`${req.method} ${req.url}`);
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen({ host, port: 0 }, resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    requests,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-/** Known names from a table; this machine's own names from the real resolver (/etc/hosts, no network). */
-function tableLookup(table: Record<string, string[]>): EgressLookup {
-  return async (name) => {
-    if (table[name]) return table[name].map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-    if (name === os.hostname() || name === 'localhost') return defaultLookup(name);
-    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-  };
-}
+import { type TestServer, startServer, tableLookup } from '../support/egress-servers';
 
 const lookup = tableLookup({
   'loop.example.org': ['127.0.0.1'],

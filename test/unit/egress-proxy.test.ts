@@ -12,39 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { Pool, ProxyAgent, fetch as undiciFetch } from 'undici';
-import { BRIDGE_SCRIPT, NO_EGRESS, defaultLookup, proxyEnv, startEgressProxy, type EgressLogEvent, type EgressLookup, type EgressPolicy, type EgressProxy } from '../../src/egress';
+import { BRIDGE_SCRIPT, NO_EGRESS, proxyEnv, startEgressProxy, type EgressLogEvent, type EgressPolicy, type EgressProxy } from '../../src/egress';
 import { makeCertificates } from '../support/tls';
-
-interface TestServer {
-  port: number;
-  requests: string[];
-  close(): Promise<void>;
-}
-
-async function startServer(handler: http.RequestListener, host = '127.0.0.1'): Promise<TestServer> {
-  const requests: string[] = [];
-  const server = http.createServer((req, res) => {
-    requests.push(`${req.method} ${req.url}`);
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen({ host, port: 0 }, resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    requests,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-function tableLookup(table: Record<string, string[]>): EgressLookup {
-  return async (name) => {
-    if (table[name]) return table[name].map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-    if (name === os.hostname() || name === 'localhost') return defaultLookup(name);
-    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-  };
-}
+import { type TestServer, startServer, tableLookup } from '../support/egress-servers';
 
 const lookup = tableLookup({
   'loop.example.org': ['127.0.0.1'],
