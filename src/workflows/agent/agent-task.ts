@@ -280,12 +280,13 @@ class AgentRun {
     const { team } = this.input;
     if (!team || this.input.action.kind !== 'agent') return hooks;
     hooks.progressed = () => this.progressed();
+    const sandbox = this.sandbox();
     const ctx: TeamWorkerContext = {
       team,
       reporter: this.reporter,
       label: this.input.step,
       workspace: this.input.workspace,
-      ...(this.sandbox() && { sandbox: this.sandbox() }),
+      ...(sandbox && { sandbox }),
       ...(this.input.action.kind === 'agent' && { policy: this.ownPolicy(this.input.action.agent) }),
       ...(this.input.worktree && this.input.branch !== undefined && { worktree: { branch: this.input.branch, storeWorkspace: this.input.storeWorkspace ?? this.input.workspace } }),
       subtaskWorktrees: this.subtaskWorktrees,
