@@ -44,3 +44,7 @@ export { defineAgent, defineTool, type AgentMethod, type CadreTool, type ToolRun
 // Run analytics (README, "Run analytics"): where workers record finished runs, and what `cadre stats` reads.
 export { analyticsTarget, withAnalytics, type AnalyticsTarget } from './analytics/database';
 export { estimateRun, readStats, type HumanWaitStats, type PlanStats, type RunEstimate, type StatsFilter, type StepStats } from './analytics/stats';
+// A run's stream (docs/streaming.md): its events' schema, and the reader behind CadreClient.events().
+export { STREAM_EVENT_TYPES, STREAM_TOPIC, TOOL_RESULT_PREVIEW_CHARS, streamEventSchema, type EventOf, type StreamEvent, type StreamEventAt, type StreamEventType } from './streaming/events';
+export type { EventCallbacks, EventsOptions } from './streaming/reader';
+export { streamQuery, type StreamPage, type StreamRead } from './protocol/stream';

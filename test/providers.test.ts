@@ -37,13 +37,15 @@ async function failureOf(work: Promise<unknown>): Promise<ApplicationFailure> {
 
 const hello: ModelTurnRequest = { model: 'openai:gpt-4o-mini', system: 'Be brief.', messages: [{ role: 'user', content: 'Say hi' }] };
 
-test('an OpenAI text turn, not streamed, with the key as bearer', async () => {
-  server.enqueue({ text: 'hi there', usage: { inputTokens: 12, outputTokens: 3 } });
-  const result = await modelTurn(hello, settings);
+test('an OpenAI text turn, streamed to a listener piece by piece, with the key as bearer', async () => {
+  server.enqueue({ text: 'hi there', chunks: ['hi', ' the', 're'], usage: { inputTokens: 12, outputTokens: 3 } });
+  const heard: string[] = [];
+  const result = await modelTurn(hello, settings, undefined, { textDelta: (text) => heard.push(text) });
   expect(result).toEqual({ text: 'hi there', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 12, outputTokens: 3 } });
+  expect(heard).toEqual(['hi', ' the', 're']);
   const [request] = server.requests;
   expect(request.path).toBe('/v1/chat/completions');
-  expect(request.body.stream).toBeFalsy();
+  expect(request.body.stream).toBe(true);
   expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
   expect(request.body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi' }]);
   expect(JSON.stringify(result)).not.toContain(KEY);

@@ -31,6 +31,8 @@ import { codecKeysFromEnv } from '../codec/keys';
 import type { Redactor } from '../secrets/redact';
 import type { CommandDecision } from '../commands/rules';
 import type { CommandRuleSetInput } from '../commands/rule-set';
+import type { StreamTarget } from '../protocol/stream';
+import { TurnStream, publishToolResult } from './stream-events';
 
 export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
@@ -53,6 +55,8 @@ export interface ToolRequest {
   storeWorkspace?: string;
   /** What the plan (or role) says of its tools' sandbox and egress; the worker's own settings fill the rest. */
   sandbox?: SandboxSpec;
+  /** An agent's call: its result is shown in the run's stream. */
+  stream?: StreamTarget;
 }
 
 export interface ToolResult {
@@ -92,18 +96,26 @@ export function createActivities(deps: ActivityDeps = {}) {
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
-    modelTurn: (request: ModelTurnRequest): Promise<ModelTurnResult> =>
+    // With `stream`, the turn's text and events go to the run's stream as the provider sends them.
+    modelTurn: ({ stream, ...request }: ModelTurnRequest & { stream?: StreamTarget }): Promise<ModelTurnResult> =>
       heartbeating(async () => {
         // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
         const { modelTurn } = await import('../providers/model-turn');
-        // Tool results a session stored outside history are read back here, never into history.
-        const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
+        let events: TurnStream | undefined;
         try {
+          const redactor = containment().redactor;
+          events = stream && new TurnStream(stream, redactor, request.model ?? modelSettings().defaultModel);
+          // Tool results a session stored outside history are read back here, never into history.
+          const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
           // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
-          const turn = await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal);
-          return containment().redactor.value(turn);
+          const turn = redactor.value(await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal, events));
+          events?.completed(turn);
+          return turn;
         } catch (err) {
+          events?.failed(err);
           throw withJitter(err, Context.current().info.attempt);
+        } finally {
+          await events?.close();
         }
       }),
 
@@ -159,9 +171,13 @@ export function createActivities(deps: ActivityDeps = {}) {
           // Scrubbed before anything is stored: history, the blob store and the model see the same redacted output.
           const output = redactor.value(found);
           const unconfined = sandbox.profile.mode === 'none' && startsProcesses(request.tool);
-          return { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt, ...(unconfined && { unconfined: true as const }) };
+          const result = { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt, ...(unconfined && { unconfined: true as const }) };
+          if (request.stream) await publishToolResult(request.stream, redactor, request.tool, { output: result.output });
+          return result;
         } catch (err) {
-          throw await withAttempt(redactor ? redactFailure(err, redactor) : err, attempt, store, request.inlineLimit);
+          const failure = await withAttempt(redactor ? redactFailure(err, redactor) : err, attempt, store, request.inlineLimit);
+          if (request.stream && redactor) await publishToolResult(request.stream, redactor, request.tool, { error: failure });
+          throw failure;
         }
       }),
   };

@@ -21,7 +21,9 @@ import { auditDir, auditFile } from '../store/audit-files';
 import { taskQueue as defaultTaskQueue } from './task-queue';
 import { CadreError } from '../errors/cadre-error';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
-import { workflowIdInterceptor } from './workflow-ids';
+import { checkWorkflowId, workflowIdInterceptor } from './workflow-ids';
+import { type EventCallbacks, type EventsOptions, followEvents, readEvents } from '../streaming/reader';
+import type { StreamEventAt } from '../streaming/events';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
 import { defaultWorkflowId, planDetails } from './plan-details';
@@ -229,6 +231,22 @@ export class CadreClient {
   }
 
   /** Calls `onChange` with fresh diagnostics whenever they change, until the run ends. */
+  /**
+   * The run's events as they happen (docs/streaming.md): its steps, waits and end, and its agents'
+   * text, tool calls and results while the model is still writing. Resume with `from` (an event's
+   * offset + 1); the iterator ends after `run_completed`.
+   */
+  events(workflowId: string, options: EventsOptions = {}): AsyncGenerator<StreamEventAt, void, undefined> {
+    checkWorkflowId(workflowId);
+    return readEvents(this.client, workflowId, options);
+  }
+
+  /** The same events through callbacks (`onTextDelta`, `onToolCall`, …); resolves with the offset to resume from. */
+  followEvents(workflowId: string, callbacks: EventCallbacks, options: EventsOptions = {}): Promise<number> {
+    checkWorkflowId(workflowId);
+    return followEvents(this.client, workflowId, callbacks, options);
+  }
+
   async watch(workflowId: string, onChange: (d: Diagnostics) => void, intervalMs = 500): Promise<Diagnostics> {
     let last = '';
     let unanswered = 0;

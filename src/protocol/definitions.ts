@@ -274,6 +274,8 @@ export interface SessionInput {
   continueEvery?: number;
   /** Carried across continue-as-new. */
   state?: SessionState;
+  /** The session's stream, carried across continue-as-new so offsets keep counting. */
+  streamState?: import('@temporalio/workflow-streams/workflow').WorkflowStreamState;
 }
 
 export interface SessionState {
@@ -297,6 +299,8 @@ export interface SendResult {
   inContext: number;
   /** Which run of the session answered (it continues as new). */
   run: number;
+  /** The session's stream offset after this reply: its streamed events all lie before it. */
+  offset?: number;
 }
 
 export interface SessionDiagnostics {

@@ -64,7 +64,8 @@ export function classifyProviderError(err: unknown, ctx: ErrorContext): unknown 
 const CALLER_ERRORS = new Set(['AI_InvalidPromptError', 'AI_InvalidArgumentError', 'AI_UnsupportedFunctionalityError', 'AI_UnsupportedModelVersionError', 'AI_InvalidMessageRoleError']);
 
 /** AI SDK errors about a response it could not parse or that lacks what a response holds: the next one may be whole. */
-const UNREADABLE_RESPONSES = new Set(['AI_JSONParseError', 'AI_TypeValidationError', 'AI_EmptyResponseBodyError', 'AI_InvalidResponseDataError']);
+// NoOutputGenerated: a stream that ended before any answer (a cut or non-stream 200).
+const UNREADABLE_RESPONSES = new Set(['AI_JSONParseError', 'AI_TypeValidationError', 'AI_EmptyResponseBodyError', 'AI_InvalidResponseDataError', 'AI_NoOutputGeneratedError']);
 
 /** A header's word is not trusted beyond this: an activity's own timeouts bound the wait anyway. */
 const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;

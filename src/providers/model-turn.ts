@@ -1,10 +1,12 @@
 /**
  * One model call (not a loop): plain JSON in, plain JSON out, so it can be an activity whose
- * input and result sit in workflow history. The caller runs the tools the model asks for.
+ * input and result sit in workflow history. The caller runs the tools the model asks for. The
+ * provider is asked to stream, and a listener hears the text as it comes (the run's stream); the
+ * result is the same whole answer either way.
  */
-import { type ModelMessage, Output, type ToolSet, generateText, jsonSchema, tool, NoObjectGeneratedError } from 'ai';
+import { type ModelMessage, Output, type ToolSet, streamText, jsonSchema, tool, NoObjectGeneratedError } from 'ai';
 import { z } from 'zod';
-import { ErrorTypes, permanent } from '../errors/application-failures';
+import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import { type ModelSettings, parseModelId } from './config';
 import { classifyProviderError, redact } from './errors';
 import { withUniqueCallIds } from './unique-call-ids';
@@ -54,7 +56,12 @@ export interface ModelTurnResult {
   usage: { inputTokens: number; outputTokens: number };
 }
 
-export async function modelTurn(request: ModelTurnRequest, settings: ModelSettings, signal?: AbortSignal): Promise<ModelTurnResult> {
+/** Hears a turn as the provider streams it. */
+export interface TurnListener {
+  textDelta(text: string): void;
+}
+
+export async function modelTurn(request: ModelTurnRequest, settings: ModelSettings, signal?: AbortSignal, listener?: TurnListener): Promise<ModelTurnResult> {
   const parsed = modelTurnRequestSchema.safeParse(request);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(request)'}: ${issue.message}`);
@@ -66,17 +73,24 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
   const id = parseModelId(modelName);
   const outputCheck = req.outputSchema ? schemaChecker(req.outputSchema) : undefined;
   try {
-    const result = await generateText({
-      model: withUniqueCallIds(languageModel(id, settings)),
-      system: req.system,
-      messages: req.messages.map(toModelMessage),
-      tools: req.tools && toolSet(req.tools),
-      ...(req.outputSchema && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
-      maxOutputTokens: req.maxOutputTokens,
-      // Temporal's retry policy owns retries (with the provider's Retry-After).
-      maxRetries: 0,
-      abortSignal: signal,
-    });
+    const result = await streamed(
+      {
+        model: withUniqueCallIds(languageModel(id, settings)),
+        system: req.system,
+        messages: req.messages.map(toModelMessage),
+        tools: req.tools && toolSet(req.tools),
+        ...(req.outputSchema && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
+        maxOutputTokens: req.maxOutputTokens,
+        // Temporal's retry policy owns retries (with the provider's Retry-After).
+        maxRetries: 0,
+        abortSignal: signal,
+      },
+      listener,
+    );
+    if (result.text === '' && result.toolCalls.length === 0 && !ANSWERED.has(result.finishReason)) {
+      // A 200 whose body held no stream (a proxy's page, a cut body): transient, like any unreadable answer.
+      throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${result.finishReason})`);
+    }
     const checkCall = toolCallChecker(req.tools ?? []);
     const toolCalls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
     const turn: ModelTurnResult = {
@@ -94,6 +108,43 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
     }
     throw classifyProviderError(err, { provider: id.provider, model: id.name, secrets: settings.secrets });
   }
+}
+
+/** Finish reasons of a stream that really answered (an empty answer with these is the model's own). */
+const ANSWERED = new Set(['stop', 'length', 'content-filter', 'tool-calls']);
+
+interface StreamedTurn {
+  text: string;
+  toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
+  finishReason: string;
+  usage: { inputTokens?: number; outputTokens?: number };
+}
+
+/** Reads the provider's stream whole, telling the listener each piece of text; a failure in the stream is thrown. */
+async function streamed(options: Parameters<typeof streamText>[0], listener?: TurnListener): Promise<StreamedTurn> {
+  // Errors arrive as parts of the stream and are thrown below: nothing is logged on the side.
+  const result = streamText({ ...options, onError: () => undefined });
+  const turn: StreamedTurn = { text: '', toolCalls: [], finishReason: 'unknown', usage: {} };
+  for await (const part of result.fullStream) {
+    switch (part.type) {
+      case 'text-delta':
+        turn.text += part.text;
+        listener?.textDelta(part.text);
+        break;
+      case 'tool-call':
+        turn.toolCalls.push(part);
+        break;
+      case 'finish':
+        turn.finishReason = part.finishReason;
+        turn.usage = part.totalUsage;
+        break;
+      case 'error':
+        throw part.error;
+      case 'abort':
+        throw options.abortSignal?.reason ?? new Error('the model call was aborted');
+    }
+  }
+  return turn;
 }
 
 function toolSet(tools: ModelTools): ToolSet {

@@ -32,7 +32,8 @@ export function languageModel(id: ModelId, settings: ModelSettings): LanguageMod
       }
       const model = slash < 0 ? endpoint.model : id.name.slice(slash + 1);
       if (!model) throw permanent(ErrorTypes.ModelConfigInvalid, `openai-compatible:${id.name}: name the model (openai-compatible:${endpointName}/<model>) or set models.compatible.${endpointName}.model`);
-      return createOpenAICompatible({ name: endpointName, baseURL: endpoint.baseURL, apiKey: endpoint.apiKey })(model);
+      // includeUsage: a streamed answer reports its tokens only when asked.
+      return createOpenAICompatible({ name: endpointName, baseURL: endpoint.baseURL, apiKey: endpoint.apiKey, includeUsage: true })(model);
     }
     case 'scripted':
       return new ScriptedModel(loadScenario(id.name), id.name);

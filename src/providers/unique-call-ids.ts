@@ -3,25 +3,39 @@
  * repeats an id (small models do) would otherwise have its calls merged by id (the second ran with
  * the first's arguments), and providers pair results to calls by id, so one call was lost.
  */
-import type { LanguageModelV3, LanguageModelV3Middleware } from '@ai-sdk/provider';
+import type { LanguageModelV3, LanguageModelV3Middleware, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 
 const uniqueCallIds: LanguageModelV3Middleware = {
   specificationVersion: 'v3',
   wrapGenerate: async ({ doGenerate }) => {
     const result = await doGenerate();
-    const seen = new Set<string>();
-    const content = result.content.map((part) => {
-      if (part.type !== 'tool-call') return part;
-      const base = part.toolCallId || 'call';
-      let id = base;
-      for (let n = 2; seen.has(id); n++) id = `${base}-${n}`;
-      seen.add(id);
-      return id === part.toolCallId ? part : { ...part, toolCallId: id };
-    });
-    return { ...result, content };
+    const unique = renamer();
+    return { ...result, content: result.content.map((part) => (part.type === 'tool-call' ? unique(part) : part)) };
+  },
+  wrapStream: async ({ doStream }) => {
+    const result = await doStream();
+    const unique = renamer();
+    const stream = result.stream.pipeThrough(
+      new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+        transform: (part, controller) => controller.enqueue(part.type === 'tool-call' ? unique(part) : part),
+      }),
+    );
+    return { ...result, stream };
   },
 };
+
+/** Gives each tool call of one turn an id no earlier call of the turn has. */
+function renamer() {
+  const seen = new Set<string>();
+  return <P extends { toolCallId: string }>(part: P): P => {
+    const base = part.toolCallId || 'call';
+    let id = base;
+    for (let n = 2; seen.has(id); n++) id = `${base}-${n}`;
+    seen.add(id);
+    return id === part.toolCallId ? part : { ...part, toolCallId: id };
+  };
+}
 
 export function withUniqueCallIds(model: LanguageModelV3): LanguageModelV3 {
   return wrapLanguageModel({ model, middleware: uniqueCallIds });

@@ -152,6 +152,27 @@ export class Matcher {
     return found;
   }
 
+  /**
+   * How many characters at the end of `text` (whitespace within counted) could be the beginning of
+   * a secret whose rest has not come yet: text streamed out in pieces holds them back.
+   */
+  openTail(text: string): number {
+    const { classOf, dense, denseStates, width } = this;
+    let state = 0;
+    let last = -1;
+    for (let i = 0; i < text.length; i++) {
+      const cls = classOf[text.charCodeAt(i)];
+      if (cls === SKIP) continue;
+      if (cls === 0) {
+        state = 0;
+        continue;
+      }
+      state = state < denseStates ? dense[state * width + cls] : this.step(state, cls);
+      last = i;
+    }
+    return this.depth[state] === 0 ? 0 : text.length - this.startOf(text, last, this.depth[state]);
+  }
+
   private record(text: string, end: number, state: number, found: number[]): void {
     let start = this.startOf(text, end, this.longest[state]);
     let stop = end + 1;

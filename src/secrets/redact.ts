@@ -52,6 +52,11 @@ export class Redactor {
     return out + s.slice(at);
   }
 
+  /** Characters at the end of `s` that could begin a secret still to come (0 for most texts): see Matcher.openTail. */
+  openTail(s: string): number {
+    return this.matcher === undefined ? 0 : this.matcher.openTail(s);
+  }
+
   /** Where secrets are in bytes (a dump's), in any encoding, as flattened [start, end) pairs. */
   private inBytes(bytes: Buffer): number[] {
     const spans = this.matcher!.spans(bytes.toString('latin1'));

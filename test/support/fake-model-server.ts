@@ -2,16 +2,24 @@
  * A real HTTP server on 127.0.0.1 that speaks OpenAI chat completions (`POST /v1/chat/completions`)
  * and Anthropic messages (`POST /v1/messages`), answering from a queue of scripted responses and
  * recording every request, so tests go through the real AI SDK clients over HTTP.
- * generateText does not stream; a `stream: true` request is answered 400 so a change would show.
+ * A `stream: true` request gets the same reply as server-sent events in the provider's wire format
+ * (what streamText reads); errors, raw bodies and hangs are answered the same either way.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface FakeReply {
   text?: string;
   /** `args` as a string goes out as it is (OpenAI's `arguments` text), to send broken JSON. */
   toolCalls?: { id: string; name: string; args: Record<string, unknown> | string }[];
   usage?: { inputTokens: number; outputTokens: number };
+  /** Streaming only: the text in these pieces, in order (their join is the text). Default: `text` split after each run of whitespace. */
+  chunks?: string[];
+  /** Streaming only: wait this long between text chunks. Default 0. */
+  chunkDelayMs?: number;
+  /** Streaming only: send this many text chunks (or all, if fewer), then destroy the socket: a stream broken mid-way. */
+  cutAfterChunks?: number;
 }
 
 export interface FakeError {
@@ -37,9 +45,16 @@ export interface RecordedRequest {
   body: Record<string, unknown>;
 }
 
+export interface ChunkTime {
+  text: string;
+  at: number;
+}
+
 export interface FakeModelServer {
   baseURL: string;
   requests: RecordedRequest[];
+  /** Each streamed text chunk and Date.now() just after it was written, across all requests. */
+  chunkTimes: ChunkTime[];
   enqueue(...responses: FakeResponse[]): void;
   close(): Promise<void>;
 }
@@ -52,6 +67,7 @@ export interface FakeServerOptions {
 export async function startFakeModelServer(options: FakeServerOptions = {}): Promise<FakeModelServer> {
   const queue: FakeResponse[] = [];
   const requests: RecordedRequest[] = [];
+  const chunkTimes: ChunkTime[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -64,7 +80,6 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
       }
       const path = req.url ?? '';
       requests.push({ path, at: Date.now(), headers: req.headers, body });
-      if (body.stream === true) return send(res, 400, { error: { message: 'fake server: streaming is not scripted' } });
       const next = queue.shift() ?? options.respond?.(body, path);
       if (!next) return send(res, 500, { error: { message: `fake server: no scripted response left for ${path}` } });
       if ('hangMs' in next) {
@@ -77,6 +92,8 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         return res.end(next.raw);
       }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
+      if (body.stream === true && path === '/v1/chat/completions') return void writeStream(res, openAiStream(next, body), next, chunkTimes);
+      if (body.stream === true && path === '/v1/messages') return void writeStream(res, anthropicStream(next, String(body.model)), next, chunkTimes);
       if (path === '/v1/chat/completions') return send(res, 200, openAiBody(next, String(body.model)));
       if (path === '/v1/messages') return send(res, 200, anthropicBody(next, String(body.model)));
       return send(res, 404, { error: { message: `fake server: no route ${path}` } });
@@ -87,6 +104,7 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    chunkTimes,
     enqueue: (...responses) => queue.push(...responses),
     close: () =>
       new Promise((resolve, reject) => {
@@ -140,4 +158,100 @@ function anthropicBody(reply: FakeReply, model: string) {
     stop_sequence: null,
     usage: { input_tokens: reply.usage?.inputTokens ?? 0, output_tokens: reply.usage?.outputTokens ?? 0 },
   };
+}
+
+/** A reply as server-sent events: those before the text, one per text chunk, and those after it. */
+interface StreamFrames {
+  head: string[];
+  text: (piece: string) => string;
+  tail: string[];
+}
+
+async function writeStream(res: http.ServerResponse, frames: StreamFrames, reply: FakeReply, chunkTimes: ChunkTime[]): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  // Each write waits to be flushed, so that a cut below cannot drop what came before it.
+  const write = (frame: string) => new Promise((resolve) => res.write(frame, resolve));
+  await write(frames.head.join(''));
+  let sent = 0;
+  for (const piece of textChunks(reply)) {
+    if (sent === reply.cutAfterChunks) break;
+    if (sent > 0 && reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+    // The client may have aborted (or the server closed) while we waited.
+    if (res.destroyed) return;
+    await write(frames.text(piece));
+    chunkTimes.push({ text: piece, at: Date.now() });
+    sent++;
+  }
+  if (reply.cutAfterChunks !== undefined) return void res.destroy();
+  res.end(frames.tail.join(''));
+}
+
+function textChunks(reply: FakeReply): string[] {
+  return reply.chunks ?? reply.text?.match(/\s*\S+\s*|\s+/g) ?? [];
+}
+
+function hasText(reply: FakeReply): boolean {
+  return reply.chunks !== undefined || reply.text !== undefined;
+}
+
+function argsText(args: Record<string, unknown> | string): string {
+  return typeof args === 'string' ? args : JSON.stringify(args);
+}
+
+/** Tool-call arguments go out in a few pieces, as real servers send them. */
+function argPieces(args: string): string[] {
+  return args.match(/[\s\S]{1,8}/g) ?? [];
+}
+
+function openAiStream(reply: FakeReply, body: Record<string, unknown>): StreamFrames {
+  const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: String(body.model) };
+  const chunk = (delta: object, finishReason: string | null = null) => sse({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason }] });
+  const toolCalls = reply.toolCalls ?? [];
+  const input = reply.usage?.inputTokens ?? 0;
+  const output = reply.usage?.outputTokens ?? 0;
+  const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+  return {
+    // OpenAI opens with `content: ''` before text and `content: null` before tool calls; the SDK turns '' into an (empty) text part.
+    head: [chunk({ role: 'assistant', content: hasText(reply) ? '' : null })],
+    text: (piece) => chunk({ content: piece }),
+    tail: [
+      ...toolCalls.flatMap((call, index) => [
+        chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
+        ...argPieces(argsText(call.args)).map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })),
+      ]),
+      chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+      // Usage comes only when asked for, as from OpenAI (@ai-sdk/openai-compatible asks only with `includeUsage`).
+      ...(includeUsage
+        ? [sse({ ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } })]
+        : []),
+      'data: [DONE]\n\n',
+    ],
+  };
+}
+
+function anthropicStream(reply: FakeReply, model: string): StreamFrames {
+  const event = (data: { type: string } & Record<string, unknown>) => `event: ${data.type}\n${sse(data)}`;
+  const toolCalls = reply.toolCalls ?? [];
+  const first = hasText(reply) ? 1 : 0; // the text block, when there is one, is block 0
+  return {
+    head: [
+      event({ type: 'message_start', message: { id: 'msg_fake', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: reply.usage?.inputTokens ?? 0, output_tokens: 0 } } }),
+      ...(hasText(reply) ? [event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })] : []),
+    ],
+    text: (piece) => event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }),
+    tail: [
+      ...(hasText(reply) ? [event({ type: 'content_block_stop', index: 0 })] : []),
+      ...toolCalls.flatMap((call, i) => [
+        event({ type: 'content_block_start', index: first + i, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }),
+        ...argPieces(argsText(call.args)).map((piece) => event({ type: 'content_block_delta', index: first + i, delta: { type: 'input_json_delta', partial_json: piece } })),
+        event({ type: 'content_block_stop', index: first + i }),
+      ]),
+      event({ type: 'message_delta', delta: { stop_reason: toolCalls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: reply.usage?.outputTokens ?? 0 } }),
+      event({ type: 'message_stop' }),
+    ],
+  };
+}
+
+function sse(data: unknown): string {
+  return `data: ${JSON.stringify(data)}\n\n`;
 }

@@ -19,6 +19,7 @@ import { isoAt, nowMs } from '../common/clock';
 import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { HumanWaits, splitAnswer } from '../plan/waits';
+import type { StreamTarget } from '../../protocol/stream';
 
 export interface LoopSpec {
   /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
@@ -48,6 +49,8 @@ export interface LoopSpec {
   modelAttempts?: number;
   /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */
   toolHeartbeatTimeout?: Duration;
+  /** The run's stream (the plan run's or the session's workflow), and the turns counted before this loop. */
+  stream?: { workflowId: string; turnBase?: number };
 }
 
 /**
@@ -242,6 +245,7 @@ export class AgentLoop {
           ...(this.spec.output && { outputSchema: this.spec.output }),
           // Tool outputs stored outside history are read back by the activity, never into history.
           workspace: this.spec.storeWorkspace ?? this.spec.workspace,
+          ...this.streamTo(),
         });
         this.hooks.progressed?.();
         this.usage.inputTokens += turn.usage.inputTokens;
@@ -256,6 +260,13 @@ export class AgentLoop {
         if (recovery.model !== undefined) this.model = recovery.model;
       }
     }
+  }
+
+  /** Where this turn's (or tool call's) events go: the activity publishes them as they happen. */
+  private streamTo(callId?: string): { stream?: StreamTarget } {
+    const stream = this.spec.stream;
+    if (!stream) return {};
+    return { stream: { workflowId: stream.workflowId, step: this.spec.label, turn: (stream.turnBase ?? 0) + this.turns, ...(callId !== undefined && { callId }) } };
   }
 
   private checkBudget(): void {
@@ -302,6 +313,7 @@ export class AgentLoop {
         inlineLimit: AGENT_INLINE_LIMIT,
         ...(this.spec.storeWorkspace && { storeWorkspace: this.spec.storeWorkspace }),
         ...(this.spec.sandbox && { sandbox: this.spec.sandbox }),
+        ...this.streamTo(call.id),
       });
       this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok', ...(result.unconfined && { sandbox: 'none' }) });
       return reply(result.output);

@@ -100,6 +100,8 @@ class AgentRun {
       ...(input.worktree && { worktree: true }),
       ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
       ...(sandbox && { sandbox }),
+      // Its turns stream to the run that started it all, so one reader follows every agent of a run.
+      stream: { workflowId: workflowInfo().root?.workflowId ?? workflowInfo().workflowId },
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'

@@ -4,7 +4,7 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation, patched } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { evaluateCondition } from '../../spec/expressions';
@@ -20,10 +20,18 @@ import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
 import { kindOf } from './kinds';
 import { checkInput, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
 import { sizeOf } from '../common/sizes';
+import type { OwnEvent } from '../common/run-stream';
 
 const MAX_AUTO_EXTENSIONS = 3;
+/** Runs that start on this code let their stream's readers go before they end; older ones ended without. */
+const PATCH_RUN_STREAM = 'run-stream';
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
+
+function stepEnded(step: string, status: StepStatus, error: string | undefined, note: string | undefined): OwnEvent {
+  if (status === 'failed') return { type: 'step_failed', step, error: error ?? note ?? 'failed' };
+  return { type: 'step_completed', step, status: status === 'completed' || status === 'skipped' ? status : 'cancelled', ...(note && { note }) };
+}
 
 /** A compiled plan (cadre's client) is checked here first; a plan document is validated whole, every problem with its path, by a local activity. */
 const COMPILED_PLAN = shape({
@@ -50,6 +58,8 @@ export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<
 }
 
 class PlanRun extends PlanRunState {
+  private readonly drainsStream = patched(PATCH_RUN_STREAM);
+
   async run(): Promise<PlanResult> {
     try {
       return await this.runSteps();
@@ -62,6 +72,8 @@ class PlanRun extends PlanRunState {
     } finally {
       // Every way a run ends (completed, aborted, cancelled, an internal error) is recorded once.
       if (this.finalStatus) await CancellationScope.nonCancellable(() => this.recordAnalytics());
+      // Readers' long polls return with the last events, rather than find the run gone.
+      if (this.drainsStream) await CancellationScope.nonCancellable(() => this.stream.drain());
     }
   }
 
@@ -185,12 +197,14 @@ class PlanRun extends PlanRunState {
     this.book.setStatus(step.id, 'running');
     record.startedAt = isoAt(started);
     this.changed();
+    this.stream.publish({ type: 'step_started', step: step.id, kind: step.action.kind });
     const end = (status: StepStatus, note?: string) => {
       record.endedAt = isoAt(nowMs());
       record.durationMs = nowMs() - started;
       if (note) record.note = note;
       this.book.setStatus(step.id, status);
       this.changed();
+      this.stream.publish(stepEnded(step.id, status, record.error, note));
     };
     // People and agents may take a day: their kinds wait without limit unless the step sets a timeout.
     let timeout = step.timeout ?? (kindOf(step.action).unbounded ? undefined : DEFAULT_STEP_TIMEOUT);

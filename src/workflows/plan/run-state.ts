@@ -27,6 +27,7 @@ import { runEnded, toolLabel } from './metrics';
 import { sizeOf } from '../common/sizes';
 import { WorktreeLeases } from './worktrees';
 import { recordFinishedRun } from './analytics';
+import { RunStream } from '../common/run-stream';
 
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
 /**
@@ -68,6 +69,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   readonly agents: AgentSteps;
   /** A plan with a `team` section: its agents are workers that ask the team before a person. */
   readonly team?: Team;
+  /** The run's stream: its steps, waits and end, and its agents' turns as they are written. */
+  readonly stream = new RunStream();
 
   constructor(protected readonly input: RunPlanInput) {
     this.plan = input.plan;
@@ -199,6 +202,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected finish(status: 'completed' | 'failed' | 'cancelled'): void {
     this.finalStatus = status;
     this.endedAtMs = nowMs();
+    this.stream.publish({ type: 'run_completed', status, ...(status === 'failed' && this.abortReason && { error: this.abortReason }) });
     runEnded(this.plan.name, status, this.endedAtMs - this.startedAtMs);
     this.publishStatus();
   }
@@ -230,6 +234,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   /** Keeps the `CadreStatus` search attribute in step with the run, so lists can find runs waiting on a human. */
   protected publishStatus(): void {
     const status = this.status();
+    this.stream.announceWaits(this.waitingList());
     const all = this.plan.steps.length <= DETAILS_ALL_STEPS_UP_TO;
     // Shown as "Current Details" in the Web UI: metadata read by a query, not history.
     setCurrentDetails(

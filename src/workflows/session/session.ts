@@ -32,6 +32,7 @@ import {
 } from '../../protocol/definitions';
 import { sizeOf } from '../common/sizes';
 import { checkInput, count, listOf, map, optional, shape, text } from '../../protocol/input-checks';
+import { RunStream } from '../common/run-stream';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
 /** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
@@ -53,6 +54,7 @@ const SESSION_INPUT = shape({
   keep: optional(count),
   continueEvery: optional(count),
   state: optional(map),
+  streamState: optional(map),
 });
 
 export async function session(input: SessionInput): Promise<SessionDiagnostics> {
@@ -75,8 +77,11 @@ class Session {
   private received = 0;
   private answeredThisRun = 0;
   private ending = false;
+  /** The session's stream: its agent's turns as they are written, its waits and replies. */
+  private readonly stream: RunStream;
 
   constructor(private readonly input: SessionInput) {
+    this.stream = new RunStream(input.streamState);
     this.state = input.state ?? { messages: [], dropped: 0, summarised: 0, answered: 0, runs: 0, turns: 0, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0 } };
     this.state.runs += 1;
     this.before = { turns: this.state.turns, toolCalls: this.state.toolCalls, usage: { ...this.state.usage } };
@@ -89,6 +94,7 @@ class Session {
         approvalTimeout: input.approvalTimeout ?? DEFAULT_APPROVAL_TIMEOUT,
         maxTurns: input.maxTurns ?? DEFAULT_AGENT_TURNS,
         workspace: input.workspace,
+        stream: { workflowId: workflowInfo().workflowId, turnBase: this.before.turns },
       },
       { changed: () => this.publish(), waitsChanged: () => this.publish() },
     );
@@ -125,7 +131,11 @@ class Session {
       }
       // Ending: every accepted message has its reply; let the handlers return them.
       await condition(allHandlersFinished);
-      if (this.inbox.length === 0) return this.diagnostics();
+      if (this.inbox.length === 0) {
+        this.stream.publish({ type: 'run_completed', status: 'completed' });
+        await this.stream.drain();
+        return this.diagnostics();
+      }
     }
   }
 
@@ -136,7 +146,7 @@ class Session {
     try {
       const output = await this.loop.respond(messages, this.system());
       this.state.answered += 1;
-      this.replies.set(id, { reply: typeof output === 'string' ? output : JSON.stringify(output), message: this.state.answered, inContext: messages.length, run: this.state.runs });
+      this.replies.set(id, { reply: typeof output === 'string' ? output : JSON.stringify(output), message: this.state.answered, inContext: messages.length, run: this.state.runs, offset: this.stream.offset });
     } catch (err) {
       if (isCancellation(err)) throw err;
       const failure = asFailure(err);
@@ -156,7 +166,11 @@ class Session {
   private async continueAsNew(): Promise<void> {
     await condition(() => allHandlersFinished() || this.inbox.length > 0);
     if (this.inbox.length > 0 || this.ending) return;
-    await continueAsNew<typeof session>({ ...this.input, state: this.state });
+    // Readers' long polls return first; they find the stream again on the next run.
+    this.stream.detach();
+    await condition(() => allHandlersFinished() || this.inbox.length > 0);
+    if (this.inbox.length > 0) return this.stream.resume();
+    await continueAsNew<typeof session>({ ...this.input, state: this.state, streamState: this.stream.carried() });
   }
 
   /** Keeps the last `keep` messages (whole exchanges: a tool result stays with its call) and folds the rest. */
@@ -221,6 +235,7 @@ class Session {
 
   private publish(): void {
     const d = this.diagnostics();
+    this.stream.announceWaits(d.waiting);
     const lines = [
       `**session**: ${d.answered} messages answered${d.queued ? `, ${d.queued} queued` : ''}`,
       '',

@@ -1,0 +1,59 @@
+/**
+ * The events of a run's stream (docs/streaming.md), defined once: workflows publish them by type,
+ * activities by type, and readers check what they read against this schema. Every event names
+ * its step, and a model's events also its turn and attempt; the reader adds the offset.
+ */
+import { z } from 'zod';
+
+export { STREAM_TOPIC } from '../protocol/stream';
+
+const base = {
+  /** The step (`review`, `review[2]`), or `session`; absent for the run's own events. */
+  step: z.string().optional(),
+  /** The agent's model turn, from 1. */
+  turn: z.int().positive().optional(),
+  /** The attempt of that turn's activity, from 1: a retried turn starts again with `message_start`. */
+  attempt: z.int().positive().optional(),
+  /** Milliseconds since the epoch when it was published (the workflow's clock for its own events). */
+  at: z.number(),
+};
+
+const usage = z.strictObject({ inputTokens: z.number(), outputTokens: z.number() });
+const waitEvent = { ...base, waitId: z.string(), prompt: z.string(), choices: z.array(z.string()).optional(), workflowId: z.string().optional() };
+
+export const streamEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('message_start'), ...base, model: z.string().optional() }),
+  z.strictObject({ type: z.literal('text_delta'), ...base, text: z.string() }),
+  z.strictObject({ type: z.literal('tool_call'), ...base, callId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()) }),
+  z.strictObject({
+    type: z.literal('tool_result'),
+    ...base,
+    callId: z.string(),
+    tool: z.string(),
+    isError: z.boolean().optional(),
+    /** The result as JSON text, at most `TOOL_RESULT_PREVIEW_CHARS`; secrets redacted. */
+    preview: z.string(),
+    /** The whole result's length in characters, when the preview is shorter. */
+    truncatedFrom: z.int().optional(),
+  }),
+  z.strictObject({ type: z.literal('message_complete'), ...base, finishReason: z.string(), usage, toolCalls: z.int().nonnegative() }),
+  z.strictObject({ type: z.literal('step_started'), ...base, step: z.string(), kind: z.string() }),
+  z.strictObject({ type: z.literal('step_completed'), ...base, step: z.string(), status: z.enum(['completed', 'skipped', 'cancelled']), note: z.string().optional() }),
+  z.strictObject({ type: z.literal('step_failed'), ...base, step: z.string(), error: z.string() }),
+  z.strictObject({ type: z.literal('approval_requested'), ...waitEvent }),
+  z.strictObject({ type: z.literal('question_asked'), ...waitEvent }),
+  z.strictObject({ type: z.literal('error'), ...base, errorType: z.string(), message: z.string(), retryable: z.boolean() }),
+  z.strictObject({ type: z.literal('run_completed'), ...base, status: z.string(), error: z.string().optional() }),
+]);
+
+export type StreamEvent = z.infer<typeof streamEventSchema>;
+export type StreamEventType = StreamEvent['type'];
+/** An event as a reader sees it: with its place in the stream. */
+export type StreamEventAt = StreamEvent & { offset: number };
+/** Events of one type. */
+export type EventOf<T extends StreamEventType> = Extract<StreamEvent, { type: T }>;
+
+export const STREAM_EVENT_TYPES = streamEventSchema.options.map((o) => o.shape.type.value) as StreamEventType[];
+
+/** A tool result shown in the stream: enough to follow along, never a whole file. */
+export const TOOL_RESULT_PREVIEW_CHARS = 2000;

@@ -1,0 +1,108 @@
+/**
+ * The run's stream (protocol/stream.ts): a Workflow Stream hosted in this workflow. The workflow
+ * publishes its own events (steps, waits, the end) into it, which costs no history; activities
+ * publish model and tool events by the stream's signal. Publishing never drives the workflow:
+ * nothing here issues a command, so replay never depends on the stream.
+ */
+import { allHandlersFinished, condition, defaultPayloadConverter, setHandler } from '@temporalio/workflow';
+import type { Payload } from '@temporalio/common';
+import { WorkflowStream, type WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
+import { STREAM_PAGE_EVENTS, STREAM_TOPIC, type StreamPage, type StreamRead, streamQuery } from '../../protocol/stream';
+import type { Waiting } from '../../protocol/definitions';
+import type { StreamEvent } from '../../streaming/events';
+import { nowMs } from './clock';
+
+export type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
+/** An event as the workflow publishes it: the time is added here. */
+export type OwnEvent = StreamEvent extends infer E ? (E extends StreamEvent ? Omit<E, 'at'> : never) : never;
+
+/** Items held in memory: past HIGH, the oldest are dropped down to KEEP (readers that far behind start at the oldest kept). */
+const HIGH = 3000;
+const KEEP = 2000;
+/** Items carried across continue-as-new: enough for a reader a few replies behind, small beside the 2 MB input limit. */
+const CARRIED = 200;
+
+/** What this class reads of the library's stream: its log, for the `stream` query (test/unit/run-stream.test.ts guards the shape). */
+interface StreamInternals {
+  log: { topic: string; payload: Payload }[];
+  baseOffset: number;
+  draining: boolean;
+}
+
+export class RunStream {
+  private readonly stream: WorkflowStream;
+  private readonly internals: StreamInternals;
+  private readonly announced = new Set<string>();
+
+  constructor(state?: WorkflowStreamState) {
+    this.stream = new WorkflowStream(state);
+    this.internals = this.stream as unknown as StreamInternals;
+    setHandler(streamQuery, (read) => this.read(read));
+    void this.trimmer();
+  }
+
+  /** The offset the next event will have. */
+  get offset(): number {
+    return this.internals.baseOffset + this.internals.log.length;
+  }
+
+  publish(event: OwnEvent): void {
+    this.stream.topic(STREAM_TOPIC).publish({ ...event, at: nowMs() });
+  }
+
+  /** Publishes the waits not announced before: approvals as `approval_requested`, the rest as `question_asked`. */
+  announceWaits(waits: Waiting[], workflowId?: string): void {
+    for (const w of waits) {
+      if (this.announced.has(w.id)) continue;
+      this.announced.add(w.id);
+      const step = w.id.split('/')[0];
+      this.publish({ type: w.kind === 'approval' ? 'approval_requested' : 'question_asked', step, waitId: w.id, prompt: w.prompt, ...(w.choices && { choices: w.choices }), ...(workflowId && { workflowId }) });
+    }
+    if (this.announced.size > HIGH) this.announced.clear();
+  }
+
+  /** Ends the readers' long polls (the run is ending or continuing as new) and waits until they have returned. */
+  async drain(): Promise<void> {
+    this.stream.detachPollers();
+    await condition(allHandlersFinished);
+  }
+
+  /** Readers' long polls return, and new ones are turned away until the next run (continue-as-new is coming). */
+  detach(): void {
+    this.stream.detachPollers();
+  }
+
+  /** Takes long polls again: the continue-as-new that `detach` prepared did not happen. */
+  resume(): void {
+    this.internals.draining = false;
+  }
+
+  /** The state to continue as new with: offsets keep counting, the newest events come along. */
+  carried(): WorkflowStreamState {
+    const state = this.stream.getState();
+    const dropped = Math.max(0, state.log.length - CARRIED);
+    return { ...state, log: state.log.slice(dropped), base_offset: state.base_offset + dropped };
+  }
+
+  private read({ from, max }: StreamRead): StreamPage {
+    const { log, baseOffset } = this.internals;
+    const limit = Math.min(Math.max(1, Math.floor(max ?? STREAM_PAGE_EVENTS)), STREAM_PAGE_EVENTS);
+    const start = Math.max(0, Math.floor(Number(from) || 0) - baseOffset);
+    const events: StreamPage['events'] = [];
+    let i = start;
+    for (; i < log.length && events.length < limit; i++) {
+      if (log[i].topic !== STREAM_TOPIC) continue;
+      const data = defaultPayloadConverter.fromPayload<Record<string, unknown>>(log[i].payload);
+      if (data !== null && typeof data === 'object') events.push({ ...data, offset: baseOffset + i });
+    }
+    return { events, next: baseOffset + i, base: baseOffset, more: i < log.length };
+  }
+
+  /** Bounds the log in memory; a wait for a condition, so it issues no command. */
+  private async trimmer(): Promise<void> {
+    for (;;) {
+      await condition(() => this.internals.log.length > HIGH);
+      this.stream.truncate(this.offset - KEEP);
+    }
+  }
+}
