@@ -47,7 +47,7 @@ test('bash completion completes commands, options, option choices and skips glob
   expect(await complete('cadre', '--profile', 'prod', 'li')).toEqual(['list']);
   expect(await complete('cadre', 'list', '--status', 'wa')).toEqual(['waiting']);
   expect(await complete('cadre', 'run', '--wa')).toEqual(['--wait']);
-  expect(await complete('cadre', 'watch', '--')).toEqual(['--json', '--help']);
+  expect(await complete('cadre', 'watch', '--')).toEqual(['--json', '--from', '--help']);
   expect(completionScript(buildProgram(), 'zsh')).toMatch(/^#compdef cadre\n[\s\S]*bashcompinit[\s\S]*complete -o filenames -F _cadre cadre/);
 });
 
@@ -72,10 +72,14 @@ test('--json results from validate, answer, pause, resume, cancel and watch; lis
     expect(JSON.parse((await cadre('answer', id, 'confirm', 'yes', '--json')).stdout)).toEqual({ workflowId: id, waitId: 'confirm', value: 'yes', accepted: true });
     const watched = await watch;
     expect(watched.code).toBe(0);
-    const lines = watched.stdout.trim().split('\n').map((line) => JSON.parse(line) as { status: string });
-    expect(lines.length).toBeGreaterThanOrEqual(2);
-    expect(lines[lines.length - 1].status).toBe('completed');
-    expect(lines.some((l) => l.status === 'waiting')).toBe(true);
+    // One event a line, in order: the question, and the run's end last.
+    const lines = watched.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; offset: number; status?: string; waitId?: string });
+    expect(lines.map((l) => l.offset)).toEqual(lines.map((_, i) => i));
+    expect(lines.at(-1)).toMatchObject({ type: 'run_completed', status: 'completed' });
+    expect(lines.some((l) => l.type === 'question_asked' && l.waitId === 'confirm')).toBe(true);
+    // --from resumes: the same events from that offset on, nothing before it.
+    const resumed = (await cadre('watch', id, '--json', '--from', '2')).stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(resumed).toEqual(lines.slice(2));
 
     const other = uniqueId('conventions');
     await cadre('run', 'plan.yaml', '--id', other);

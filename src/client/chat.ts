@@ -5,11 +5,13 @@
 import { createInterface } from 'node:readline/promises';
 import type { SessionInput } from '../protocol/definitions';
 import type { CadreClient } from './client';
-import { endSession, sendMessage, sessionDiagnostics } from './sessions';
+import { endSession, printReply, sessionDiagnostics } from './sessions';
 
 export interface ChatIo {
   input: NodeJS.ReadableStream;
   out: (line: string) => void;
+  /** Replies as they are written (no newline added). */
+  write: (text: string) => void;
   info: (line: string) => void;
 }
 
@@ -31,8 +33,7 @@ export async function chat(client: CadreClient, sessionId: string, start: Sessio
         continue;
       }
       try {
-        const result = await sendMessage(client, sessionId, raw, start);
-        io.out(result.reply);
+        await printReply(client, sessionId, raw, start, io.write);
       } catch (err) {
         io.info(`error: ${(err as Error).message}`);
       }

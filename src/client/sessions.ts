@@ -3,7 +3,9 @@
  * ones join it, and the reply is the update's result), `end` and `diagnostics` talk to a running one.
  */
 import path from 'node:path';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { StreamEventAt } from '../streaming/events';
+import { EventPrinter } from './event-printer';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import type { ApprovalPolicy, Approvals } from '../spec/types';
 import { taskQueue as defaultTaskQueue } from './task-queue';
@@ -74,6 +76,66 @@ export async function sendMessage(cadre: CadreClient, sessionId: string, text: s
     throw err;
   }
 }
+
+/**
+ * Sends a message as `sendMessage` does, and hands `onEvent` the session's stream while the reply
+ * is written (its text, tool calls and results), up to the reply's last event. The stream is read
+ * from where it stood when the message went, so another sender's reply at the same moment may
+ * show too. The result is the same as `sendMessage`'s.
+ */
+export async function sendStreaming(cadre: CadreClient, sessionId: string, text: string, start: SessionInput, onEvent: (event: StreamEventAt) => void, options: { taskQueue?: string } = {}): Promise<SendResult> {
+  checkWorkflowId(sessionId);
+  const from = await streamOffset(cadre, sessionId);
+  const stop = new AbortController();
+  let end: number | undefined;
+  let seen = from;
+  const reading = (async () => {
+    for await (const event of cadre.events(sessionId, { from, signal: stop.signal, until: (e) => end !== undefined && e.offset + 1 >= end })) {
+      seen = event.offset + 1;
+      onEvent(event);
+    }
+  })().catch(() => undefined); // the stream only shows the reply; the update's result is the reply
+  try {
+    const result = await sendMessage(cadre, sessionId, text, start, options);
+    end = result.offset;
+    if (end !== undefined && seen < end) await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, STREAM_CATCH_UP_MS))]);
+    return result;
+  } finally {
+    stop.abort();
+    await reading;
+  }
+}
+
+/** Sends a message and prints its reply to stdout as it is written (tool calls as one-line summaries); the whole reply when nothing streamed. */
+export async function printReply(cadre: CadreClient, sessionId: string, text: string, start: SessionInput, write: (text: string) => void = (t) => void process.stdout.write(t)): Promise<SendResult> {
+  const printer = new EventPrinter({ write });
+  let streamed = false;
+  const result = await sendStreaming(cadre, sessionId, text, start, (event) => {
+    streamed ||= event.type === 'text_delta';
+    printer.print(event);
+  });
+  printer.endLine();
+  if (!streamed) write(`${result.reply}\n`);
+  return result;
+}
+
+/** How long a reply waits for its streamed events to be read once the reply is in. */
+const STREAM_CATCH_UP_MS = 5000;
+
+/** The session's stream offset now: 0 for a session not started yet (or ended: the message starts a new one). */
+async function streamOffset(cadre: CadreClient, sessionId: string): Promise<number> {
+  const handle = cadre.client.workflow.getHandle(sessionId);
+  try {
+    if ((await handle.describe()).status.name !== 'RUNNING') return 0;
+    return await handle.query<number>(STREAM_OFFSET_QUERY);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 0;
+    throw err;
+  }
+}
+
+/** Workflow Streams' own query for the offset the next event will have. */
+const STREAM_OFFSET_QUERY = '__temporal_workflow_stream_offset';
 
 export async function endSession(cadre: CadreClient, sessionId: string): Promise<void> {
   checkWorkflowId(sessionId);

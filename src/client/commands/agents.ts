@@ -1,7 +1,7 @@
 /** An agent's audit log (`cadre audit`) and sessions with one (`cadre send`, `cadre chat`). */
 import type { Command } from 'commander';
 import { CadreClient } from '../client';
-import { chatSessionId, sendMessage, sessionInput } from '../sessions';
+import { chatSessionId, printReply, sendMessage, sessionInput } from '../sessions';
 import { commaList, info, out, withRun } from './shared';
 
 type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
@@ -29,12 +29,12 @@ export function registerSessionCommands(program: Command): void {
   sessionOptions(
     program
       .command('send <session> <message>')
-      .description('send a message to a session, starting it if it is not running, and print the reply')
-      .option('--json', 'print the reply and counts as JSON'),
+      .description('send a message to a session, starting it if it is not running, and print the reply as it is written')
+      .option('--json', 'print the reply and counts as JSON, once the reply is whole'),
   ).action(async (id: string, message: string, opts: SessionCliOptions & { json?: boolean }) => {
     await withRun(id, async (client) => {
-      const result = await sendMessage(client, id, message, sessionInput(opts));
-      out(opts.json ? JSON.stringify(result) : result.reply);
+      if (opts.json) return out(JSON.stringify(await sendMessage(client, id, message, sessionInput(opts))));
+      await printReply(client, id, message, sessionInput(opts));
     });
   });
 
@@ -42,7 +42,7 @@ export function registerSessionCommands(program: Command): void {
     async (id: string | undefined, opts: SessionCliOptions) => {
       const sessionId = id ?? chatSessionId();
       const { chat } = await import('../chat');
-      await withRun(sessionId, (client) => chat(client, sessionId, sessionInput(opts), { input: process.stdin, out, info }));
+      await withRun(sessionId, (client) => chat(client, sessionId, sessionInput(opts), { input: process.stdin, out, info, write: (text) => void process.stdout.write(text) }));
     },
   );
 }

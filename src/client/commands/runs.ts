@@ -4,7 +4,9 @@ import { renderDiagnostics } from '../format';
 import { printPaged } from '../pager';
 import { RUN_STATUSES } from '../run-status';
 import { colourOn, paintStatus } from '../style';
-import { exitCodeOf, follow, leaveRunOnCtrlC, out, positive, withClient, withRun } from './shared';
+import { exitCodeOf, follow, leaveRunOnCtrlC, offset, out, positive, withClient, withRun } from './shared';
+import { EventPrinter } from '../event-printer';
+import { type CadreClient, CadreError, UsageError } from '../client';
 
 export function registerStatusCommands(program: Command): void {
   program
@@ -42,16 +44,52 @@ export function registerStatusCommands(program: Command): void {
 
   program
     .command('watch <id>')
-    .description('follow a run live until it ends')
-    .option('--json', 'print the diagnostics as a JSON line at every change')
-    .addHelpText('after', '\nExamples:\n  cadre watch plan-triage-1a2b3c\n  cadre watch plan-triage-1a2b3c --json | jq -c \'{status, waiting: [.waiting[].id]}\'')
-    .action(async (id: string, opts: { json?: boolean }) => {
+    .description("follow a run live until it ends: its steps, and its agents' text as they write it")
+    .option('--json', 'print its events (docs/streaming.md) as JSON lines as they come')
+    .option('--from <offset>', 'with --json: start at this offset, to resume where a reader left off', offset)
+    .addHelpText('after', '\nExamples:\n  cadre watch plan-triage-1a2b3c\n  cadre watch plan-triage-1a2b3c --json | jq -c \'select(.type == "tool_call")\'\n  cadre watch plan-triage-1a2b3c --json --from 120')
+    .action(async (id: string, opts: { json?: boolean; from?: number }) => {
       await withRun(id, async (client) => {
         leaveRunOnCtrlC(id);
-        const final = await follow(client, id, out, opts.json ? (d) => out(JSON.stringify(d)) : undefined);
-        process.exitCode = exitCodeOf(final.status);
+        if (opts.from !== undefined && !opts.json) throw new UsageError('--from needs --json (the human view follows the run from its start)');
+        const final = opts.json ? await printEvents(client, id, opts.from ?? 0) : await followWithText(client, id);
+        process.exitCode = exitCodeOf(final);
       });
     });
+}
+
+/** --json: every event as a line as it comes; the run's status once it ended. */
+async function printEvents(client: CadreClient, id: string, from: number): Promise<string> {
+  let status: string | undefined;
+  try {
+    for await (const event of client.events(id, { from })) {
+      out(JSON.stringify(event));
+      if (event.type === 'run_completed') status = event.status;
+    }
+  } catch (err) {
+    if ((err as Error).message.includes('stream')) throw new CadreError(`${id} has no event stream (it started on a cadre from before streams): follow it with \`cadre watch ${id}\` without --json`);
+    throw err;
+  }
+  return status ?? (await client.diagnostics(id)).status;
+}
+
+/** The human view: steps, waits and the ETA as before, with the agents' text and tool calls as they come. */
+async function followWithText(client: CadreClient, id: string): Promise<string> {
+  const printer = new EventPrinter({ write: (text) => void process.stdout.write(text), labelSteps: true });
+  const stop = new AbortController();
+  // A run from before streams shows its steps only.
+  const text = (async () => {
+    for await (const event of client.events(id, { signal: stop.signal })) printer.print(event);
+  })().catch(() => undefined);
+  const final = await follow(client, id, (line) => {
+    printer.endLine();
+    out(line);
+  });
+  // The last events (a final answer) may still be on their way: a moment for them, not more.
+  await Promise.race([text, new Promise((resolve) => setTimeout(resolve, 2000))]);
+  stop.abort();
+  printer.endLine();
+  return final.status;
 }
 
 export function registerControlCommands(program: Command): void {

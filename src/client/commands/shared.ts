@@ -32,6 +32,12 @@ export function positive(value: string): number {
   return n;
 }
 
+export function offset(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not an offset (a whole number, 0 or more): ${value}`);
+  return n;
+}
+
 export async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T> {
   const client = await CadreClient.connect();
   try {
