@@ -9,7 +9,10 @@ import { modelSettings } from '../src/providers/config';
 import { sendMessage, sessionInput } from '../src/client/sessions';
 import { STREAM_EVENT_TYPES, type StreamEventAt } from '../src/streaming/events';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
-import { type Harness, compile, startPlan, tempWorkspace, uniqueId, withWorker } from './support/harness';
+import { type Harness, compile, kill, startPlan, startWorkerProcess, tempWorkspace, uniqueId, withWorker } from './support/harness';
+import { exited, spawnCadre, testServerEnv } from './support/cli';
+import { CadreClient } from '../src/client/client';
+import { streamQuery } from '../src/protocol/stream';
 
 let server: FakeModelServer;
 beforeAll(async () => {
@@ -100,6 +103,120 @@ test('a session streams its reply, and the reply tells where its events end', as
   });
 });
 
-test('the schema lists every event type once', () => {
-  expect(new Set(STREAM_EVENT_TYPES).size).toBe(12);
+test('every event type appears: a question, a failed turn retried as attempt 2, an approval, a failed step', async () => {
+  const ws = tempWorkspace();
+  const plan = compile(
+    `name: all-events
+steps:
+  - { id: confirm, ask: { question: "Go on?", choices: [yes, no] } }
+  - { id: act, dependsOn: [confirm], agent: { prompt: "say hi", model: "openai:gpt-4o-mini", tools: [shell], approvals: { shell: ask } } }
+  - { id: bad, dependsOn: [act], tool: shell, with: { command: "exit 3" }, retry: { maximumAttempts: 1 } }
+`,
+    ws,
+  );
+  server.enqueue(
+    { status: 500, body: { error: { message: 'overloaded' } } },
+    { text: 'Running it. ', toolCalls: [{ id: 'c1', name: 'shell', args: { command: 'echo hi' } }] },
+    { chunks: ['All ', 'done.'] },
+  );
+  await withModels(async (h) => {
+    const id = await startPlan(h, plan);
+    const events: StreamEventAt[] = [];
+    for await (const e of h.client.events(id)) {
+      events.push(e);
+      if (e.type === 'question_asked') await h.client.answer(id, e.waitId, 'yes');
+      if (e.type === 'approval_requested') await h.client.answer(id, e.waitId, 'approve');
+    }
+    const types = new Set(events.map((e) => e.type));
+    expect([...STREAM_EVENT_TYPES].filter((t) => !types.has(t))).toEqual([]);
+    expect(new Set(STREAM_EVENT_TYPES).size).toBe(12);
+    // The failed attempt and its retry are told apart: each starts with its own message_start.
+    const turn1 = events.filter((e) => e.step === 'act' && e.turn === 1);
+    expect(turn1.map((e) => [e.type, e.attempt])).toEqual(
+      expect.arrayContaining([
+        ['message_start', 1],
+        ['error', 1],
+        ['message_start', 2],
+        ['message_complete', 2],
+      ]),
+    );
+    expect(events.find((e) => e.type === 'error')).toMatchObject({ errorType: 'ModelUnavailable', retryable: true });
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ tool: 'shell', preview: expect.stringContaining('hi') });
+    expect(events.find((e) => e.type === 'step_failed')).toMatchObject({ step: 'bad' });
+    expect(events.at(-1)).toMatchObject({ type: 'run_completed', status: 'failed' });
+  });
+});
+
+test('a worker killed while the model streams: a second attempt, which readers tell apart, completes the turn', async () => {
+  const ws = tempWorkspace();
+  const plan = compile(`name: killed-stream\nsteps:\n  - { id: talk, agent: { prompt: "talk", model: "openai:gpt-4o-mini" } }\n`, ws);
+  const first = words(40, 'a');
+  const second = words(5, 'b');
+  server.enqueue({ chunks: first, chunkDelayMs: 100 }, { chunks: second });
+  const taskQueue = uniqueId('killed-stream');
+  const env = { OPENAI_API_KEY: 'sk-test-killed', OPENAI_BASE_URL: server.baseURL };
+  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  let worker = await startWorkerProcess(taskQueue, env);
+  try {
+    const { workflowId } = await client.start(plan, {}, { workflowId: uniqueId('killed-stream'), taskQueue });
+    const events: StreamEventAt[] = [];
+    for await (const e of client.events(workflowId)) {
+      events.push(e);
+      if (e.type === 'text_delta' && e.attempt === 1 && worker.exitCode === null && events.filter((x) => x.type === 'text_delta').length === 2) {
+        await kill(worker, 'SIGKILL');
+        worker = await startWorkerProcess(taskQueue, env);
+      }
+    }
+    const starts = events.filter((e) => e.type === 'message_start');
+    expect(starts.map((e) => e.attempt)).toEqual([1, 2]);
+    const textOf = (attempt: number) => events.filter((e) => e.type === 'text_delta' && e.attempt === attempt).map((e) => (e as { text: string }).text).join('');
+    // The killed attempt's text is partial; the second attempt's is whole, and it is the answer.
+    expect(first.join('').startsWith(textOf(1))).toBe(true);
+    expect(textOf(1).length).toBeLessThan(first.join('').length);
+    expect(textOf(2)).toBe(second.join(''));
+    expect((await client.result(workflowId)).status).toBe('completed');
+  } finally {
+    await kill(worker, 'SIGTERM');
+    await client.close();
+  }
+});
+
+test('cadre send prints the reply as it streams', async () => {
+  const ws = tempWorkspace();
+  const id = uniqueId('send-stream');
+  const chunks = words(15, 'p');
+  server.enqueue({ chunks, chunkDelayMs: 100 });
+  await withModels(async (h) => {
+    const child = spawnCadre(['send', id, 'hello'], ws, { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue, CADRE_MODEL: 'openai:gpt-4o-mini' });
+    const seen: { text: string; at: number }[] = [];
+    child.stdout!.on('data', (chunk: Buffer) => seen.push({ text: chunk.toString(), at: Date.now() }));
+    expect(await exited(child)).toBe(0);
+    expect(seen.map((s) => s.text).join('')).toBe(`${chunks.join('')}\n`);
+    const lastSent = server.chunkTimes.filter((c) => chunks.includes(c.text)).at(-1)?.at as number;
+    expect(seen.length).toBeGreaterThan(2);
+    expect(seen[0].at).toBeLessThan(lastSent - 500);
+  });
+});
+
+test('history grows by batches, not chunks; readers (queries) add nothing to it', async () => {
+  const ws = tempWorkspace();
+  const plan = compile(`name: batches\nsteps:\n  - { id: long, agent: { prompt: "write", model: "openai:gpt-4o-mini" } }\n`, ws);
+  const chunks = words(600, 'x');
+  // About 600 chunks a second, as a fast hosted model sends small tokens.
+  server.enqueue({ chunks, chunkDelayMs: 0 });
+  await withModels(async (h) => {
+    const id = await startPlan(h, plan);
+    const events = await collect(h, id);
+    expect(events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text).join('')).toBe(chunks.join(''));
+    const history = await h.client.client.workflow.getHandle(id).fetchHistory();
+    const all = history.events ?? [];
+    const publishes = all.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === '__temporal_workflow_stream_publish').length;
+    console.log(`600 chunks: ${publishes} publish signals, ${all.length} events in the run's history`);
+    expect(publishes).toBeGreaterThan(0);
+    expect(publishes).toBeLessThanOrEqual(30);
+    expect(all.length).toBeLessThan(150);
+    // Readers poll by query: a hundred reads add no event.
+    for (let i = 0; i < 100; i++) await h.client.client.workflow.getHandle(id).query(streamQuery, { from: i });
+    expect((await h.client.client.workflow.getHandle(id).fetchHistory()).events?.length).toBe(all.length);
+  });
 });

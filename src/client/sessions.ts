@@ -90,7 +90,7 @@ export async function sendStreaming(cadre: CadreClient, sessionId: string, text:
   let end: number | undefined;
   let seen = from;
   const reading = (async () => {
-    for await (const event of cadre.events(sessionId, { from, signal: stop.signal, until: (e) => end !== undefined && e.offset + 1 >= end })) {
+    for await (const event of cadre.events(sessionId, { from, awaitStart: true, signal: stop.signal, until: (e) => end !== undefined && e.offset + 1 >= end })) {
       seen = event.offset + 1;
       onEvent(event);
     }

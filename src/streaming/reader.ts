@@ -20,6 +20,8 @@ export interface EventsOptions {
   idlePollMs?: number;
   /** Events read before this stops: for sessions, which go on after each reply. */
   until?: (event: StreamEventAt) => boolean;
+  /** The workflow is about to start (a first message starts a session): wait for it rather than fail. */
+  awaitStart?: boolean;
 }
 
 /** Callbacks for those who prefer them to an iterator: each event goes to `onEvent` and to the callback of its type. */
@@ -39,8 +41,8 @@ export interface EventCallbacks {
 
 /** A quiet spell after which the reader slows down, and asks whether the run has ended. */
 const QUIET_MS = 2000;
-/** Failed polls in a row (no worker, a server restart) before the reader gives up. */
-const MAX_FAILED_POLLS = 40;
+/** Failed polls in a row (no worker, a server restart, a workflow not started yet) before the reader gives up: about 10 s. */
+const MAX_FAILED_POLLS = 200;
 
 export async function* readEvents(client: Client, workflowId: string, options: EventsOptions = {}): AsyncGenerator<StreamEventAt, void, undefined> {
   const handle = client.workflow.getHandle(workflowId);
@@ -56,8 +58,8 @@ export async function* readEvents(client: Client, workflowId: string, options: E
       page = await handle.query(streamQuery, { from });
       failures = 0;
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError || ++failures >= MAX_FAILED_POLLS || isPermanent(err)) throw err;
-      await pause(options.idlePollMs ?? 250, signal);
+      if ((err instanceof WorkflowNotFoundError && !options.awaitStart) || ++failures >= MAX_FAILED_POLLS || isPermanent(err)) throw err;
+      await pause(options.pollMs ?? 50, signal);
       continue;
     }
     for (const raw of page.events) {

@@ -1,0 +1,333 @@
+/**
+ * The browser bridge (`cadre serve`, docs/streaming.md): a Node `http` handler that speaks the AI
+ * SDK's UI message stream, so `useChat` (or the page at `/`) talks to cadre sessions. The chat's id
+ * is the session's id. A reply streams from the session's stream, each SSE event carrying its
+ * offset as `id:`, so a browser that lost the stream resumes from where it was.
+ *
+ *   POST /api/chat                  useChat's body ({ id, messages }): sends the last user message
+ *   GET  /api/chat/:id/stream       resumes (?from=N, or Last-Event-ID); 204 when nothing is left
+ *   POST /api/chat/:id/answer       { waitId, value }: answers an approval
+ *   GET  /                          the page (examples/browser/index.html)
+ */
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { SendResult, SessionInput } from '../protocol/definitions';
+import { type CadreUiChunk, UiMessageStream } from '../streaming/ui-message-stream';
+import { CadreError } from '../errors/cadre-error';
+import { packageRoot } from '../package-root';
+import { type CadreClient, errorChain } from './client';
+import { sendMessage } from './sessions';
+import { checkWorkflowId } from './workflow-ids';
+
+export interface ChatHandlerOptions {
+  client: CadreClient;
+  /** How a chat's session starts (`sessionInput`): its model, tools, approvals and workspace. */
+  start: SessionInput;
+  taskQueue?: string;
+  /** The page served at `GET /` (default: the package's examples/browser/index.html); false: none. */
+  page?: string | false;
+  /** Host headers served (`127.0.0.1:3000`); others get 403, against DNS rebinding. Default: any. */
+  hosts?: string[];
+}
+
+/** For `http.createServer`, or a framework's middleware: with `next`, unknown paths fall through. */
+export type ChatHandler = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
+
+/** `ai`'s UI_MESSAGE_STREAM_HEADERS, copied so the CLI does not load the AI SDK to serve. */
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-vercel-ai-ui-message-stream': 'v1', 'x-accel-buffering': 'no' };
+/** useChat sends the whole conversation each time; only its last message is read. */
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+/** A refused message (too long, session ending) fails fast: until then the answer may still be a JSON error. */
+const HOLD_HEADERS_MS = 2000;
+/** Comments that keep proxies from closing a stream that waits (for an approval, a slow model). */
+const KEEP_ALIVE_MS = 15_000;
+/** How long a finished reply waits for its last events to be read. */
+const CATCH_UP_MS = 10_000;
+/** Workflow Streams' own query for the offset the next event will have. */
+const STREAM_OFFSET_QUERY = '__temporal_workflow_stream_offset';
+
+class RequestError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A reply being written: where the session's stream stood when its message went, and its result. */
+interface Reply {
+  from: Promise<number>;
+  done: Promise<SendResult>;
+}
+
+export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
+  const { client } = options;
+  /** The reply in progress per chat, for resumes that name no offset (useChat's replay). */
+  const replies = new Map<string, Reply>();
+  const pageFile = options.page ?? path.join(packageRoot(), 'examples', 'browser', 'index.html');
+  let page: Buffer | undefined;
+
+  const send = (id: string, text: string): Reply => {
+    const from = streamOffset(client, id);
+    const reply = { from, done: from.then(() => sendMessage(client, id, text, options.start, { ...(options.taskQueue && { taskQueue: options.taskQueue }) })) };
+    replies.set(id, reply);
+    const forget = () => void (replies.get(id) === reply && replies.delete(id));
+    // The reply goes on when its browser leaves; this also keeps its failure from going unhandled.
+    reply.done.then(forget, forget);
+    return reply;
+  };
+
+  const stream = (res: ServerResponse, id: string, from: number, end: Promise<number | undefined>, hold: boolean, messageId: string) =>
+    streamReply(client, res, { id, from, end, hold, messageId });
+
+  async function route(req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://cadre.invalid');
+    if (options.hosts && !options.hosts.includes(req.headers.host ?? '')) throw new RequestError(403, `host ${req.headers.host ?? '(none)'} is not served here`);
+    const at = /^\/api\/chat\/([^/]+)\/(stream|answer)$/.exec(url.pathname);
+    if (url.pathname === '/api/chat' || at) {
+      // A page elsewhere must not drive agents here (its requests carry its Origin).
+      if (!sameOrigin(req)) throw new RequestError(403, 'cross-origin requests are refused');
+      if (!at) {
+        allow(req, 'POST');
+        const { id, text } = chatRequest(await readJson(req));
+        const reply = send(id, text);
+        const from = await reply.from;
+        return stream(res, id, from, reply.done.then((r) => r.offset), true, `reply-${from}`);
+      }
+      const id = chatId(at[1]);
+      if (at[2] === 'answer') {
+        allow(req, 'POST');
+        const { waitId, value } = answerRequest(await readJson(req));
+        await client.answer(id, waitId, value);
+        return json(res, 200, { workflowId: id, waitId, value, accepted: true });
+      }
+      allow(req, 'GET');
+      const given = resumeFrom(req, url);
+      const reply = replies.get(id);
+      if (reply) {
+        const start = await reply.from;
+        return stream(res, id, given ?? start, reply.done.then((r) => r.offset), false, `reply-${start}`);
+      }
+      // No reply in progress here: what the browser missed, up to now.
+      const now = await streamOffset(client, id);
+      if (given === undefined || given >= now) return void res.writeHead(204).end();
+      return stream(res, id, given, Promise.resolve(now), false, `reply-${given}`);
+    }
+    if ((url.pathname === '/' || url.pathname === '/index.html') && pageFile !== false && req.method === 'GET') {
+      page ??= readFileSync(pageFile);
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'",
+      });
+      return void res.end(page);
+    }
+    if (next) return next();
+    throw new RequestError(404, `no route for ${req.method} ${url.pathname}`);
+  }
+
+  return (req, res, next) => {
+    route(req, res, next).catch((err: unknown) => {
+      if (!res.headersSent) return json(res, statusOf(err), { error: messageOf(err) });
+      res.end();
+    });
+  };
+}
+
+interface StreamTarget {
+  id: string;
+  from: number;
+  /** Where the reply's events end (its SendResult's offset); undefined: the session does not say. */
+  end: Promise<number | undefined>;
+  /** Keep the head back a moment, so that a refused message is a JSON error and not a stream. */
+  hold: boolean;
+  messageId: string;
+}
+
+/** Streams the session's events from `from` to the reply's end as UI message chunks, then `[DONE]`. */
+async function streamReply(client: CadreClient, res: ServerResponse, target: StreamTarget): Promise<void> {
+  const ui = new UiMessageStream(target.messageId);
+  const stop = new AbortController();
+  res.on('close', () => stop.abort());
+  let keepAlive: NodeJS.Timeout | undefined;
+  const open = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, SSE_HEADERS);
+    res.flushHeaders();
+    keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+  };
+  // The offset goes on an event's last chunk only: a browser that resumes after it has them all.
+  const write = (chunks: CadreUiChunk[], offset?: number) => {
+    if (chunks.length === 0 || res.writableEnded) return;
+    open();
+    res.write(chunks.map((c, i) => `${offset !== undefined && i === chunks.length - 1 ? `id: ${offset}\n` : ''}data: ${JSON.stringify(c)}\n\n`).join(''));
+  };
+  const held = target.hold ? setTimeout(open, HOLD_HEADERS_MS) : (open(), undefined);
+
+  let end: number | undefined;
+  let next = target.from;
+  const reading = (async () => {
+    while (!stop.signal.aborted) {
+      try {
+        for await (const event of client.events(target.id, { from: next, signal: stop.signal, until: (e) => end !== undefined && e.offset + 1 >= end })) {
+          // The page that holds the reply's last event may hold the next message's first ones.
+          if (end !== undefined && event.offset >= end) break;
+          next = event.offset + 1;
+          write(ui.push(event), event.offset);
+        }
+        return;
+      } catch (err) {
+        // The first message starts the session: until it has, there is nothing to read.
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        await pause(100, stop.signal);
+      }
+    }
+  })();
+
+  let failure: unknown;
+  let catchUp: NodeJS.Timeout | undefined;
+  try {
+    end = await target.end;
+    if (end === undefined || next >= end) stop.abort();
+    else catchUp = setTimeout(() => stop.abort(), CATCH_UP_MS);
+  } catch (err) {
+    failure = err;
+    stop.abort();
+  }
+  try {
+    await reading;
+  } catch (err) {
+    // The reply is in; a stream that could not be read only shows less of it.
+    failure ??= end === undefined ? err : undefined;
+  }
+  clearTimeout(held);
+  clearTimeout(catchUp);
+  clearInterval(keepAlive);
+  if (failure !== undefined && !res.headersSent) return json(res, statusOf(failure), { error: messageOf(failure) });
+  if (res.writableEnded || res.destroyed) return;
+  write(ui.finish(failure === undefined ? undefined : messageOf(failure)), end !== undefined && end > target.from ? end - 1 : undefined);
+  res.end('data: [DONE]\n\n');
+}
+
+/** The session's stream offset now: 0 for a session not started yet (or ended: the message starts a new one). */
+async function streamOffset(client: CadreClient, id: string): Promise<number> {
+  const handle = client.client.workflow.getHandle(id);
+  try {
+    if ((await handle.describe()).status.name !== 'RUNNING') return 0;
+    return await handle.query<number>(STREAM_OFFSET_QUERY);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 0;
+    throw err;
+  }
+}
+
+/** The chat's id and the text of its last user message, from useChat's body. */
+function chatRequest(body: unknown): { id: string; text: string } {
+  if (!isObject(body)) throw new RequestError(400, 'the body is a JSON object: { id, messages }');
+  if (typeof body.id !== 'string') throw new RequestError(400, '"id" (the chat id, which is the session id) is missing');
+  const id = chatId(body.id);
+  if (body.trigger === 'regenerate-message') throw new RequestError(400, 'a session cannot take back a reply: send a new message instead');
+  if (!Array.isArray(body.messages)) throw new RequestError(400, '"messages" (useChat\'s UI messages) is missing');
+  const last = (body.messages as unknown[]).filter(isObject).reverse().find((m) => m.role === 'user');
+  if (!last) throw new RequestError(400, 'no user message in "messages"');
+  const parts = Array.isArray(last.parts) ? (last.parts as unknown[]) : [];
+  const text = parts.map((p) => (isObject(p) && p.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('');
+  if (text.trim() === '') throw new RequestError(400, 'the last user message has no text part');
+  return { id, text };
+}
+
+function answerRequest(body: unknown): { waitId: string; value: string } {
+  if (!isObject(body) || typeof body.waitId !== 'string' || body.waitId === '' || typeof body.value !== 'string' || body.value === '') {
+    throw new RequestError(400, 'the body is { "waitId": "...", "value": "approve" } (or another of the wait\'s choices)');
+  }
+  return { waitId: body.waitId, value: body.value };
+}
+
+function chatId(raw: string): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(raw);
+  } catch {
+    throw new RequestError(400, `bad chat id: ${JSON.stringify(raw)} is not URL-encoded text`);
+  }
+  try {
+    checkWorkflowId(id);
+  } catch (err) {
+    throw new RequestError(400, `bad chat id: ${(err as Error).message.replace(/^the run id /, 'it ')}`);
+  }
+  return id;
+}
+
+/** Where a resume starts: after Last-Event-ID (what the browser last got) or at `?from`; undefined: not said. */
+function resumeFrom(req: IncomingMessage, url: URL): number | undefined {
+  const last = req.headers['last-event-id'];
+  const raw = typeof last === 'string' && last !== '' ? last : url.searchParams.get('from');
+  if (raw === null) return undefined;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < 0) throw new RequestError(400, `not a stream offset: ${JSON.stringify(raw)} (a whole number, 0 or more)`);
+  return raw === last ? n + 1 : n;
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  // A framework's body parser may have read it already.
+  const parsed = (req as IncomingMessage & { body?: unknown }).body;
+  if (isObject(parsed)) return parsed;
+  // JSON only: a form or text/plain post from another site would need no CORS preflight.
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new RequestError(415, 'send JSON (content-type: application/json)');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new RequestError(413, `the body is over ${MAX_BODY_BYTES / 1024 / 1024} MB`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    throw new RequestError(400, 'the body is not JSON');
+  }
+}
+
+function allow(req: IncomingMessage, method: string): void {
+  if (req.method !== method) throw new RequestError(405, `use ${method} here`);
+}
+
+function sameOrigin(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+function statusOf(err: unknown): number {
+  if (err instanceof RequestError) return err.status;
+  // The session's own refusals (a message too long, a session ending) and failed replies.
+  return err instanceof CadreError ? 400 : 502;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof CadreError || err instanceof RequestError ? err.message : errorChain(err).split('\n')[0];
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}
