@@ -9,6 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { WorkflowStreamClient } from '@temporalio/workflow-streams/client';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
 import { endSession, sendMessage, sessionInput } from '../../src/client/sessions';
@@ -28,6 +30,18 @@ interface Scenario {
   setup?: (workspace: string) => void;
   /** Start with the plan document, as any Temporal client does, instead of the compiled plan. */
   document?: true;
+  /** Follow the run's stream with Temporal's own client (poll updates, as Python's does) while it runs. */
+  followStream?: true;
+}
+
+/** Reads a run's stream as other languages' clients do, with the poll update: its accepted polls are in the history. */
+async function followWithPolls(client: CadreClient, workflowId: string): Promise<number> {
+  let items = 0;
+  for await (const item of WorkflowStreamClient.create(client.client, workflowId).subscribe(['events'], 0)) {
+    items++;
+    if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === 'run_completed') break;
+  }
+  return items;
 }
 
 /** A git repository with one commit at <workspace>/repo. */
@@ -186,6 +200,20 @@ output: "{{ steps.act.output }}"
     children: { 'agent-task': '/act', 'agent-task-decide': '/gate' },
     setup: agentScenarios,
   },
+  // A streamed agent (patch run-stream): its turns publish to the run's stream, which drains before the run ends.
+  {
+    name: 'run-plan-streamed',
+    plan: `
+name: replay-streamed
+steps:
+  - { id: act, agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } } }
+output: "{{ steps.act.output }}"
+`,
+    answers: { 'act/call-2.1': ['approve'] },
+    children: { 'agent-task-streamed': '/act' },
+    setup: agentScenarios,
+    followStream: true,
+  },
   // Shell calls judged by command rules in a local activity (patch command-rules); an answer of always.
   {
     name: 'run-plan-command-rules',
@@ -300,6 +328,33 @@ async function recordSession(client: CadreClient): Promise<void> {
   }
 }
 
+/** A streamed session (its stream carried across continue-as-new), followed by poll updates while it runs. */
+async function recordStreamedSession(client: CadreClient): Promise<void> {
+  const files = { first: 'session-streamed-first-run', last: 'session-streamed-after-continue' };
+  const target = (name: string) => path.join(__dirname, '..', 'histories', `${name}.json`);
+  if (existsSync(target(files.first))) {
+    console.error(`kept ${target(files.first)}`);
+    return;
+  }
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
+  writeFileSync(path.join(workspace, 'chat.yaml'), 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "streamed and noted", usage: { inputTokens: 5, outputTokens: 3 } }\n');
+  const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: 2 });
+  const id = 'replay-session-streamed';
+  let firstRunId: string | undefined;
+  await sendMessage(client, id, 'message 1', start, { taskQueue: 'record' });
+  firstRunId = (await client.client.workflow.getHandle(id).describe()).runId;
+  const following = followWithPolls(client, id);
+  for (let i = 2; i <= 5; i++) await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
+  await endSession(client, id);
+  await client.client.workflow.getHandle(id).result();
+  console.error(`read ${await following} stream items by poll update across continue-as-new`);
+  for (const [name, runId] of [[files.first, firstRunId], [files.last, undefined]] as const) {
+    const history = await client.client.workflow.getHandle(id, runId).fetchHistory();
+    writeFileSync(target(name), `${historyToJSON(history)}\n`);
+    console.error(`wrote ${target(name)} (${history.events?.length} events)`);
+  }
+}
+
 async function main(): Promise<void> {
   installConciseLogging('ERROR');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-'));
@@ -319,6 +374,7 @@ async function main(): Promise<void> {
       const { workflowId } = scenario.document
         ? await client.client.workflow.start('runPlan', { workflowId: scenario.name, taskQueue: 'record', args: [{ document: YAML.parse(scenario.plan), baseDir: workspace }] })
         : await client.start(result.plan, {}, { workflowId: scenario.name, taskQueue: 'record' });
+      const following = scenario.followStream ? followWithPolls(client, workflowId) : undefined;
       const pending = Object.fromEntries(Object.entries(scenario.answers).map(([k, v]) => [k, [...v]]));
       await client.watch(workflowId, (d) => {
         for (const w of d.waiting) {
@@ -327,6 +383,7 @@ async function main(): Promise<void> {
           if (answer) void client.answer(workflowId, w.id, answer).catch((err) => console.error(`answer ${w.id}=${answer}: ${err}`, JSON.stringify(d.waiting)));
         }
       });
+      if (following) console.error(`read ${await following} stream items by poll update`);
       const records = { [scenario.name]: workflowId, ...Object.fromEntries(Object.entries(scenario.children ?? {}).map(([name, suffix]) => [name, `${workflowId}${suffix}`])) };
       for (const [name, id] of Object.entries(records)) {
         const history = await client.client.workflow.getHandle(id).fetchHistory();
@@ -336,6 +393,7 @@ async function main(): Promise<void> {
       }
     }
     await recordSession(client);
+    await recordStreamedSession(client);
   } finally {
     await client.close();
     await embedded.stop();

@@ -4,7 +4,7 @@
  * publish model and tool events by the stream's signal. Publishing never drives the workflow:
  * nothing here issues a command, so replay never depends on the stream.
  */
-import { allHandlersFinished, condition, defaultPayloadConverter, setHandler } from '@temporalio/workflow';
+import { CancellationScope, allHandlersFinished, condition, defaultPayloadConverter, setHandler } from '@temporalio/workflow';
 import type { Payload } from '@temporalio/common';
 import { WorkflowStream, type WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import { STREAM_PAGE_EVENTS, STREAM_TOPIC, type StreamPage, type StreamRead, streamQuery } from '../../protocol/stream';
@@ -38,7 +38,8 @@ export class RunStream {
     this.stream = new WorkflowStream(state);
     this.internals = this.stream as unknown as StreamInternals;
     setHandler(streamQuery, (read) => this.read(read));
-    void this.trimmer();
+    // Outside the run's cancellation: a cancelled run's pending wait must not reject unhandled.
+    void CancellationScope.nonCancellable(() => this.trimmer());
   }
 
   /** The offset the next event will have. */
