@@ -85,10 +85,8 @@ export interface LoopHooks {
 
 export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
 type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
-
 /** Agents started on this code judge shell calls by command rules (approval-gate.ts). */
 const PATCH_COMMAND_RULES = 'command-rules';
-
 /** Tool results are sent back to the model; this keeps a runaway one from filling history. */
 const MAX_RESULT_CHARS = 64 * 1024;
 /** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
@@ -121,7 +119,6 @@ function modelActivities(maximumAttempts = 8) {
 }
 
 const toolset = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' });
-
 export class AgentLoop {
   readonly usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   readonly waits: HumanWaits;
@@ -264,9 +261,8 @@ export class AgentLoop {
 
   /** Where this turn's (or tool call's) events go: the activity publishes them as they happen. */
   private streamTo(callId?: string): { stream?: StreamTarget } {
-    const stream = this.spec.stream;
-    if (!stream) return {};
-    return { stream: { workflowId: stream.workflowId, step: this.spec.label, turn: (stream.turnBase ?? 0) + this.turns, ...(callId !== undefined && { callId }) } };
+    const to = this.spec.stream;
+    return to ? { stream: { workflowId: to.workflowId, step: this.spec.label, turn: (to.turnBase ?? 0) + this.turns, ...(callId !== undefined && { callId }) } } : {};
   }
 
   private checkBudget(): void {
