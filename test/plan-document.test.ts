@@ -208,6 +208,10 @@ test('malformed signals from the temporal CLI are dropped and malformed updates 
       ['teamQuestion', null],
       ['answer', null],
       ['approve', [1, 2]],
+      // The run's stream (Workflow Streams' publish signal): anyone can send it too.
+      ['__temporal_workflow_stream_publish', null],
+      ['__temporal_workflow_stream_publish', { items: 'x', publisher_id: 'p', sequence: 1 }],
+      ['__temporal_workflow_stream_publish', { items: [{ topic: 'events', data: '!!not base64 protobuf!!' }], publisher_id: 'p', sequence: 2 }],
     ];
     const toAgent: [string, unknown][] = [
       ['agentAnswer', null],
@@ -225,6 +229,13 @@ test('malformed signals from the temporal CLI are dropped and malformed updates 
         );
         expect(rejected).toMatch(/waitId/);
       }
+    }
+    for (const input of [null, { topics: 'events', from_offset: 0 }, { topics: [], from_offset: -1 }]) {
+      const rejected = await updateWithTemporalCli(id, '__temporal_workflow_stream_poll', input).then(
+        () => 'accepted',
+        (err: { stderr?: string }) => err.stderr ?? String(err),
+      );
+      expect(rejected).toMatch(/from_offset/);
     }
     // Still waiting for its approval, with nothing changed by the noise.
     const after = await h.client.diagnostics(id);

@@ -4,9 +4,18 @@
  * publish model and tool events by the stream's signal. Publishing never drives the workflow:
  * nothing here issues a command, so replay never depends on the stream.
  */
-import { CancellationScope, allHandlersFinished, condition, defaultPayloadConverter, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, allHandlersFinished, condition, defaultPayloadConverter, setHandler } from '@temporalio/workflow';
 import type { Payload } from '@temporalio/common';
-import { WorkflowStream, type WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
+import {
+  type PollInput,
+  type PollResult,
+  type PublishInput,
+  WorkflowStream,
+  type WorkflowStreamState,
+  decodePayloadWire,
+  workflowStreamPollUpdate,
+  workflowStreamPublishSignal,
+} from '@temporalio/workflow-streams/workflow';
 import { STREAM_PAGE_EVENTS, STREAM_TOPIC, type StreamPage, type StreamRead, streamQuery } from '../../protocol/stream';
 import type { Waiting } from '../../protocol/definitions';
 import type { StreamEvent } from '../../streaming/events';
@@ -27,16 +36,25 @@ interface StreamInternals {
   log: { topic: string; payload: Payload }[];
   baseOffset: number;
   draining: boolean;
+  onPublish(input: PublishInput): void;
+  onPoll(input: PollInput): Promise<PollResult>;
 }
+
+/** How long a run that had long-polling readers waits, at its end, for them to take its last events. */
+const LAST_POLL_GRACE = '2s';
 
 export class RunStream {
   private readonly stream: WorkflowStream;
   private readonly internals: StreamInternals;
   private readonly announced = new Set<string>();
+  /** Whether a reader long-polled this run, and the furthest offset a poll has handed out. */
+  private polled = false;
+  private servedTo = 0;
 
   constructor(state?: WorkflowStreamState) {
     this.stream = new WorkflowStream(state);
     this.internals = this.stream as unknown as StreamInternals;
+    this.guardHandlers();
     setHandler(streamQuery, (read) => this.read(read));
     // Outside the run's cancellation: a cancelled run's pending wait must not reject unhandled.
     void CancellationScope.nonCancellable(() => this.trimmer());
@@ -62,8 +80,14 @@ export class RunStream {
     if (this.announced.size > HIGH) this.announced.clear();
   }
 
-  /** Ends the readers' long polls (the run is ending or continuing as new) and waits until they have returned. */
+  /**
+   * Ends the readers' long polls (the run is ending) and waits until they have returned. A run that
+   * was long-polled first gives its readers a moment to take the last events: a reader between two
+   * polls would otherwise find the run gone (Temporal's clients in other languages then read the
+   * rest with a poll query, which TypeScript workflows cannot register).
+   */
   async drain(): Promise<void> {
+    if (this.polled) await condition(() => this.servedTo >= this.offset, LAST_POLL_GRACE);
     this.stream.detachPollers();
     await condition(allHandlersFinished);
   }
@@ -85,7 +109,40 @@ export class RunStream {
     return { ...state, log: state.log.slice(dropped), base_offset: state.base_offset + dropped };
   }
 
-  private read({ from, max }: StreamRead): StreamPage {
+  /**
+   * The library's publish signal and poll update, with their input checked first: anyone can send
+   * them (the temporal CLI, another SDK), and a malformed one must be dropped or rejected, never
+   * fail the workflow task.
+   */
+  private guardHandlers(): void {
+    setHandler(workflowStreamPublishSignal, (input: PublishInput) => {
+      if (!isPublish(input)) return;
+      try {
+        input.items.forEach((item) => decodePayloadWire(item.data));
+      } catch {
+        return; // items that are not payloads: the whole batch is dropped, as a publisher retries whole batches
+      }
+      this.internals.onPublish(input);
+    });
+    setHandler(
+      workflowStreamPollUpdate,
+      async (input: PollInput) => {
+        this.polled = true;
+        const result = await this.internals.onPoll(input);
+        this.servedTo = Math.max(this.servedTo, result.next_offset);
+        return result;
+      },
+      {
+        validator: (input: PollInput) => {
+          if (this.internals.draining) throw ApplicationFailure.create({ message: 'Workflow is draining for continue-as-new', type: 'StreamDraining', nonRetryable: true });
+          if (!isPoll(input)) throw ApplicationFailure.create({ message: 'a poll is { topics: string[], from_offset: a whole number >= 0 }', type: 'BadPoll', nonRetryable: true });
+        },
+      },
+    );
+  }
+
+  private read(request: StreamRead): StreamPage {
+    const { from, max } = request ?? {};
     const { log, baseOffset } = this.internals;
     const limit = Math.min(Math.max(1, Math.floor(max ?? STREAM_PAGE_EVENTS)), STREAM_PAGE_EVENTS);
     const start = Math.max(0, Math.floor(Number(from) || 0) - baseOffset);
@@ -106,4 +163,17 @@ export class RunStream {
       this.stream.truncate(this.offset - KEEP);
     }
   }
+}
+
+function isPublish(input: unknown): input is PublishInput {
+  const p = input as PublishInput | null;
+  return (
+    typeof p === 'object' && p !== null && typeof p.publisher_id === 'string' && Number.isInteger(p.sequence) && Array.isArray(p.items) &&
+    p.items.every((item) => typeof item === 'object' && item !== null && typeof item.topic === 'string' && typeof item.data === 'string')
+  );
+}
+
+function isPoll(input: unknown): input is PollInput {
+  const p = input as PollInput | null;
+  return typeof p === 'object' && p !== null && Number.isInteger(p.from_offset) && p.from_offset >= 0 && Array.isArray(p.topics) && p.topics.every((t) => typeof t === 'string');
 }
