@@ -12,7 +12,8 @@ import { type FakeModelServer, startFakeModelServer } from './support/fake-model
 import { type Harness, compile, kill, startPlan, startWorkerProcess, tempWorkspace, uniqueId, withWorker } from './support/harness';
 import { exited, spawnCadre, testServerEnv } from './support/cli';
 import { CadreClient } from '../src/client/client';
-import { streamQuery } from '../src/protocol/stream';
+import { STREAM_TOPIC, streamQuery } from '../src/protocol/stream';
+import { WorkflowStreamClient } from '@temporalio/workflow-streams/client';
 
 let server: FakeModelServer;
 beforeAll(async () => {
@@ -179,6 +180,40 @@ test('a worker killed while the model streams: a second attempt, which readers t
     await kill(worker, 'SIGTERM');
     await client.close();
   }
+});
+
+test('the log stays bounded: past 3,000 events the oldest go, and a reader from 0 starts at the oldest held', async () => {
+  const ws = tempWorkspace();
+  const plan = compile(`name: bounded\nsteps:\n  - { id: hold, ask: { question: "Stop?", choices: [yes] } }\n`, ws);
+  await withModels(async (h) => {
+    const id = await startPlan(h, plan);
+    const handle = h.client.client.workflow.getHandle(id);
+    // 3,500 events from outside, as activities publish them: 35 batches of 100.
+    const publisher = WorkflowStreamClient.create(h.client.client, id);
+    for (let i = 0; i < 3500; i++) {
+      publisher.topic(STREAM_TOPIC).publish({ type: 'text_delta', step: 'outside', text: `t${i} `, at: Date.now() });
+      if (i % 100 === 99) await publisher.flush();
+    }
+    await publisher[Symbol.asyncDispose]();
+    const end = await handle.query<number>('__temporal_workflow_stream_offset');
+    expect(end).toBeGreaterThanOrEqual(3500);
+    const page = await handle.query(streamQuery, { from: 0 });
+    // Trimmed to the newest 2,000 once past 3,000, and never more than 3,000 held.
+    expect(end - page.base).toBeLessThanOrEqual(3000);
+    expect(page.base).toBeGreaterThan(0);
+    expect(page.events[0].offset).toBe(page.base);
+    // The typed reader, with callbacks, from an offset long trimmed: it starts at the oldest held and ends with the run.
+    let first: number | undefined;
+    let texts = 0;
+    let ended: string | undefined;
+    const reading = h.client.followEvents(id, { onTextDelta: (e) => ((first ??= e.offset), texts++), onRunCompleted: (e) => (ended = e.status) }, { from: 10 });
+    await h.client.answer(id, 'hold', 'yes');
+    const next = await reading;
+    expect(first).toBe(page.base);
+    expect(texts).toBe(end - page.base);
+    expect(ended).toBe('completed');
+    expect(next).toBe(await handle.query<number>('__temporal_workflow_stream_offset'));
+  });
 });
 
 test('cadre send prints the reply as it streams', async () => {
