@@ -48,3 +48,6 @@ export { estimateRun, readStats, type HumanWaitStats, type PlanStats, type RunEs
 export { STREAM_EVENT_TYPES, STREAM_TOPIC, TOOL_RESULT_PREVIEW_CHARS, streamEventSchema, type EventOf, type StreamEvent, type StreamEventAt, type StreamEventType } from './streaming/events';
 export type { EventCallbacks, EventsOptions } from './streaming/reader';
 export { streamQuery, type StreamPage, type StreamRead } from './protocol/stream';
+// The browser bridge (docs/streaming.md): a Node http handler speaking the AI SDK's UI message stream protocol to sessions.
+export { createChatHandler, type ChatHandlerOptions } from './client/serve';
+export { UiMessageStream, type CadreDataTypes } from './streaming/ui-message-stream';

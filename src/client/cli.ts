@@ -17,6 +17,7 @@ import { registerDemoCommand, registerDevCommands } from './commands/dev';
 import { registerRolesCommand } from './commands/roles';
 import { registerRunCommand } from './commands/run';
 import { registerControlCommands, registerResultCommand, registerStatusCommands } from './commands/runs';
+import { registerServeCommand } from './commands/serve';
 import { registerTeamCommand } from './commands/team';
 import { registerValidateCommand } from './commands/validate';
 import { registerWorkerCommands } from './commands/worker';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerAuditCommand(program);
   registerAskCommand(program);
   registerSessionCommands(program); // send, chat
+  registerServeCommand(program);
   registerControlCommands(program); // pause, resume, cancel
   registerWorktreesCommand(program);
   registerResultCommand(program);

@@ -12,13 +12,12 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { SendResult, SessionInput } from '../protocol/definitions';
 import { type CadreUiChunk, UiMessageStream } from '../streaming/ui-message-stream';
 import { CadreError } from '../errors/cadre-error';
 import { packageRoot } from '../package-root';
 import { type CadreClient, errorChain } from './client';
-import { sendMessage } from './sessions';
+import { sendMessage, streamOffset } from './sessions';
 import { checkWorkflowId } from './workflow-ids';
 
 export interface ChatHandlerOptions {
@@ -30,6 +29,8 @@ export interface ChatHandlerOptions {
   page?: string | false;
   /** Host headers served (`127.0.0.1:3000`); others get 403, against DNS rebinding. Default: any. */
   hosts?: string[];
+  /** Browser origins besides the server's own that may call the API, with CORS (a useChat app's dev server). */
+  origins?: string[];
 }
 
 /** For `http.createServer`, or a framework's middleware: with `next`, unknown paths fall through. */
@@ -45,8 +46,6 @@ const HOLD_HEADERS_MS = 2000;
 const KEEP_ALIVE_MS = 15_000;
 /** How long a finished reply waits for its last events to be read. */
 const CATCH_UP_MS = 10_000;
-/** Workflow Streams' own query for the offset the next event will have. */
-const STREAM_OFFSET_QUERY = '__temporal_workflow_stream_offset';
 
 class RequestError extends Error {
   constructor(
@@ -80,7 +79,7 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     return reply;
   };
 
-  const stream = (res: ServerResponse, id: string, from: number, end: Promise<number | undefined>, hold: boolean, messageId: string) =>
+  const stream = (res: ServerResponse, id: string, from: number, end: StreamTarget['end'], hold: boolean, messageId: string) =>
     streamReply(client, res, { id, from, end, hold, messageId });
 
   async function route(req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void): Promise<void> {
@@ -88,14 +87,20 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     if (options.hosts && !options.hosts.includes(req.headers.host ?? '')) throw new RequestError(403, `host ${req.headers.host ?? '(none)'} is not served here`);
     const at = /^\/api\/chat\/([^/]+)\/(stream|answer)$/.exec(url.pathname);
     if (url.pathname === '/api/chat' || at) {
+      const origin = req.headers.origin;
+      const listed = origin !== undefined && (options.origins ?? []).includes(origin);
+      if (listed) res.setHeader('access-control-allow-origin', origin).setHeader('vary', 'Origin');
       // A page elsewhere must not drive agents here (its requests carry its Origin).
-      if (!sameOrigin(req)) throw new RequestError(403, 'cross-origin requests are refused');
+      if (!listed && !sameOrigin(req)) throw new RequestError(403, 'cross-origin requests are refused (cadre serve --origin allows one)');
+      if (req.method === 'OPTIONS') {
+        return void res.writeHead(204, { 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'content-type, last-event-id', 'access-control-max-age': '600' }).end();
+      }
       if (!at) {
         allow(req, 'POST');
         const { id, text } = chatRequest(await readJson(req));
         const reply = send(id, text);
         const from = await reply.from;
-        return stream(res, id, from, reply.done.then((r) => r.offset), true, `reply-${from}`);
+        return stream(res, id, from, reply.done, true, `reply-${from}`);
       }
       const id = chatId(at[1]);
       if (at[2] === 'answer') {
@@ -109,15 +114,19 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
       const reply = replies.get(id);
       if (reply) {
         const start = await reply.from;
-        return stream(res, id, given ?? start, reply.done.then((r) => r.offset), false, `reply-${start}`);
+        return stream(res, id, given ?? start, reply.done.then((r) => ({ offset: r.offset })), false, `reply-${start}`);
       }
       // No reply in progress here: what the browser missed, up to now.
       const now = await streamOffset(client, id);
       if (given === undefined || given >= now) return void res.writeHead(204).end();
-      return stream(res, id, given, Promise.resolve(now), false, `reply-${given}`);
+      return stream(res, id, given, Promise.resolve({ offset: now }), false, `reply-${given}`);
     }
     if ((url.pathname === '/' || url.pathname === '/index.html') && pageFile !== false && req.method === 'GET') {
-      page ??= readFileSync(pageFile);
+      try {
+        page ??= readFileSync(pageFile);
+      } catch {
+        throw new RequestError(404, `no page at ${pageFile}`);
+      }
       res.writeHead(200, {
         'content-type': 'text/html; charset=utf-8',
         'cache-control': 'no-cache',
@@ -141,8 +150,11 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
 interface StreamTarget {
   id: string;
   from: number;
-  /** Where the reply's events end (its SendResult's offset); undefined: the session does not say. */
-  end: Promise<number | undefined>;
+  /**
+   * Where the reply's events end (its SendResult's offset; undefined: the session does not say),
+   * and its text, to send whole when its stream cannot be read.
+   */
+  end: Promise<{ offset?: number; reply?: string }>;
   /** Keep the head back a moment, so that a refused message is a JSON error and not a stream. */
   hold: boolean;
   messageId: string;
@@ -152,17 +164,18 @@ interface StreamTarget {
 async function streamReply(client: CadreClient, res: ServerResponse, target: StreamTarget): Promise<void> {
   const ui = new UiMessageStream(target.messageId);
   const stop = new AbortController();
-  res.on('close', () => stop.abort());
+  // A browser that leaves stops the reading here; the reply goes on in the session.
+  const gone = new Promise<void>((resolve) => res.on('close', () => (stop.abort(), resolve())));
   let keepAlive: NodeJS.Timeout | undefined;
   const open = () => {
-    if (res.headersSent) return;
+    if (res.headersSent || res.destroyed) return;
     res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
     keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
   };
   // The offset goes on an event's last chunk only: a browser that resumes after it has them all.
   const write = (chunks: CadreUiChunk[], offset?: number) => {
-    if (chunks.length === 0 || res.writableEnded) return;
+    if (chunks.length === 0 || res.writableEnded || res.destroyed) return;
     open();
     res.write(chunks.map((c, i) => `${offset !== undefined && i === chunks.length - 1 ? `id: ${offset}\n` : ''}data: ${JSON.stringify(c)}\n\n`).join(''));
   };
@@ -170,59 +183,50 @@ async function streamReply(client: CadreClient, res: ServerResponse, target: Str
 
   let end: number | undefined;
   let next = target.from;
+  let unreadable: unknown;
   const reading = (async () => {
-    while (!stop.signal.aborted) {
-      try {
-        for await (const event of client.events(target.id, { from: next, signal: stop.signal, until: (e) => end !== undefined && e.offset + 1 >= end })) {
-          // The page that holds the reply's last event may hold the next message's first ones.
-          if (end !== undefined && event.offset >= end) break;
-          next = event.offset + 1;
-          write(ui.push(event), event.offset);
-        }
-        return;
-      } catch (err) {
-        // The first message starts the session: until it has, there is nothing to read.
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
-        await pause(100, stop.signal);
-      }
+    // awaitStart: the first message starts the session; until it has, there is nothing to read.
+    for await (const event of client.events(target.id, { from: next, awaitStart: true, signal: stop.signal, until: (e) => end !== undefined && e.offset + 1 >= end })) {
+      // The page that holds the reply's last event may hold the next message's first ones.
+      if (end !== undefined && event.offset >= end) break;
+      next = event.offset + 1;
+      write(ui.push(event), event.offset);
     }
-  })();
+  })().catch((err: unknown) => {
+    // Caught at once: the reply may take long to come, and an unhandled rejection ends the process.
+    unreadable = err ?? new Error('the stream could not be read');
+  });
 
   let failure: unknown;
+  let whole: string | undefined;
   let catchUp: NodeJS.Timeout | undefined;
+  let unread = false;
   try {
-    end = await target.end;
-    if (end === undefined || next >= end) stop.abort();
-    else catchUp = setTimeout(() => stop.abort(), CATCH_UP_MS);
+    const result = await Promise.race([target.end, gone]);
+    if (result) {
+      ({ offset: end, reply: whole } = result);
+      unread = end === undefined;
+      if (end === undefined || next >= end) stop.abort();
+      else catchUp = setTimeout(() => stop.abort(), CATCH_UP_MS);
+    }
   } catch (err) {
     failure = err;
     stop.abort();
   }
-  try {
-    await reading;
-  } catch (err) {
-    // The reply is in; a stream that could not be read only shows less of it.
-    failure ??= end === undefined ? err : undefined;
+  await reading;
+  if (unreadable !== undefined) {
+    // A stream that cannot be read (a session older than streams) loses no reply: it goes whole.
+    unread = true;
+    if (whole === undefined) failure ??= unreadable;
   }
   clearTimeout(held);
   clearTimeout(catchUp);
   clearInterval(keepAlive);
-  if (failure !== undefined && !res.headersSent) return json(res, statusOf(failure), { error: messageOf(failure) });
   if (res.writableEnded || res.destroyed) return;
+  if (failure === undefined && unread && next === target.from && whole) write(ui.whole(whole));
+  if (failure !== undefined && !res.headersSent) return json(res, statusOf(failure), { error: messageOf(failure) });
   write(ui.finish(failure === undefined ? undefined : messageOf(failure)), end !== undefined && end > target.from ? end - 1 : undefined);
   res.end('data: [DONE]\n\n');
-}
-
-/** The session's stream offset now: 0 for a session not started yet (or ended: the message starts a new one). */
-async function streamOffset(client: CadreClient, id: string): Promise<number> {
-  const handle = client.client.workflow.getHandle(id);
-  try {
-    if ((await handle.describe()).status.name !== 'RUNNING') return 0;
-    return await handle.query<number>(STREAM_OFFSET_QUERY);
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return 0;
-    throw err;
-  }
 }
 
 /** The chat's id and the text of its last user message, from useChat's body. */
@@ -323,11 +327,4 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
 }

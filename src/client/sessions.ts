@@ -123,7 +123,7 @@ export async function printReply(cadre: CadreClient, sessionId: string, text: st
 const STREAM_CATCH_UP_MS = 5000;
 
 /** The session's stream offset now: 0 for a session not started yet (or ended: the message starts a new one). */
-async function streamOffset(cadre: CadreClient, sessionId: string): Promise<number> {
+export async function streamOffset(cadre: CadreClient, sessionId: string): Promise<number> {
   const handle = cadre.client.workflow.getHandle(sessionId);
   try {
     if ((await handle.describe()).status.name !== 'RUNNING') return 0;

@@ -123,8 +123,10 @@ export class StreamPublisher {
       await this.flushing;
       return this.schedule(false);
     }
-    this.lastFlush = Date.now();
+    const before = this.sent.length;
     this.releaseText(false);
+    // Only text paces the batches: a turn's first words go at once, not an interval after its message_start.
+    if (this.sent.length !== before) this.lastFlush = Date.now();
     this.queued = 0;
     this.flushing = this.client.flush().catch((err: unknown) => this.fail(err));
     await this.flushing;

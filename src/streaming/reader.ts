@@ -15,7 +15,7 @@ export interface EventsOptions {
   from?: number;
   /** Stops the reading (the iterator returns). */
   signal?: AbortSignal;
-  /** Between polls while events flow (default 50 ms) and after a quiet spell (default 250 ms). */
+  /** Between polls while events flow (default 25 ms) and after a quiet spell (default 250 ms). */
   pollMs?: number;
   idlePollMs?: number;
   /** Events read before this stops: for sessions, which go on after each reply. */
@@ -39,6 +39,7 @@ export interface EventCallbacks {
   onRunCompleted?(event: EventOf<'run_completed'> & { offset: number }): void;
 }
 
+const ACTIVE_POLL_MS = 25;
 /** A quiet spell after which the reader slows down, and asks whether the run has ended. */
 const QUIET_MS = 2000;
 /** Failed polls in a row (no worker, a server restart, a workflow not started yet) before the reader gives up: about 10 s. */
@@ -51,7 +52,6 @@ export async function* readEvents(client: Client, workflowId: string, options: E
   let lastEventAt = Date.now();
   let lastEndCheck = Date.now();
   let failures = 0;
-  let completed = false;
   while (!signal?.aborted) {
     let page: StreamPage;
     try {
@@ -59,7 +59,7 @@ export async function* readEvents(client: Client, workflowId: string, options: E
       failures = 0;
     } catch (err) {
       if ((err instanceof WorkflowNotFoundError && !options.awaitStart) || ++failures >= MAX_FAILED_POLLS || isPermanent(err)) throw err;
-      await pause(options.pollMs ?? 50, signal);
+      await pause(options.pollMs ?? ACTIVE_POLL_MS, signal);
       continue;
     }
     for (const raw of page.events) {
@@ -69,11 +69,11 @@ export async function* readEvents(client: Client, workflowId: string, options: E
       if (!checked.success) continue;
       const event = { ...checked.data, offset } as StreamEventAt;
       yield event;
-      if (event.type === 'run_completed' || options.until?.(event)) completed = true;
+      // Nothing after the run's end, nor after the event the caller waited for (the next reply's events are not this one's).
+      if (event.type === 'run_completed' || options.until?.(event)) return;
     }
     from = page.next;
     if (page.more) continue;
-    if (completed) return;
     const now = Date.now();
     if (page.events.length > 0) lastEventAt = now;
     const quiet = now - lastEventAt > QUIET_MS;
@@ -82,7 +82,8 @@ export async function* readEvents(client: Client, workflowId: string, options: E
       // A run that ended without a `run_completed` (terminated, or started before streams) ends the reading too.
       if (await hasEnded(client, workflowId)) return;
     }
-    await pause(quiet ? (options.idlePollMs ?? 250) : (options.pollMs ?? 50), signal);
+    // Queries cost the worker a little and the history nothing: brisk while text flows.
+    await pause(quiet ? (options.idlePollMs ?? 250) : (options.pollMs ?? ACTIVE_POLL_MS), signal);
   }
 }
 

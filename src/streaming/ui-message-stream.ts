@@ -62,7 +62,7 @@ export class UiMessageStream {
         out.push({ type: 'tool-input-available', toolCallId: event.callId, toolName: event.tool, input: event.args, dynamic: true });
         break;
       case 'tool_result':
-        this.openStep(out);
+        // A result belongs to the step of its call, which may have closed: it opens none.
         this.closeText(out);
         // Read from mid-reply, the call may lie before `from`: the protocol needs it before its result.
         if (!this.calls.has(event.callId)) out.push({ type: 'tool-input-available', toolCallId: event.callId, toolName: event.tool, input: {}, dynamic: true });
@@ -88,6 +88,15 @@ export class UiMessageStream {
         break;
       // Steps and the run's end belong to a plan run, not to a reply.
     }
+    return out;
+  }
+
+  /** A reply's text at once, for a session whose stream could not be read. */
+  whole(text: string): CadreUiChunk[] {
+    const out = this.open();
+    this.closeStep(out);
+    const id = 'text-whole';
+    out.push({ type: 'start-step' }, { type: 'text-start', id }, { type: 'text-delta', id, delta: text }, { type: 'text-end', id }, { type: 'finish-step' });
     return out;
   }
 

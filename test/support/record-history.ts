@@ -340,9 +340,8 @@ async function recordStreamedSession(client: CadreClient): Promise<void> {
   writeFileSync(path.join(workspace, 'chat.yaml'), 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "streamed and noted", usage: { inputTokens: 5, outputTokens: 3 } }\n');
   const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: 2 });
   const id = 'replay-session-streamed';
-  let firstRunId: string | undefined;
   await sendMessage(client, id, 'message 1', start, { taskQueue: 'record' });
-  firstRunId = (await client.client.workflow.getHandle(id).describe()).runId;
+  const firstRunId = (await client.client.workflow.getHandle(id).describe()).runId;
   const following = followWithPolls(client, id);
   for (let i = 2; i <= 5; i++) await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
   await endSession(client, id);

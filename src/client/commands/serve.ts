@@ -1,0 +1,51 @@
+/** `cadre serve`: sessions in a browser, over the AI SDK's UI message stream (src/client/serve.ts). */
+import { type Command, Option } from 'commander';
+import { CadreError } from '../client';
+import { sessionInput } from '../sessions';
+import { taskQueue } from '../task-queue';
+import { commaList, info, port, untilSignal, withClient } from './shared';
+
+type ServeOptions = { port: number; host: string; origin: string[]; model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('serve a chat page and the useChat endpoints (/api/chat) for sessions, until Ctrl-C; each browser chat is a session')
+    .addHelpText('after', '\nExamples:\n  cadre serve\n  cadre serve --port 8080 --tools fs.read,shell --ask shell\n  CADRE_MODEL=openai:gpt-4o-mini cadre serve --workspace ./repo')
+    .option('--port <port>', 'port to listen on', port, 3000)
+    .option('--host <host>', 'address to listen on (anyone who reaches it can talk to the agent and its tools)', '127.0.0.1')
+    .addOption(new Option('--origin <url>', 'a browser origin besides this server\'s own that may call /api/chat, such as a useChat app\'s dev server (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default([]))
+    .option('--model <provider:model>', 'the model (default: CADRE_MODEL or the worker\'s models.default)')
+    .option('--system <text>', 'system prompt')
+    .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
+    .option('--ask <names>', 'tools whose calls wait for approval in the page, comma-separated', commaList)
+    .option('--workspace <dir>', 'where its tools run', '.')
+    .action(async (opts: ServeOptions) => {
+      // A bad tool name is the user's to fix before anything listens.
+      const start = sessionInput(opts);
+      const [http, { createChatHandler }] = await Promise.all([import('node:http'), import('../serve')]);
+      await withClient(async (client) => {
+        const local = LOOPBACK.has(opts.host);
+        const server = http.createServer(createChatHandler({ client, start, taskQueue: taskQueue(), origins: opts.origin, ...(local && { hosts: localHosts(opts.port) }) }));
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new CadreError(`port ${opts.port} on ${opts.host} is taken: pass --port`) : err));
+          server.listen(opts.port, opts.host, resolve);
+        });
+        const host = opts.host.includes(':') && !opts.host.startsWith('[') ? `[${opts.host}]` : opts.host;
+        info(`cadre serve: http://${host}:${opts.port}/ (useChat: /api/chat; sessions on task queue "${taskQueue()}", tools: ${start.tools.join(', ') || 'none'}); Ctrl-C stops`);
+        if (!local) info('warning: no authentication: whoever reaches this address can talk to the agent and approve its tools');
+        const signal = await untilSignal();
+        info(`${signal}: stopping (sessions go on: cadre chat <id>)`);
+        // Open streams would hold close() for good; their replies go on in the sessions.
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      });
+    });
+}
+
+/** The Host headers a browser sends to a loopback server; others are DNS rebinding. */
+function localHosts(port: number): string[] {
+  return ['127.0.0.1', 'localhost', '[::1]'].map((h) => `${h}:${port}`);
+}
