@@ -4,6 +4,23 @@ import path from 'node:path';
 import { freePort } from '../src/worker/ports';
 import { runCadre, spawnCadre } from './support/cli';
 import { tempWorkspace } from './support/harness';
+import { readFileSync, readdirSync } from 'node:fs';
+import { until } from './support/until';
+
+/** The `temporal server start-dev` processes serving `port`. */
+function devServers(port: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return argv.includes('start-dev') && argv[argv.indexOf('--port') + 1] === String(port) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
 
 function env(): NodeJS.ProcessEnv {
   const copy: NodeJS.ProcessEnv = { ...process.env, CADRE_LOG_LEVEL: 'ERROR' };
@@ -64,6 +81,31 @@ describe('cadre dev', () => {
       dev = await startDev(dir, port, uiPort);
       const status = await cadre(['status', 'dev-check-1', '--json'], dir);
       expect(JSON.parse(status.stdout)).toMatchObject({ plan: 'dev-check', status: 'completed', output: 'hello\n' });
+    } finally {
+      await stop(dev.child);
+    }
+  });
+
+  test('says so when its server dies, starts it again on the same port and database, and a run under way finishes', async () => {
+    const dir = tempWorkspace();
+    writeFileSync(path.join(dir, 'plan.yaml'), 'name: dev-killed\nsteps:\n  - { id: first, tool: shell, with: { command: "echo one" } }\n  - { id: nap, dependsOn: [first], tool: sleep, with: { duration: 8s } }\n  - { id: last, dependsOn: [nap], tool: shell, with: { command: "echo two" } }\n');
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const dev = await startDev(dir, port, uiPort);
+    let stderr = '';
+    dev.child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      await cadre(['run', 'plan.yaml', '--id', 'dev-killed-1'], dir);
+      await until('the run at its sleep', async () => JSON.parse((await cadre(['status', 'dev-killed-1', '--json'], dir)).stdout).steps[1].status === 'running' || undefined, 30_000);
+      // The dev server is the `temporal` process listening on the port: kill it as the OOM killer would.
+      const server = devServers(port);
+      expect(server).toHaveLength(1);
+      process.kill(server[0], 'SIGKILL');
+      await until('cadre dev saying its server is up again', () => /up again on 127\.0\.0\.1/.test(stderr) || undefined, 60_000);
+      expect(stderr).toMatch(/the Temporal dev server stopped \(SIGKILL\)/);
+      expect(devServers(port)).toHaveLength(1);
+      const result = await cadre(['result', 'dev-killed-1', '--json'], dir);
+      expect(JSON.parse(result.stdout)).toMatchObject({ status: 'completed' });
+      expect(dev.child.exitCode).toBeNull();
     } finally {
       await stop(dev.child);
     }

@@ -132,7 +132,7 @@ output: { echoed: "{{ steps.echo.output.stdout }}", answer: "{{ steps.confirm.ou
         const kinds = plainOnes.map((p) => {
           const value = JSON.parse(Buffer.from(p.data ?? []).toString()) as unknown;
           if (['encrypted', 'running', 'waiting', 'completed'].includes(value as string)) return 'search attribute';
-          if (Array.isArray(value) && value.every((id) => ['engine-hardening', 'plan-signals', 'run-analytics', 'step-activity-ids', 'visible-waits', 'reasked-waits', 'command-rules'].includes(id))) return 'patch ids';
+          if (Array.isArray(value) && value.every((id) => ['engine-hardening', 'plan-signals', 'run-analytics', 'step-activity-ids', 'visible-waits', 'reasked-waits', 'command-rules', 'run-stream'].includes(id))) return 'patch ids';
           const keys = Object.keys(value as object).sort().join(',');
           if (keys === 'deprecated,id') return 'patch marker';
           if (keys === 'activity_id,activity_type,attempt,backoff,complete_time,original_schedule_time,seq') return 'local activity marker';

@@ -33,6 +33,7 @@ import type { CommandDecision } from '../commands/rules';
 import type { CommandRuleSetInput } from '../commands/rule-set';
 import type { StreamTarget } from '../protocol/stream';
 import { TurnStream, publishToolResult } from './stream-events';
+import { keepTurnSmall } from './model-results';
 
 export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
@@ -110,7 +111,8 @@ export function createActivities(deps: ActivityDeps = {}) {
           // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
           const turn = redactor.value(await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal, events));
           events?.completed(turn);
-          return turn;
+          // A big answer travels by reference: history, and gRPC's message limit, see a small one.
+          return await keepTurnSmall(turn, request.workspace ? lazyStore(request.workspace, deps) : undefined, request.model ?? modelSettings().defaultModel ?? 'the model');
         } catch (err) {
           events?.failed(err);
           throw withJitter(err, Context.current().info.attempt);

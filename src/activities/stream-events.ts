@@ -11,9 +11,13 @@ import { StreamPublisher } from '../streaming/publisher';
 import type { Redactor } from '../secrets/redact';
 import type { ModelTurnResult, TurnListener } from '../providers/model-turn';
 
+/** Text of one turn shown in the stream: past it, the answer is only in the result (message_complete says how much was shown). */
+export const MAX_STREAMED_CHARS = 256 * 1024;
+
 /** A model turn's events: `message_start` at once; the rest as the turn goes. */
 export class TurnStream implements TurnListener {
   private readonly publisher: StreamPublisher;
+  private chars = 0;
 
   constructor(target: StreamTarget, redactor: Redactor, model: string | undefined) {
     this.publisher = publisherFor(target, redactor);
@@ -21,12 +25,15 @@ export class TurnStream implements TurnListener {
   }
 
   textDelta(text: string): void {
-    this.publisher.textDelta(text);
+    const room = MAX_STREAMED_CHARS - this.chars;
+    this.chars += text.length;
+    if (room > 0) this.publisher.textDelta(text.length > room ? text.slice(0, room) : text);
   }
 
   completed(turn: ModelTurnResult): void {
-    for (const call of turn.toolCalls) this.publisher.event({ type: 'tool_call', callId: call.id, tool: call.name, args: call.args });
-    this.publisher.event({ type: 'message_complete', finishReason: turn.finishReason, usage: turn.usage, toolCalls: turn.toolCalls.length });
+    for (const call of turn.toolCalls) this.publisher.event({ type: 'tool_call', callId: call.id, tool: call.name, args: previewArgs(call.args) });
+    const cut = this.chars > MAX_STREAMED_CHARS && { textChars: this.chars, streamedChars: MAX_STREAMED_CHARS };
+    this.publisher.event({ type: 'message_complete', finishReason: turn.finishReason, usage: turn.usage, toolCalls: turn.toolCalls.length, ...cut });
   }
 
   failed(err: unknown): void {
@@ -53,6 +60,17 @@ export async function publishToolResult(target: StreamTarget, redactor: Redactor
     ...(preview.length < whole.length && { truncatedFrom: whole.length }),
   });
   await publisher.close();
+}
+
+/** Arguments as the stream shows them: each long string cut to a preview, saying how much is left out. */
+function previewArgs(args: Record<string, unknown>): Record<string, unknown> {
+  if ((JSON.stringify(args) ?? '').length <= TOOL_RESULT_PREVIEW_CHARS) return args;
+  const clip = (v: unknown): unknown => {
+    if (typeof v === 'string') return v.length > TOOL_RESULT_PREVIEW_CHARS ? `${v.slice(0, TOOL_RESULT_PREVIEW_CHARS)}… (${v.length - TOOL_RESULT_PREVIEW_CHARS} more characters)` : v;
+    if (Array.isArray(v)) return v.map(clip);
+    return v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clip(x)])) : v;
+  };
+  return clip(args) as Record<string, unknown>;
 }
 
 function publisherFor(target: StreamTarget, redactor: Redactor): StreamPublisher {

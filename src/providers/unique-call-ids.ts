@@ -16,9 +16,24 @@ const uniqueCallIds: LanguageModelV3Middleware = {
   wrapStream: async ({ doStream }) => {
     const result = await doStream();
     const unique = renamer();
+    // A streamed call comes as tool-input-start, deltas and end (by `id`), then tool-call (by
+    // `toolCallId`): each start takes a unique id, and the parts after it, and its call, follow it.
+    const started = new Map<string, string[]>();
+    const latest = new Map<string, string>();
     const stream = result.stream.pipeThrough(
       new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
-        transform: (part, controller) => controller.enqueue(part.type === 'tool-call' ? unique(part) : part),
+        transform: (part, controller) => {
+          if (part.type === 'tool-input-start') {
+            const id = unique({ toolCallId: part.id }).toolCallId;
+            started.set(part.id, [...(started.get(part.id) ?? []), id]);
+            latest.set(part.id, id);
+            return controller.enqueue({ ...part, id });
+          }
+          if (part.type === 'tool-input-delta' || part.type === 'tool-input-end') return controller.enqueue({ ...part, id: latest.get(part.id) ?? part.id });
+          if (part.type !== 'tool-call') return controller.enqueue(part);
+          const id = started.get(part.toolCallId)?.shift();
+          controller.enqueue(id !== undefined ? { ...part, toolCallId: id } : unique(part));
+        },
       }),
     );
     return { ...result, stream };

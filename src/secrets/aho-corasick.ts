@@ -133,21 +133,8 @@ export class Matcher {
    * inside a secret (cut by a size limit) loses that secret's beginning as well.
    */
   spans(text: string): number[] {
-    const { classOf, dense, denseStates, longest, width } = this;
     const found: number[] = [];
-    let state = 0;
-    let last = -1;
-    for (let i = 0; i < text.length; i++) {
-      const cls = classOf[text.charCodeAt(i)];
-      if (cls === SKIP) continue;
-      if (cls === 0) {
-        state = 0;
-        continue;
-      }
-      state = state < denseStates ? dense[state * width + cls] : this.step(state, cls);
-      last = i;
-      if (longest[state] !== 0) this.record(text, i, state, found);
-    }
+    const { state, last } = this.walk(text, (i, at) => this.record(text, i, at, found));
     if (this.depth[state] >= MIN_SECRET_LENGTH) addSpan(found, this.startOf(text, last, this.depth[state]), last + 1);
     return found;
   }
@@ -157,7 +144,13 @@ export class Matcher {
    * a secret whose rest has not come yet: text streamed out in pieces holds them back.
    */
   openTail(text: string): number {
-    const { classOf, dense, denseStates, width } = this;
+    const { state, last } = this.walk(text);
+    return this.depth[state] === 0 ? 0 : text.length - this.startOf(text, last, this.depth[state]);
+  }
+
+  /** Runs the automaton over `text`, telling `matched` where a pattern ends; the last state, and where it was reached. */
+  private walk(text: string, matched?: (index: number, state: number) => void): { state: number; last: number } {
+    const { classOf, dense, denseStates, longest, width } = this;
     let state = 0;
     let last = -1;
     for (let i = 0; i < text.length; i++) {
@@ -169,8 +162,9 @@ export class Matcher {
       }
       state = state < denseStates ? dense[state * width + cls] : this.step(state, cls);
       last = i;
+      if (matched && longest[state] !== 0) matched(i, state);
     }
-    return this.depth[state] === 0 ? 0 : text.length - this.startOf(text, last, this.depth[state]);
+    return { state, last };
   }
 
   private record(text: string, end: number, state: number, found: number[]): void {

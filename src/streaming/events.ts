@@ -36,7 +36,16 @@ export const streamEventSchema = z.discriminatedUnion('type', [
     /** The whole result's length in characters, when the preview is shorter. */
     truncatedFrom: z.int().optional(),
   }),
-  z.strictObject({ type: z.literal('message_complete'), ...base, finishReason: z.string(), usage, toolCalls: z.int().nonnegative() }),
+  z.strictObject({
+    type: z.literal('message_complete'),
+    ...base,
+    finishReason: z.string(),
+    usage,
+    toolCalls: z.int().nonnegative(),
+    /** Set when the answer's text was longer than the stream shows (256 K characters a turn): its whole length, and what was streamed. */
+    textChars: z.int().optional(),
+    streamedChars: z.int().optional(),
+  }),
   z.strictObject({ type: z.literal('step_started'), ...base, step: z.string(), kind: z.string() }),
   z.strictObject({ type: z.literal('step_completed'), ...base, step: z.string(), status: z.enum(['completed', 'skipped', 'cancelled']), note: z.string().optional() }),
   z.strictObject({ type: z.literal('step_failed'), ...base, step: z.string(), error: z.string() }),

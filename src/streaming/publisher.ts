@@ -2,7 +2,7 @@
  * Publishes an activity's events to its run's stream (docs/streaming.md) through Temporal's
  * Workflow Streams client: text deltas coalesced, sent at most once per batch interval (the first
  * at once, so the first words show without delay) or sooner when a batch grows large, each batch
- * one signal. Secrets are redacted before anything leaves; streamed text holds back any ending that
+ * one signal; other events wait an interval for company, so a quick turn costs one signal. Secrets are redacted before anything leaves; streamed text holds back any ending that
  * could be the beginning of a secret, so a secret split across chunks is never sent in parts. A stream that
  * cannot be published to never fails the activity: it is logged, and the activity's result
  * carries everything the workflow needs.
@@ -46,6 +46,7 @@ export class StreamPublisher {
   private queued = 0;
   private lastFlush = 0;
   private timer?: NodeJS.Timeout;
+  private timerDue = 0;
   private flushing?: Promise<void>;
   private failed = false;
 
@@ -58,14 +59,16 @@ export class StreamPublisher {
   textDelta(delta: string): void {
     if (!delta) return;
     this.text += delta;
-    this.schedule(this.text.length - this.sent.length >= MAX_BATCH_CHARS);
+    // Text goes at once when the last batch went an interval ago (the first words show without delay).
+    this.schedule(this.text.length - this.sent.length >= MAX_BATCH_CHARS ? Date.now() : this.lastFlush + this.batchMs);
   }
 
   /** Any other event; text before it goes first, so readers see them in the order they happened. */
   event(event: PublishedEvent): void {
     this.releaseText(true);
     this.put(this.options.redact ? this.options.redact.value(event) : event);
-    this.schedule(++this.queued >= MAX_BATCH_EVENTS);
+    // Other events wait an interval for what follows them: a quick turn goes in one signal, at its end.
+    this.schedule(++this.queued >= MAX_BATCH_EVENTS ? Date.now() : Date.now() + this.batchMs);
   }
 
   /** Sends what is left and lets go of the stream; never throws, and waits at most a few seconds. */
@@ -108,20 +111,22 @@ export class StreamPublisher {
   }
 
   /** At once when the last batch went more than an interval ago (or the batch is big), else at the interval's end. */
-  private schedule(now: boolean): void {
-    if (this.failed || this.timer) return;
-    const wait = now ? 0 : Math.max(0, this.lastFlush + this.batchMs - Date.now());
+  /** A flush at `due` (ms since the epoch), unless one is due as soon already. */
+  private schedule(due: number): void {
+    if (this.failed || (this.timer && this.timerDue <= due)) return;
+    clearTimeout(this.timer);
+    this.timerDue = due;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.flush();
-    }, wait);
+    }, Math.max(0, due - Date.now()));
   }
 
   private async flush(): Promise<void> {
     if (this.flushing) {
       // One batch at a time; what arrived meanwhile goes with the next.
       await this.flushing;
-      return this.schedule(false);
+      return this.schedule(this.lastFlush + this.batchMs);
     }
     const before = this.sent.length;
     this.releaseText(false);

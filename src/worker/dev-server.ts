@@ -36,6 +36,8 @@ export interface DevServerOptions {
   ephemeral?: boolean;
   /** A codec server the Web UI decodes payloads with (`cadre codec-server`). */
   codecEndpoint?: string;
+  /** Start the server again (same port, same database) when it dies, with backoff (`cadre dev`). */
+  supervise?: boolean;
   log?: (line: string) => void;
 }
 
@@ -103,9 +105,13 @@ export async function startDevServer(options: DevServerOptions): Promise<Tempora
     ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
     ...serverArgs(options),
   ];
-  const out = openSync(logFile, 'a');
-  const child = spawn(cli, args, { stdio: ['ignore', out, out] });
-  closeSync(out);
+  const launch = () => {
+    const out = openSync(logFile, 'a');
+    const child = spawn(cli, args, { stdio: ['ignore', out, out] });
+    closeSync(out);
+    return child;
+  };
+  const child = launch();
   const address = `127.0.0.1:${port}`;
   try {
     await waitUntilReady(address, child, logFile);
@@ -113,14 +119,72 @@ export async function startDevServer(options: DevServerOptions): Promise<Tempora
     child.kill('SIGKILL');
     throw err;
   }
+  const supervisor = options.supervise ? new Supervisor(child, launch, address, logFile, log) : undefined;
   return {
     address,
     namespace: 'default',
     uiUrl: `http://127.0.0.1:${uiPort}`,
     owned: true,
     pid: child.pid,
-    stop: () => stopChild(child),
+    stop: () => (supervisor ? supervisor.stop() : stopChild(child)),
   };
+}
+
+/** A server that stays up for this long has recovered: the next crash starts the backoff afresh. */
+const HEALTHY_AFTER_MS = 60_000;
+const MAX_RESTART_WAIT_MS = 30_000;
+
+/**
+ * Keeps a dev server up: when its process dies (killed, out of memory), says so and starts it
+ * again on the same port and database, waiting 1 s, then 2, 4 ... up to 30 s between attempts
+ * while it keeps failing. Workers and clients reconnect to the same address on their own.
+ */
+class Supervisor {
+  private stopping = false;
+  private failures = 0;
+  private upSince = Date.now();
+
+  constructor(
+    private child: ChildProcess,
+    private readonly launch: () => ChildProcess,
+    private readonly address: string,
+    private readonly logFile: string,
+    private readonly log: (line: string) => void,
+  ) {
+    this.watch();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await stopChild(this.child);
+  }
+
+  private watch(): void {
+    this.child.once('exit', (code, signal) => {
+      if (!this.stopping) void this.restart(signal ?? `exit code ${code}`);
+    });
+  }
+
+  private async restart(how: string): Promise<void> {
+    if (Date.now() - this.upSince > HEALTHY_AFTER_MS) this.failures = 0;
+    this.log(`the Temporal dev server stopped (${how}); workers and clients wait for it. Starting it again on ${this.address} with the same database...`);
+    while (!this.stopping) {
+      const wait = Math.min(MAX_RESTART_WAIT_MS, 1000 * 2 ** this.failures++);
+      await delay(wait, undefined, { ref: false });
+      if (this.stopping) return;
+      this.child = this.launch();
+      try {
+        await waitUntilReady(this.address, this.child, this.logFile);
+        this.upSince = Date.now();
+        this.log(`the Temporal dev server is up again on ${this.address}`);
+        this.watch();
+        return;
+      } catch (err) {
+        this.child.kill('SIGKILL');
+        this.log(`the Temporal dev server did not start again (${(err as Error).message.split('\n')[0]}); next try in ${Math.min(MAX_RESTART_WAIT_MS, 1000 * 2 ** this.failures) / 1000}s`);
+      }
+    }
+  }
 }
 
 async function waitUntilReady(address: string, child: ChildProcess, logFile: string): Promise<void> {

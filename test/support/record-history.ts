@@ -299,54 +299,43 @@ steps:
   },
 ];
 
-/**
- * A session of 7 messages that keeps 4 in context and continues as new every 3: its first run
- * (ending in continue-as-new) and its last (starting from the carried state, ended by signal).
- */
-async function recordSession(client: CadreClient): Promise<void> {
-  const files = { first: 'session-first-run', last: 'session-after-continue' };
-  const target = (name: string) => path.join(__dirname, '..', 'histories', `${name}.json`);
-  if (existsSync(target(files.first))) {
-    console.error(`kept ${target(files.first)}`);
-    return;
-  }
-  const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
-  writeFileSync(path.join(workspace, 'chat.yaml'), 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "noted", usage: { inputTokens: 5, outputTokens: 1 } }\n');
-  const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: 3 });
-  const id = 'replay-session';
-  let firstRunId: string | undefined;
-  for (let i = 1; i <= 7; i++) {
-    await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
-    firstRunId ??= (await client.client.workflow.getHandle(id).describe()).runId;
-  }
-  await endSession(client, id);
-  await client.client.workflow.getHandle(id).result();
-  for (const [name, runId] of [[files.first, firstRunId], [files.last, undefined]] as const) {
-    const history = await client.client.workflow.getHandle(id, runId).fetchHistory();
-    writeFileSync(target(name), `${historyToJSON(history)}\n`);
-    console.error(`wrote ${target(name)} (${history.events?.length} events)`);
-  }
+interface SessionScenario {
+  files: { first: string; last: string };
+  id: string;
+  reply: string;
+  messages: number;
+  continueEvery: number;
+  /** Follow the session's stream by poll updates from its second message on. */
+  follow?: true;
 }
 
-/** A streamed session (its stream carried across continue-as-new), followed by poll updates while it runs. */
-async function recordStreamedSession(client: CadreClient): Promise<void> {
-  const files = { first: 'session-streamed-first-run', last: 'session-streamed-after-continue' };
+/**
+ * A session that keeps 4 messages in context and continues as new every few: its first run (ending
+ * in continue-as-new) and its last (starting from the carried state, ended by signal).
+ */
+const SESSIONS: SessionScenario[] = [
+  { files: { first: 'session-first-run', last: 'session-after-continue' }, id: 'replay-session', reply: 'noted', messages: 7, continueEvery: 3 },
+  // Streamed: its stream carried across continue-as-new, and read by poll updates while it runs.
+  { files: { first: 'session-streamed-first-run', last: 'session-streamed-after-continue' }, id: 'replay-session-streamed', reply: 'streamed and noted', messages: 5, continueEvery: 2, follow: true },
+];
+
+async function recordSession(client: CadreClient, scenario: SessionScenario): Promise<void> {
+  const { files, id } = scenario;
   const target = (name: string) => path.join(__dirname, '..', 'histories', `${name}.json`);
   if (existsSync(target(files.first))) {
     console.error(`kept ${target(files.first)}`);
     return;
   }
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
-  writeFileSync(path.join(workspace, 'chat.yaml'), 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "streamed and noted", usage: { inputTokens: 5, outputTokens: 3 } }\n');
-  const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: 2 });
-  const id = 'replay-session-streamed';
+  writeFileSync(path.join(workspace, 'chat.yaml'), `cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "${scenario.reply}", usage: { inputTokens: 5, outputTokens: 1 } }\n`);
+  const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: scenario.continueEvery });
   await sendMessage(client, id, 'message 1', start, { taskQueue: 'record' });
   const firstRunId = (await client.client.workflow.getHandle(id).describe()).runId;
-  const following = followWithPolls(client, id);
-  for (let i = 2; i <= 5; i++) await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
+  const following = scenario.follow ? followWithPolls(client, id) : undefined;
+  for (let i = 2; i <= scenario.messages; i++) await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
   await endSession(client, id);
   await client.client.workflow.getHandle(id).result();
-  console.error(`read ${await following} stream items by poll update across continue-as-new`);
+  if (following) console.error(`read ${await following} stream items by poll update across continue-as-new`);
   for (const [name, runId] of [[files.first, firstRunId], [files.last, undefined]] as const) {
     const history = await client.client.workflow.getHandle(id, runId).fetchHistory();
     writeFileSync(target(name), `${historyToJSON(history)}\n`);
@@ -391,8 +380,7 @@ async function main(): Promise<void> {
         console.error(`wrote ${target} (${history.events?.length} events)`);
       }
     }
-    await recordSession(client);
-    await recordStreamedSession(client);
+    for (const session of SESSIONS) await recordSession(client, session);
   } finally {
     await client.close();
     await embedded.stop();

@@ -4,7 +4,17 @@ import { CadreClient } from '../client';
 import { chatSessionId, printReply, sendMessage, sessionInput } from '../sessions';
 import { commaList, info, out, withRun } from './shared';
 
-type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
+export type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
+
+/** The options that start a session (send, chat, serve). */
+export function sessionOptions(command: Command, askHelp = 'tools whose calls wait for your approval, comma-separated'): Command {
+  return command
+    .option('--model <provider:model>', 'the model (default: CADRE_MODEL or the worker\'s models.default)')
+    .option('--system <text>', 'system prompt')
+    .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
+    .option('--ask <names>', askHelp, commaList)
+    .option('--workspace <dir>', 'where its tools run', '.');
+}
 
 export function registerAuditCommand(program: Command): void {
   program
@@ -18,14 +28,6 @@ export function registerAuditCommand(program: Command): void {
 }
 
 export function registerSessionCommands(program: Command): void {
-  const sessionOptions = (command: Command) =>
-    command
-      .option('--model <provider:model>', 'the model (default: CADRE_MODEL or the worker\'s models.default)')
-      .option('--system <text>', 'system prompt')
-      .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
-      .option('--ask <names>', 'tools whose calls wait for your approval, comma-separated', commaList)
-      .option('--workspace <dir>', 'where its tools run', '.');
-
   sessionOptions(
     program
       .command('send <session> <message>')

@@ -34,7 +34,7 @@ export function registerDevCommands(program: Command): void {
       const uiOrigins: string[] = [];
       const codecToken = randomCodecToken();
       const codec = keys ? await startCodecServer({ codec: new AesGcmCodec(keys), port: 0, origins: uiOrigins, token: codecToken, log: info }) : undefined;
-      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, log: info, ...(codec && { codecEndpoint: `${codec.url}/${codecToken}` }) });
+      const embedded = await startEmbedded({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, supervise: true, log: info, ...(codec && { codecEndpoint: `${codec.url}/${codecToken}` }) });
       if (embedded.server.uiUrl) uiOrigins.push(embedded.server.uiUrl, embedded.server.uiUrl.replace('127.0.0.1', 'localhost'));
       const here = process.cwd();
       if (embedded.server.owned) writeServerInfo(here, embedded.server);

@@ -77,16 +77,24 @@ async function printEvents(client: CadreClient, id: string, from: number): Promi
 async function followWithText(client: CadreClient, id: string): Promise<string> {
   const printer = new EventPrinter({ write: (text) => void process.stdout.write(text), labelSteps: true });
   const stop = new AbortController();
+  let seen = 0;
   // A run from before streams shows its steps only.
   const text = (async () => {
-    for await (const event of client.events(id, { signal: stop.signal })) printer.print(event);
+    for await (const event of client.events(id, { signal: stop.signal })) {
+      seen = event.offset + 1;
+      printer.print(event);
+    }
   })().catch(() => undefined);
   const final = await follow(client, id, (line) => {
     printer.endLine();
     out(line);
   });
-  // The last events (a final answer) may still be on their way: a moment for them, not more.
-  await Promise.race([text, new Promise((resolve) => setTimeout(resolve, 2000))]);
+  // The run has ended: the reader catches up with the stream's last event (a final answer), for a moment at most.
+  const deadline = Date.now() + 2000;
+  const offset = client.client.workflow.getHandle(id).query<number>('__temporal_workflow_stream_offset');
+  // An ended run's query needs a worker to replay it: when none answers soon, do without.
+  const end = await Promise.race([offset.catch(() => 0), new Promise<number>((resolve) => setTimeout(() => resolve(0), 1000))]);
+  while (seen < end && Date.now() < deadline) await Promise.race([text, new Promise((resolve) => setTimeout(resolve, 25))]);
   stop.abort();
   printer.endLine();
   return final.status;

@@ -3,26 +3,22 @@ import { type Command, Option } from 'commander';
 import { CadreError } from '../client';
 import { sessionInput } from '../sessions';
 import { taskQueue } from '../task-queue';
-import { commaList, info, port, untilSignal, withClient } from './shared';
+import { info, port, untilSignal, withClient } from './shared';
+import { type SessionCliOptions, sessionOptions } from './agents';
 
-type ServeOptions = { port: number; host: string; origin: string[]; model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
+type ServeOptions = SessionCliOptions & { port: number; host: string; origin: string[] };
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 export function registerServeCommand(program: Command): void {
-  program
+  const serve = program
     .command('serve')
     .description('serve a chat page and the useChat endpoints (/api/chat) for sessions, until Ctrl-C; each browser chat is a session')
     .addHelpText('after', '\nExamples:\n  cadre serve\n  cadre serve --port 8080 --tools fs.read,shell --ask shell\n  CADRE_MODEL=openai:gpt-4o-mini cadre serve --workspace ./repo')
     .option('--port <port>', 'port to listen on', port, 3000)
     .option('--host <host>', 'address to listen on (anyone who reaches it can talk to the agent and its tools)', '127.0.0.1')
-    .addOption(new Option('--origin <url>', 'a browser origin besides this server\'s own that may call /api/chat, such as a useChat app\'s dev server (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default([]))
-    .option('--model <provider:model>', 'the model (default: CADRE_MODEL or the worker\'s models.default)')
-    .option('--system <text>', 'system prompt')
-    .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
-    .option('--ask <names>', 'tools whose calls wait for approval in the page, comma-separated', commaList)
-    .option('--workspace <dir>', 'where its tools run', '.')
-    .action(async (opts: ServeOptions) => {
+    .addOption(new Option('--origin <url>', 'a browser origin besides this server\'s own that may call /api/chat, such as a useChat app\'s dev server (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default([]));
+  sessionOptions(serve, 'tools whose calls wait for approval in the page, comma-separated').action(async (opts: ServeOptions) => {
       // A bad tool name is the user's to fix before anything listens.
       const start = sessionInput(opts);
       const [http, { createChatHandler }] = await Promise.all([import('node:http'), import('../serve')]);
