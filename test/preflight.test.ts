@@ -6,14 +6,16 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PREFLIGHT_CODES } from '../src/preflight/codes';
-import { firstProgram, variablesRead } from '../src/preflight/environment';
+import { programsChecked } from '../src/preflight/shell';
+import { variablesOf } from '../src/preflight/variables';
 import { runCadre } from './support/cli';
 import { tempWorkspace, uniqueId, withWorker } from './support/harness';
 
-test('the program a shell command starts with, and the variables it reads without setting them', () => {
-  expect(['git status', 'FOO=1 BAR=2 node x.js', './archive.sh --all', 'cd /tmp && ls', '{{ steps.a.output }} x', 'echo hi', '"quoted" x'].map(firstProgram)).toEqual(['git', 'node', './archive.sh', undefined, undefined, undefined, undefined]);
-  expect(variablesRead('curl -H "Authorization: $API_TOKEN" ${BASE_URL}/x; echo ${MAYBE:-none} $lower $1')).toEqual(['API_TOKEN', 'BASE_URL']);
-  expect(variablesRead('COUNT=3; echo $COUNT; export NAME=x; echo $NAME; for ITEM in a b; do echo $ITEM; done; read -r LINE; echo $LINE')).toEqual([]);
+test('the programs a shell command runs, and the variables it reads without setting them', async () => {
+  const programs = await Promise.all(['git status', 'FOO=1 BAR=2 node x.js', './archive.sh --all', 'cd /tmp && ls', 'echo hi', '"quoted" x', 'n=$(cat f); echo $((n+1)) > f'].map(programsChecked));
+  expect(programs).toEqual([['git'], ['node'], ['./archive.sh'], ['ls'], [], ['quoted'], ['cat']]);
+  expect((await variablesOf('curl -H "Authorization: $API_TOKEN" ${BASE_URL}/x; echo ${MAYBE:-none} $lower $1')).read).toEqual(['API_TOKEN', 'BASE_URL']);
+  expect((await variablesOf('COUNT=3; echo $COUNT; export NAME=x; echo $NAME; for ITEM in a b; do echo $ITEM; done; read -r LINE; echo $LINE')).read).toEqual([]);
 });
 
 test('README lists every preflight code with its meaning', () => {
@@ -42,6 +44,10 @@ steps:
 `,
   );
   writeFileSync(path.join(dir, 'good.yaml'), 'name: good-env\ninputs: { n: { type: number } }\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo {{ inputs.n }}" } }\n');
+  writeFileSync(
+    path.join(dir, 'later.yaml'),
+    'name: later-env\nsteps:\n  - { id: make, tool: shell, with: { command: "touch made.sh && chmod +x made.sh" } }\n  - { id: use, dependsOn: [make], tool: shell, with: { command: "./made.sh" } }\n',
+  );
   writeFileSync(path.join(dir, 'unparsable.yaml'), 'name: [oops\n');
   writeFileSync(path.join(dir, 'invalid.yaml'), 'name: invalid\nsteps:\n  - { id: a, tool: shell, with: { command: "true" }, dependsOn: [ghost] }\n');
 
@@ -54,17 +60,18 @@ steps:
     const broken = await cadre('validate', 'broken.yaml', '--preflight', '--json');
     expect(broken.code).toBe(2);
     expect(JSON.parse(broken.stdout).problems).toEqual([
-      { code: 'CADRE-E201', path: 'steps[0].with.command', message: '"no-such-tool-cadre" is not on PATH' },
-      { code: 'CADRE-E201', path: 'steps[1].with.command', message: '"./missing.sh" is not in the workspace' },
-      { code: 'CADRE-E204', path: 'steps[3].with.command', message: "$CADRE_PREFLIGHT_UNSET_TOKEN is not set (set it, or give it in the step's env)" },
-      { code: 'CADRE-E202', path: 'steps[6].worktree.repo', message: `${path.join(dir, 'not-a-repo')} is not a git repository` },
+      { code: 'CADRE-E201', level: 'error', path: 'steps[0].with.command', message: '"no-such-tool-cadre" is not on PATH' },
+      { code: 'CADRE-E201', level: 'error', path: 'steps[1].with.command', message: '"./missing.sh" is not in the workspace' },
+      { code: 'CADRE-E204', level: 'error', path: 'steps[3].with.command', message: "$CADRE_PREFLIGHT_UNSET_TOKEN is not set (set it, or give it in the step's env)" },
+      { code: 'CADRE-E202', level: 'error', path: 'steps[6].worktree.repo', message: `${path.join(dir, 'not-a-repo')} is not a git repository` },
       {
         code: 'CADRE-E204',
+        level: 'error',
         path: 'steps[7].with.command',
         message: "$CADRE_PREFLIGHT_HIDDEN is set here, but the sandbox passes tools only the variables it is told: add CADRE_PREFLIGHT_HIDDEN to the plan's sandbox.env",
       },
-      { code: 'CADRE-E206', path: 'steps[8].with.url', message: '127.0.0.1:9 is this machine: the run refuses it unless egress.loopback lists 9' },
-      { code: 'CADRE-E203', path: 'steps[5].with.url', message: 'the host no-such-host.invalid does not resolve' },
+      { code: 'CADRE-E206', level: 'error', path: 'steps[8].with.url', message: '127.0.0.1:9 is this machine: the run refuses it unless egress.loopback lists 9' },
+      { code: 'CADRE-E203', level: 'error', path: 'steps[5].with.url', message: 'the host no-such-host.invalid does not resolve' },
     ]);
     const refused = await cadre('run', 'broken.yaml');
     expect(refused.code).toBe(2);
@@ -74,6 +81,12 @@ steps:
     // Ready: a worker polls the task queue.
     const ready = await cadre('validate', 'good.yaml', '--preflight', '-i', 'n=3');
     expect(ready).toMatchObject({ code: 0, stdout: `good.yaml: ready to run (plan "good-env", 1 steps; a worker polls "${h.taskQueue}")\n` });
+    // What a step before may create is a warning: validate says ready, run starts, both show it.
+    const madeLater = 'warning: CADRE-E201 steps[1].with.command: "./made.sh" is not in the workspace: step "make" runs before it and may create it';
+    const later = await cadre('validate', 'later.yaml', '--preflight');
+    expect(later).toMatchObject({ code: 0, stdout: `later.yaml: ready to run (plan "later-env", 2 steps; a worker polls "${h.taskQueue}")\n  ${madeLater}\n` });
+    expect(JSON.parse((await cadre('validate', 'later.yaml', '--preflight', '--json')).stdout)).toMatchObject({ ok: true, problems: [{ code: 'CADRE-E201', level: 'warning', path: 'steps[1].with.command' }] });
+    expect(await cadre('run', 'later.yaml', '--id', uniqueId('later'))).toMatchObject({ code: 0, stderr: expect.stringContaining(madeLater) });
     // The plan's own problems and its inputs.
     const codes = async (...args: string[]) => JSON.parse((await cadre('validate', ...args, '--preflight', '--json')).stdout).problems.map((p: { code: string }) => p.code);
     expect(await codes('unparsable.yaml')).toEqual(['CADRE-E101']);
@@ -90,5 +103,5 @@ steps:
 
   const unreachable = await runCadre(['validate', 'good.yaml', '--preflight', '-i', 'n=1', '--json'], dir, { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1' });
   expect(unreachable.code).toBe(1);
-  expect(JSON.parse(unreachable.stdout).problems).toEqual([{ code: 'CADRE-E301', path: '', message: expect.stringContaining('cannot reach Temporal at 127.0.0.1:1') }]);
+  expect(JSON.parse(unreachable.stdout).problems).toEqual([{ code: 'CADRE-E301', level: 'error', path: '', message: expect.stringContaining('cannot reach Temporal at 127.0.0.1:1') }]);
 });

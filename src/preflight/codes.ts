@@ -20,13 +20,33 @@ export const PREFLIGHT_CODES = {
 
 export type PreflightCode = keyof typeof PREFLIGHT_CODES;
 
+/**
+ * `error`: the run would fail, so `cadre run` refuses to start it. `warning`: it may fail (what is
+ * missing is something an earlier step, or the command itself, may create first): shown, never blocking.
+ */
+export type PreflightLevel = 'error' | 'warning';
+
 export interface PreflightProblem {
   code: PreflightCode;
+  level: PreflightLevel;
   /** Where in the plan (`steps[2].with.command`), or '' for the server. */
   path: string;
   message: string;
 }
 
+export function problem(code: PreflightCode, path: string, message: string, level: PreflightLevel = 'error'): PreflightProblem {
+  return { code, level, path, message };
+}
+
+export function errorsOf(problems: PreflightProblem[]): PreflightProblem[] {
+  return problems.filter((p) => p.level === 'error');
+}
+
+export function warningsOf(problems: PreflightProblem[]): PreflightProblem[] {
+  return problems.filter((p) => p.level === 'warning');
+}
+
+/** One line each: `CADRE-E201 steps[0].with.command: ...`, a warning's prefixed `warning: `. */
 export function formatProblems(problems: PreflightProblem[]): string {
-  return problems.map((p) => `${p.code} ${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n');
+  return problems.map((p) => `${p.level === 'warning' ? 'warning: ' : ''}${p.code} ${p.path ? `${p.path}: ` : ''}${p.message}`).join('\n');
 }

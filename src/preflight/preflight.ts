@@ -8,7 +8,7 @@ import { resolveInputs } from '../spec/inputs';
 import { PlanError, loadPlanWithWarnings } from '../spec/load';
 import type { CompiledPlan } from '../spec/types';
 import { SEARCH_ATTRIBUTES } from '../protocol/definitions';
-import type { PreflightProblem } from './codes';
+import { problem, type PreflightProblem } from './codes';
 import { type EnvironmentProbe, environmentProblems, systemProbe } from './environment';
 
 export interface PlanCheck {
@@ -24,10 +24,10 @@ export async function checkPlan(file: string, baseDir: string, given: Record<str
     plan = (await loadPlanWithWarnings(file, baseDir)).plan;
   } catch (err) {
     if (!(err instanceof PlanError)) throw err;
-    return { problems: err.issues.map((issue) => ({ code: err.stage === 'read' ? 'CADRE-E101' : 'CADRE-E102', ...issue })) };
+    return { problems: err.issues.map((issue) => problem(err.stage === 'read' ? 'CADRE-E101' : 'CADRE-E102', issue.path, issue.message)) };
   }
   const resolved = resolveInputs(plan, given);
-  const problems: PreflightProblem[] = resolved.ok ? [] : resolved.issues.map((issue) => ({ code: 'CADRE-E103', ...issue }));
+  const problems: PreflightProblem[] = resolved.ok ? [] : resolved.issues.map((issue) => problem('CADRE-E103', issue.path, issue.message));
   problems.push(...(await environmentProblems(plan, probe)));
   return { plan, ...(resolved.ok && { inputs: resolved.values }), problems };
 }
@@ -37,7 +37,7 @@ export async function checkServer(connection: Connection, namespace: string, tas
   const problems: PreflightProblem[] = [];
   const { customAttributes, systemAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = SEARCH_ATTRIBUTES.map((k) => k.name).filter((name) => !(name in { ...customAttributes, ...systemAttributes }));
-  if (missing.length > 0) problems.push({ code: 'CADRE-E302', path: '', message: `namespace "${namespace}" lacks ${missing.join(', ')}: run \`cadre setup\` or start \`cadre worker\`` });
+  if (missing.length > 0) problems.push(problem('CADRE-E302', '', `namespace "${namespace}" lacks ${missing.join(', ')}: run \`cadre setup\` or start \`cadre worker\``));
   problems.push(...(await checkWorkers(connection, namespace, taskQueue)));
   return problems;
 }
@@ -50,6 +50,6 @@ export async function checkWorkers(connection: Connection, namespace: string, ta
     taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
-  if (!pollers || pollers.length === 0) problems.push({ code: 'CADRE-E303', path: '', message: `no worker polls task queue "${taskQueue}" in namespace "${namespace}": start \`cadre worker\` or \`cadre dev\` (a run started now waits for one)` });
+  if (!pollers || pollers.length === 0) problems.push(problem('CADRE-E303', '', `no worker polls task queue "${taskQueue}" in namespace "${namespace}": start \`cadre worker\` or \`cadre dev\` (a run started now waits for one)`));
   return problems;
 }

@@ -7,7 +7,7 @@ import { type EgressPolicy, isAllowedHost, normalizeHost } from '../egress/polic
 import { bubblewrapAvailability } from '../sandbox/bubblewrap';
 import { BASE_ENV_NAMES } from '../sandbox/environment';
 import type { CompiledPlan } from '../spec/types';
-import type { PreflightProblem } from './codes';
+import { problem, type PreflightProblem } from './codes';
 
 /** Whether a plan's tools run commands: shell steps, agents with shell (roles may give it too, so team plans count). */
 function runsCommands(plan: CompiledPlan): boolean {
@@ -17,11 +17,16 @@ function runsCommands(plan: CompiledPlan): boolean {
 export function sandboxProblems(plan: CompiledPlan): PreflightProblem[] {
   if (plan.sandbox?.mode === 'none' || process.env.CADRE_SANDBOX === 'none' || !runsCommands(plan)) return [];
   const available = bubblewrapAvailability();
-  return available.ok ? [] : [{ code: 'CADRE-E205', path: 'sandbox', message: available.reason }];
+  return available.ok ? [] : [problem('CADRE-E205', 'sandbox', available.reason)];
 }
 
 /** Set inside the sandbox whatever the worker has (its own empty home, /tmp), or by cadre for every command. */
 const SET_INSIDE = ['HOME', 'TMPDIR', 'USER', 'LOGNAME', 'SHELL', 'CADRE_STEP', 'CADRE_ATTEMPT'];
+
+/** Variables a tool gets whatever this machine has: cadre's own, and in the sandbox its home and user. */
+export function setForTools(name: string, plan: CompiledPlan): boolean {
+  return name === 'CADRE_STEP' || name === 'CADRE_ATTEMPT' || (plan.sandbox?.mode !== 'none' && SET_INSIDE.includes(name));
+}
 
 export function passedToTools(name: string, plan: CompiledPlan): boolean {
   return plan.sandbox?.mode === 'none' || BASE_ENV_NAMES.includes(name) || SET_INSIDE.includes(name) || (plan.sandbox?.env ?? []).includes(name);

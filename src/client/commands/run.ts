@@ -1,6 +1,6 @@
 /** `cadre run <plan>`: start a plan, checked here first; with --wait, follow it to its end. */
 import { type Command, Option } from 'commander';
-import { formatProblems } from '../../preflight/codes';
+import { errorsOf, formatProblems, warningsOf } from '../../preflight/codes';
 import { environmentProblems } from '../../preflight/environment';
 import { checkWorkers } from '../../preflight/preflight';
 import { resolveInputs } from '../../spec/inputs';
@@ -33,8 +33,11 @@ export function registerRunCommand(program: Command): void {
       if (!inputs.ok) throw new CadreError(`bad inputs:\n${formatIssues(inputs.issues)}`);
       if (opts.preflight) {
         const problems = await environmentProblems(plan);
-        if (problems.length > 0) {
-          throw new UsageError(`${file}: the plan would fail here (\`cadre run --no-preflight\` starts it anyway, for workers elsewhere):\n${formatProblems(problems).replace(/^/gm, '  ')}`);
+        // Warnings: what a step before may create. Only errors keep the run from starting.
+        for (const warning of warningsOf(problems)) info(formatProblems([warning]));
+        const errors = errorsOf(problems);
+        if (errors.length > 0) {
+          throw new UsageError(`${file}: the plan would fail here (\`cadre run --no-preflight\` starts it anyway, for workers elsewhere):\n${formatProblems(errors).replace(/^/gm, '  ')}`);
         }
       }
       await startAndFollow(plan, inputs.values, { ...opts, warnWithoutWorker: opts.preflight });

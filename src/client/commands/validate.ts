@@ -1,6 +1,6 @@
 /** `cadre validate [--preflight]`: a plan file's problems, and with --preflight what it needs here and on the server. */
 import { type Command, Option } from 'commander';
-import { formatProblems } from '../../preflight/codes';
+import { errorsOf, formatProblems, problem, warningsOf } from '../../preflight/codes';
 import { checkPlan, checkServer } from '../../preflight/preflight';
 import { PlanError, loadPlanWithWarnings } from '../../spec/load';
 import { formatIssues } from '../../spec/validate';
@@ -39,7 +39,7 @@ export function registerValidateCommand(program: Command): void {
     });
 }
 
-/** `cadre validate --preflight`: exit 0 when ready, 2 for problems of the plan or this machine, 1 for the server's. */
+/** `cadre validate --preflight`: exit 0 when ready (warnings or not), 2 for problems of the plan or this machine, 1 for the server's. */
 async function preflightCommand(file: string, opts: { json?: boolean; input: Record<string, string>; taskQueue: string }): Promise<void> {
   const { plan, problems } = await checkPlan(file, process.cwd(), opts.input);
   if (plan) {
@@ -47,12 +47,20 @@ async function preflightCommand(file: string, opts: { json?: boolean; input: Rec
       await withClient(async (client) => problems.push(...(await checkServer(client.connection, client.server.namespace, opts.taskQueue))));
     } catch (err) {
       if (!(err instanceof CadreError)) throw err;
-      problems.push({ code: 'CADRE-E301', path: '', message: err.message });
+      problems.push(problem('CADRE-E301', '', err.message));
     }
   }
-  const local = problems.some((p) => p.code < 'CADRE-E3');
-  process.exitCode = problems.length === 0 ? 0 : local ? 2 : 1;
-  if (opts.json) out(JSON.stringify({ ok: problems.length === 0, file, ...(plan && { plan: plan.name }), problems }, null, 2));
-  else if (problems.length === 0) out(`${file}: ready to run (plan "${plan?.name}", ${plan?.steps.length} steps; a worker polls "${opts.taskQueue}")`);
-  else out(`${file}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${formatProblems(problems).replace(/^/gm, '  ')}`);
+  // Warnings (what a step before may create) are shown, and do not keep the plan from running.
+  const errors = errorsOf(problems);
+  const warnings = warningsOf(problems);
+  const local = errors.some((p) => p.code < 'CADRE-E3');
+  process.exitCode = errors.length === 0 ? 0 : local ? 2 : 1;
+  const listed = formatProblems([...errors, ...warnings]).replace(/^/gm, '  ');
+  if (opts.json) out(JSON.stringify({ ok: errors.length === 0, file, ...(plan && { plan: plan.name }), problems }, null, 2));
+  else if (errors.length === 0) out(`${file}: ready to run (plan "${plan?.name}", ${plan?.steps.length} steps; a worker polls "${opts.taskQueue}")${warnings.length > 0 ? `\n${listed}` : ''}`);
+  else out(`${file}: ${counted(errors.length, 'problem')}${warnings.length > 0 ? `, ${counted(warnings.length, 'warning')}` : ''}\n${listed}`);
+}
+
+function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
