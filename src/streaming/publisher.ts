@@ -2,8 +2,9 @@
  * Publishes an activity's events to its run's stream (docs/streaming.md) through Temporal's
  * Workflow Streams client: text deltas coalesced, sent at most once per batch interval (the first
  * at once, so the first words show without delay) or sooner when a batch grows large, each batch
- * one signal; other events wait an interval for company, so a quick turn costs one signal. Secrets are redacted before anything leaves; streamed text holds back any ending that
- * could be the beginning of a secret, so a secret split across chunks is never sent in parts. A stream that
+ * one signal; other events wait an interval for company, so a quick turn costs one signal.
+ * Secrets are redacted before anything leaves; streamed text holds back any ending that could be
+ * the beginning of a secret, so a secret split across chunks is never sent in parts. A stream that
  * cannot be published to never fails the activity: it is logged, and the activity's result
  * carries everything the workflow needs.
  */
@@ -110,7 +111,6 @@ export class StreamPublisher {
     }
   }
 
-  /** At once when the last batch went more than an interval ago (or the batch is big), else at the interval's end. */
   /** A flush at `due` (ms since the epoch), unless one is due as soon already. */
   private schedule(due: number): void {
     if (this.failed || (this.timer && this.timerDue <= due)) return;
