@@ -28,7 +28,8 @@ export { GIT_COMMAND_CONFIG } from './git-options';
 
 let parserReady: Promise<Parser> | undefined;
 
-function loadParser(): Promise<Parser> {
+/** The bash parser, loaded once per process (loading the grammar costs hundreds of milliseconds): preflight reads trees with it too. */
+export function loadParser(): Promise<Parser> {
   parserReady ??= (async () => {
     await Parser.init();
     // Read here, not by Language.load(path): its dynamic import() of fs fails under jest's CommonJS vm.

@@ -5,9 +5,8 @@
  * (assignments, `export`/`local`, `for NAME`, `read NAME`, `${NAME:=x}`, ...). Upper-case names
  * only: the convention for the environment. The scripts of `sh -c '...'` are not looked into.
  */
-import { readFile } from 'node:fs/promises';
-import { Language, type Node, Parser } from 'web-tree-sitter';
-import { parseCommand } from '../commands/parse';
+import type { Node } from 'web-tree-sitter';
+import { loadParser } from '../commands/parse';
 
 /** Operators after the name that need nothing set: `${A-x}`, `${A:-x}`, `${A+x}`, `${A=x}`, ... */
 const DEFAULTED = new Set(['-', ':-', '+', ':+', '=', ':=']);
@@ -28,26 +27,8 @@ export interface VariableUse {
   set: Set<string>;
 }
 
-let parserReady: Promise<Parser> | undefined;
-
-/** A parser of our own (the command rules keep theirs private) on the runtime they load. */
-function bashParser(): Promise<Parser> {
-  parserReady ??= (async () => {
-    // Two Parser.init() at once would load two runtimes: let the command rules load the one.
-    await parseCommand('true');
-    await Parser.init();
-    const parser = new Parser();
-    parser.setLanguage(await Language.load(await readFile(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm'))));
-    return parser;
-  })().catch((error: unknown) => {
-    parserReady = undefined;
-    throw error;
-  });
-  return parserReady;
-}
-
 export async function variablesOf(command: string): Promise<VariableUse> {
-  const tree = (await bashParser()).parse(command);
+  const tree = (await loadParser()).parse(command);
   if (!tree) return { read: [], set: new Set() };
   try {
     const read = new Set<string>();
