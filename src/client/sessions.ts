@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { StreamEventAt } from '../streaming/events';
+import { streamOffsetQuery } from '../protocol/stream';
 import { EventPrinter } from './event-printer';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import type { ApprovalPolicy, Approvals } from '../spec/types';
@@ -127,15 +128,12 @@ export async function streamOffset(cadre: CadreClient, sessionId: string): Promi
   const handle = cadre.client.workflow.getHandle(sessionId);
   try {
     if ((await handle.describe()).status.name !== 'RUNNING') return 0;
-    return await handle.query<number>(STREAM_OFFSET_QUERY);
+    return await handle.query(streamOffsetQuery);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return 0;
     throw err;
   }
 }
-
-/** Workflow Streams' own query for the offset the next event will have. */
-const STREAM_OFFSET_QUERY = '__temporal_workflow_stream_offset';
 
 export async function endSession(cadre: CadreClient, sessionId: string): Promise<void> {
   checkWorkflowId(sessionId);

@@ -39,3 +39,5 @@ export interface StreamPage {
 export const STREAM_PAGE_EVENTS = 500;
 
 export const streamQuery = defineQuery<StreamPage, [StreamRead]>('stream');
+/** Workflow Streams' own query: the offset the next event will have. */
+export const streamOffsetQuery = defineQuery<number>('__temporal_workflow_stream_offset');

@@ -6,6 +6,7 @@ import { RUN_STATUSES } from '../run-status';
 import { colourOn, paintStatus } from '../style';
 import { exitCodeOf, follow, leaveRunOnCtrlC, offset, out, positive, withClient, withRun } from './shared';
 import { EventPrinter } from '../event-printer';
+import { streamOffsetQuery } from '../../protocol/stream';
 import { type CadreClient, CadreError, UsageError } from '../client';
 
 export function registerStatusCommands(program: Command): void {
@@ -91,7 +92,7 @@ async function followWithText(client: CadreClient, id: string): Promise<string> 
   });
   // The run has ended: the reader catches up with the stream's last event (a final answer), for a moment at most.
   const deadline = Date.now() + 2000;
-  const offset = client.client.workflow.getHandle(id).query<number>('__temporal_workflow_stream_offset');
+  const offset = client.client.workflow.getHandle(id).query(streamOffsetQuery);
   // An ended run's query needs a worker to replay it: when none answers soon, do without.
   const end = await Promise.race([offset.catch(() => 0), new Promise<number>((resolve) => setTimeout(() => resolve(0), 1000))]);
   while (seen < end && Date.now() < deadline) await Promise.race([text, new Promise((resolve) => setTimeout(resolve, 25))]);
