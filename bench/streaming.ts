@@ -20,7 +20,7 @@
  *
  *   npm run bench        (TEMPORAL_ADDRESS=host:port to use an existing server)
  *   CADRE_STREAM_BATCH_MS=50 node dist/bench/streaming.js      (the publisher's batch interval; default 100)
- *   CADRE_BENCH_POLL_MS=20 node dist/bench/streaming.js        (the watcher's `pollMs`; default the reader's 25)
+ *   CADRE_BENCH_POLL_MS=20 node dist/bench/streaming.js        (the watcher's `pollMs`; default the reader's 50)
  *
  * Prints one JSON object and writes it to bench/results/streaming.json; progress goes to stderr.
  */
@@ -403,7 +403,7 @@ async function main(): Promise<void> {
     const report = {
       // The load average when the benchmark started and ended: other work on the machine shows in the tail.
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', platform: `${os.platform()} ${os.release()}`, loadAverage1m: [round(load0, 2), round(os.loadavg()[0], 2)] },
-      settings: { batchMs: batchInterval(), pollMs: POLL_MS ?? 25, answers: ANSWERS, chunksPerAnswer: CHUNKS, chunkDelayMs: CHUNK_DELAY_MS },
+      settings: { batchMs: batchInterval(), pollMs: POLL_MS ?? 50, answers: ANSWERS, chunksPerAnswer: CHUNKS, chunkDelayMs: CHUNK_DELAY_MS },
       latency: {
         what: 'chunk written by the fake model server → first seen by a client.events watcher, every chunk of every answer (ms)',
         chunks: latencies.length,

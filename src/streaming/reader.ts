@@ -15,7 +15,7 @@ export interface EventsOptions {
   from?: number;
   /** Stops the reading (the iterator returns). */
   signal?: AbortSignal;
-  /** Between polls while events flow (default 25 ms) and after a quiet spell (default 250 ms). */
+  /** Between polls while events flow (default 50 ms) and after a quiet spell (default 250 ms). */
   pollMs?: number;
   idlePollMs?: number;
   /** Events read before this stops: for sessions, which go on after each reply. */
@@ -39,7 +39,7 @@ export interface EventCallbacks {
   onRunCompleted?(event: EventOf<'run_completed'> & { offset: number }): void;
 }
 
-const ACTIVE_POLL_MS = 25;
+const ACTIVE_POLL_MS = 50;
 /** A quiet spell after which the reader slows down, and asks whether the run has ended. */
 const QUIET_MS = 2000;
 /** Failed polls in a row (no worker, a server restart, a workflow not started yet) before the reader gives up: about 10 s. */
