@@ -92,7 +92,7 @@ describe('find_implementations against TypeScript', () => {
       const { ours, typescript } = both(project, file, name);
       expect({ name, ours }).toEqual({ name, ours: typescript });
     }
-  });
+  }, 120_000);
 
   test("on this project's source", async () => {
     const boundary = await openBoundary(path.join(__dirname, '..', '..'), { name: 'workspace', deny: PROTECTED_PATHS });
@@ -111,5 +111,5 @@ describe('find_implementations against TypeScript', () => {
       found += typescript.length;
     }
     expect(found).toBeGreaterThanOrEqual(5);
-  });
+  }, 120_000);
 });

@@ -18,9 +18,13 @@ afterEach(() => {
   jest.useRealTimers();
 });
 
-/** A workspace with one file declaring `name`. */
+/** Building a language service takes seconds of CPU on a loaded machine: more than jest's default 5 s. */
+const SLOW = 60_000;
+
+/** A workspace with one file declaring `name` (and the smallest lib, to keep each service cheap). */
 async function workspace(name = 'value', extra = ''): Promise<Boundary> {
   const ws = mkdtempSync(path.join(os.tmpdir(), 'cadre-warm-'));
+  writeFileSync(path.join(ws, 'tsconfig.json'), JSON.stringify({ compilerOptions: { lib: ['ES5'] } }));
   writeFileSync(path.join(ws, 'a.ts'), `export const ${name} = 1;${extra}\n`);
   return openBoundary(ws, { name: 'workspace', deny: PROTECTED_PATHS });
 }
@@ -40,7 +44,7 @@ describe('warm language services', () => {
     expect(sub.service).not.toBe(first.service);
     expect(sub.files).toEqual([path.join(b.root, 'sub', 'b.ts')]);
     expect(warmProjects().map((p) => p.root)).toEqual([b.root, path.join(b.root, 'sub')]);
-  });
+  }, SLOW);
 
   test('a change the stamp alone shows (same size, modification time put back) is seen', async () => {
     const b = await workspace('before');
@@ -61,7 +65,7 @@ describe('warm language services', () => {
     const program = service.getProgram();
     expect(host.refresh(b)).toBe(false);
     expect(service.getProgram()).toBe(program);
-  });
+  }, SLOW);
 
   test('files added and removed, by anyone, are in the next answer', async () => {
     const b = await workspace();
@@ -70,7 +74,7 @@ describe('warm language services', () => {
     expect(openProject(b, b.root).files.map((f) => path.basename(f))).toEqual(['a.ts', 'c.ts']);
     rmSync(path.join(b.root, 'a.ts'));
     expect(openProject(b, b.root).files.map((f) => path.basename(f))).toEqual(['c.ts']);
-  });
+  }, SLOW);
 
   test('at most WARM_LIMITS.services are kept, the least recently used evicted first', async () => {
     WARM_LIMITS.services = 2;
@@ -80,7 +84,7 @@ describe('warm language services', () => {
     declared(a);
     declared(c);
     expect(warmProjects().map((p) => p.root)).toEqual([a.root, c.root]);
-  });
+  }, SLOW);
 
   test('the source size is bounded too, keeping the service in use even alone over it', async () => {
     WARM_LIMITS.sourceChars = 1_000;
@@ -89,7 +93,7 @@ describe('warm language services', () => {
     declared(small);
     expect(declared(big)).toContain('big');
     expect(warmProjects()).toEqual([{ root: big.root, files: 1, sourceChars: expect.any(Number) }]);
-  });
+  }, SLOW);
 
   test('an idle service keeps nothing alive', async () => {
     const b = await workspace();
@@ -98,7 +102,7 @@ describe('warm language services', () => {
     declared(b);
     expect(warmProjects()).toHaveLength(1);
     expect(timers()).toBe(before);
-  });
+  }, SLOW);
 
   test('an idle service is evicted after WARM_LIMITS.idleMs', async () => {
     jest.useFakeTimers();
@@ -111,7 +115,7 @@ describe('warm language services', () => {
     expect(warmProjects()).toHaveLength(1);
     jest.advanceTimersByTime(10_001);
     expect(warmProjects()).toHaveLength(0);
-  });
+  }, SLOW);
 
   test('a workspace removed and made again at the same path is read anew', async () => {
     const b = await workspace('first');
@@ -121,5 +125,5 @@ describe('warm language services', () => {
     writeFileSync(path.join(b.root, 'a.ts'), 'export const second = 1;\n');
     const again = await openBoundary(b.root, { name: 'workspace', deny: PROTECTED_PATHS });
     expect(declared(again)).toContain('second');
-  });
+  }, SLOW);
 });
