@@ -145,10 +145,12 @@ export interface LineOptions {
   logX?: boolean;
   logY?: boolean;
   rules?: Rule[];
+  /** Mark each point (default); off for dense curves, where the marks would hide the line. */
+  symbols?: boolean;
 }
 
 /** One line per series, with its points marked: curves such as time per item against scale. */
-export function lines({ title, xTitle, yTitle, points, logX = false, logY = false, rules = [] }: LineOptions): Vega.Spec {
+export function lines({ title, xTitle, yTitle, points, logX = false, logY = false, rules = [], symbols = true }: LineOptions): Vega.Spec {
   return {
     $schema: 'https://vega.github.io/schema/vega/v6.json',
     width: WIDTH,
@@ -181,16 +183,65 @@ export function lines({ title, xTitle, yTitle, points, logX = false, logY = fals
             sort: { field: 'datum.x' },
             encode: { enter: { x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y' }, stroke: { scale: 'colour', field: 'series' }, strokeWidth: { value: 2 } } },
           },
-          {
-            type: 'symbol',
-            from: { data: 'series' },
-            encode: { enter: { x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y' }, fill: { scale: 'colour', field: 'series' }, size: { value: 30 } } },
-          },
+          ...(symbols
+            ? [
+                {
+                  type: 'symbol',
+                  from: { data: 'series' },
+                  encode: { enter: { x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y' }, fill: { scale: 'colour', field: 'series' }, size: { value: 30 } } },
+                },
+              ]
+            : []),
         ],
       },
       ...ruleMarks(),
     ],
   } as Vega.Spec;
+}
+
+export interface DistributionOptions {
+  title: string;
+  /** What was measured, with its unit: the x axis. */
+  xTitle: string;
+  /** The measured values of each series (e.g. latencies in ms). */
+  series: Record<string, number[]>;
+  logX?: boolean;
+  /** Vertical lines, such as a target. */
+  marks?: Rule[];
+}
+
+/**
+ * Latency distributions: for each series, the share of values at or below x (an empirical CDF,
+ * drawn through its percentiles 0–100 and 99.9, so a series of any length is ~100 points).
+ * Medians and tails of several series read off one plot: p50 where a curve crosses 0.5, p99 near the top.
+ */
+export function distribution({ title, xTitle, series, logX = false, marks = [] }: DistributionOptions): Vega.Spec {
+  const points: Point[] = [];
+  for (const [name, values] of Object.entries(series)) {
+    const sorted = [...values].sort((a, b) => a - b);
+    if (sorted.length === 0) continue;
+    for (const p of [...Array.from({ length: 101 }, (_, i) => i), 99.9]) {
+      const at = sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+      points.push({ series: name, x: logX ? Math.max(at, 0.01) : at, y: p / 100 });
+    }
+  }
+  const spec = lines({ title, xTitle: logX ? `${xTitle} (log scale)` : xTitle, yTitle: 'share of values at or below', points, logX, symbols: false });
+  const base = spec as { data: { name: string; values: unknown[] }[]; marks: unknown[]; scales: { name: string; domain: unknown }[] };
+  base.data.push({ name: 'marks', values: marks });
+  base.scales[0].domain = { fields: [{ data: 'points', field: 'x' }, { data: 'marks', field: 'value' }] };
+  base.marks.push(
+    {
+      type: 'rule',
+      from: { data: 'marks' },
+      encode: { enter: { x: { scale: 'x', field: 'value' }, y: { value: 0 }, y2: { signal: 'height' }, stroke: { value: '#888' }, strokeDash: { value: [4, 4] } } },
+    },
+    {
+      type: 'text',
+      from: { data: 'marks' },
+      encode: { enter: { x: { scale: 'x', field: 'value', offset: 3 }, y: { value: 10 }, text: { field: 'label' }, fontSize: { value: 10 }, fill: { value: '#555' }, font: { value: FONT } } },
+    },
+  );
+  return spec;
 }
 
 /** Dashed horizontal lines from the `rules` data set, labelled at their right end. */

@@ -1,0 +1,177 @@
+/**
+ * What the scale benchmarks run on: a Temporal server (an embedded dev server with cadre's settings,
+ * or TEMPORAL_ADDRESS; the test dev server in the smoke test), the workflow bundle built once and
+ * written to a file, a client in this process, and cadre workers in processes of their own
+ * (scale-worker.ts), whose memory and CPU each report on its own.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { CadreClient } from '../src/client/client';
+import { resolveServer } from '../src/worker/dev-server';
+import { registerSearchAttributes } from '../src/worker/embedded';
+import type { WorkerMessage } from './scale-worker';
+import { round } from './stats';
+
+export interface ScaleEnv {
+  address: string;
+  namespace: string;
+  /** The server's process, when this benchmark started it (its CPU time is then reported). */
+  serverPid?: number;
+  bundlePath: string;
+  /** A scratch directory of this benchmark's, removed at the end. */
+  tmp: string;
+  client: CadreClient;
+  log: (line: string) => void;
+}
+
+export interface OwnedScaleEnv extends ScaleEnv {
+  stop(): Promise<void>;
+}
+
+const quietLogger = (log: (line: string) => void) => ({
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => log(`bundle: ${message}`),
+  error: (message: string) => log(`bundle: ${message}`),
+  log: () => undefined,
+});
+
+/** A server of the benchmark's own (or TEMPORAL_ADDRESS's), cadre's workflows bundled once, a client. */
+export async function startScaleEnv(name: string, log: (line: string) => void): Promise<OwnedScaleEnv> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), `cadre-bench-${name}-`));
+  log('starting the Temporal server...');
+  const server = await resolveServer({ dataDir: path.join(tmp, 'server'), ephemeral: true, log });
+  try {
+    await registerSearchAttributes(server, log);
+    log('bundling workflows...');
+    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: quietLogger(log) });
+    const bundlePath = path.join(tmp, 'workflow-bundle.js');
+    writeFileSync(bundlePath, code);
+    const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
+    return {
+      address: server.address,
+      namespace: server.namespace,
+      ...(server.pid !== undefined && { serverPid: server.pid }),
+      bundlePath,
+      tmp,
+      client,
+      log,
+      async stop() {
+        await client.close();
+        await server.stop();
+        rmSync(tmp, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** The test dev server and bundle (test/support/global-setup.ts), for the smoke test. */
+export async function testScaleEnv(log: (line: string) => void): Promise<OwnedScaleEnv> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-smoke-'));
+  const address = process.env.CADRE_TEST_ADDRESS as string;
+  const namespace = process.env.CADRE_TEST_NAMESPACE ?? 'default';
+  const client = await CadreClient.connect({ address, namespace });
+  return {
+    address,
+    namespace,
+    bundlePath: process.env.CADRE_TEST_BUNDLE as string,
+    tmp,
+    client,
+    log,
+    async stop() {
+      await client.close();
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface WorkerReport {
+  pid: number;
+  peakRssMb: number;
+  cpuSeconds: number;
+}
+
+export interface WorkerProcess {
+  pid: number;
+  /** CPU seconds the process has used so far. */
+  cpuSeconds(): Promise<number>;
+  /** Stops the worker (running tasks finish) and resolves with its figures. */
+  stop(): Promise<WorkerReport>;
+  /** Ends the process at once (after a failure). */
+  kill(): void;
+}
+
+/** Starts a worker process on `taskQueue` and resolves once it polls; `onSample` gets its memory every second. */
+export function startWorkerProcess(env: ScaleEnv, taskQueue: string, onSample?: (sample: { rssMb: number; heapMb: number }) => void): Promise<WorkerProcess> {
+  const script = path.join(__dirname, `scale-worker${path.extname(__filename)}`);
+  // From source (the smoke test under ts-jest) the child needs tsx to load TypeScript.
+  const execArgv = script.endsWith('.ts') ? ['--import', tsxLoader()] : [];
+  const child: ChildProcess = fork(script, [taskQueue], {
+    execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: {
+      ...process.env,
+      CADRE_BENCH_ADDRESS: env.address,
+      CADRE_BENCH_NAMESPACE: env.namespace,
+      CADRE_BENCH_BUNDLE: env.bundlePath,
+      CADRE_BENCH_AUDIT_DIR: path.join(env.tmp, 'audit'),
+    },
+  });
+  const pid = child.pid as number;
+  let done: ((report: WorkerReport) => void) | undefined;
+  let failed: ((err: Error) => void) | undefined;
+  const finished = new Promise<WorkerReport>((resolve, reject) => {
+    done = resolve;
+    failed = reject;
+  });
+  // Nobody may be waiting for `finished` yet: a failure is seen through `ready` or `stop`.
+  finished.catch(() => undefined);
+  const cpuAsked: ((seconds: number) => void)[] = [];
+  const cpuSeconds = () => new Promise<number>((resolve) => (cpuAsked.push(resolve), child.send('cpu')));
+  return new Promise((resolve, reject) => {
+    child.on('message', (message: WorkerMessage) => {
+      if (message.type === 'ready') resolve({ pid, cpuSeconds, stop: () => (child.send('stop'), finished), kill: () => child.kill('SIGKILL') });
+      else if (message.type === 'sample') onSample?.(message);
+      else if (message.type === 'cpu') cpuAsked.shift()?.(message.cpuSeconds);
+      else if (message.type === 'done') done?.({ pid, peakRssMb: round(message.peakRssMb), cpuSeconds: round(message.cpuSeconds, 2) });
+    });
+    child.once('exit', (code, signal) => {
+      const err = new Error(`worker process ${pid} exited (${code ?? signal}) before it reported`);
+      reject(err);
+      failed?.(err);
+    });
+  });
+}
+
+/** Runs `work` with `count` worker processes polling `taskQueue`; resolves with its result and their figures. */
+export async function withWorkerProcesses<T>(env: ScaleEnv, count: number, taskQueue: string, work: (workers: WorkerProcess[]) => Promise<T>, onSample?: (worker: number, sample: { rssMb: number; heapMb: number }) => void): Promise<{ result: T; workers: WorkerReport[] }> {
+  const workers: WorkerProcess[] = [];
+  try {
+    for (let i = 0; i < count; i++) workers.push(await startWorkerProcess(env, taskQueue, onSample && ((sample) => onSample(i, sample))));
+    const result = await work([...workers]);
+    return { result, workers: await Promise.all(workers.splice(0).map((w) => w.stop())) };
+  } finally {
+    for (const w of workers) w.kill();
+  }
+}
+
+function tsxLoader(): string {
+  // Required lazily: only the smoke test, running from source, needs it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('../test/support/tsx') as typeof import('../test/support/tsx')).TSX;
+}
+
+/** A directory of the benchmark's own under its scratch directory. */
+export function scratch(env: ScaleEnv, name: string): string {
+  const dir = path.join(env.tmp, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
