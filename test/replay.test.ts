@@ -39,6 +39,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-command-rules',
       'run-plan-completed',
       'run-plan-document',
+      'run-plan-foreach-chunk-timeout',
       'run-plan-foreach-chunks',
       'run-plan-hardened',
       'run-plan-step-activity-ids',

@@ -184,6 +184,18 @@ output: "{{ steps.loop.output[1199].path }}"
     answers: {},
     children: { 'run-items-chunk': '/loop/0' },
   },
+  // Recorded after chunks got a longer workflow task timeout (patch foreach-chunk-task-timeout): 1,001 items, two chunks.
+  {
+    name: 'run-plan-foreach-chunk-timeout',
+    plan: `
+name: replay-chunk-timeout
+steps:
+  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1001 }, (_, i) => i)))'" } }
+  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
+output: "{{ steps.loop.output[1000].path }}"
+`,
+    answers: {},
+  },
   // Agent steps: a decision, then an agent whose parallel tool calls run and whose write waits for approval.
   {
     name: 'run-plan-agents',

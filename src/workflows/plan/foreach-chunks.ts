@@ -6,7 +6,7 @@
  * Workflow code.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { condition, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { condition, patched, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
 import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../../spec/limits';
 import type { Stored, StoredList } from '../../spec/refs';
 import type { CompiledStep } from '../../spec/types';
@@ -14,6 +14,16 @@ import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
+
+/**
+ * A chunk's workflow task stays open while its items' local activities run; the SDK completes it
+ * (a task "heartbeat") at 80% of the task timeout. At Temporal's default of 10 s that left a busy
+ * worker 2 s to answer: on a loaded machine chunks missed it, their tasks timed out, the items run
+ * in them ran again and the server waited a minute or more between retries (a 10,000-item loop took
+ * over 8 minutes instead of 2). 30 s leaves 6 s; a pause or a cancel reaches a chunk within 24 s.
+ */
+const CHUNK_TASK_TIMEOUT = '30s';
+const PATCH_CHUNK_TASK_TIMEOUT = 'foreach-chunk-task-timeout';
 
 /** A child's input carries the outputs its items' templates read; past this, their big parts are stored first. */
 const MAX_CHILD_SCOPE_BYTES = 256 * 1024;
@@ -98,6 +108,7 @@ export class ChunkedLoop {
       args: [input],
       workflowId: this.childId(chunk),
       staticSummary: `${this.host.plan}: ${this.step.id} items ${input.start}–${input.start + input.count - 1}`,
+      ...(patched(PATCH_CHUNK_TASK_TIMEOUT) && { workflowTaskTimeout: CHUNK_TASK_TIMEOUT }),
     });
     this.running.add(handle);
     try {
