@@ -34,6 +34,14 @@ export async function writePlot(file: string, spec: Vega.Spec): Promise<void> {
   writeFileSync(file, svg);
 }
 
+/** Plots by the suffix of their file name: `{ '': spec, '-progress': spec }` for name.svg and name-progress.svg. */
+export type Plots = Record<string, Vega.Spec>;
+
+/** Writes each plot next to a benchmark's JSON results file (`name.json` → `name<suffix>.svg`). */
+export async function writePlots(resultsJson: string, plots: Plots): Promise<void> {
+  for (const [suffix, spec] of Object.entries(plots)) await writePlot(resultsJson.replace(/\.json$/, `${suffix}.svg`), spec);
+}
+
 /** One bar: its group on the x axis, its series (colour) within the group, its height. */
 export interface Bar {
   group: string;
@@ -199,6 +207,8 @@ export function lines({ title, xTitle, yTitle, points, logX = false, logY = fals
   } as Vega.Spec;
 }
 
+const LOG_FLOOR = 0.1;
+
 export interface DistributionOptions {
   title: string;
   /** What was measured, with its unit: the x axis. */
@@ -214,6 +224,7 @@ export interface DistributionOptions {
  * Latency distributions: for each series, the share of values at or below x (an empirical CDF,
  * drawn through its percentiles 0–100 and 99.9, so a series of any length is ~100 points).
  * Medians and tails of several series read off one plot: p50 where a curve crosses 0.5, p99 near the top.
+ * On a log scale, values below LOG_FLOOR are drawn at it.
  */
 export function distribution({ title, xTitle, series, logX = false, marks = [] }: DistributionOptions): Vega.Spec {
   const points: Point[] = [];
@@ -222,7 +233,7 @@ export function distribution({ title, xTitle, series, logX = false, marks = [] }
     if (sorted.length === 0) continue;
     for (const p of [...Array.from({ length: 101 }, (_, i) => i), 99.9]) {
       const at = sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-      points.push({ series: name, x: logX ? Math.max(at, 0.01) : at, y: p / 100 });
+      points.push({ series: name, x: logX ? Math.max(at, LOG_FLOOR) : at, y: p / 100 });
     }
   }
   const spec = lines({ title, xTitle: logX ? `${xTitle} (log scale)` : xTitle, yTitle: 'share of values at or below', points, logX, symbols: false });

@@ -5,7 +5,8 @@
  *
  *   npm run bench        (no Temporal server needed: the tool's own function)
  *
- * Prints one JSON object and writes it to bench/results/sandbox.json. The target (a sandboxed call
+ * Prints one JSON object and writes it to bench/results/sandbox.json, and the four distributions of
+ * call times to bench/results/sandbox.svg. The target (a sandboxed call
  * adds at most 20 ms at the median) is reported, not enforced: wall times vary with the machine's load.
  */
 import { spawnSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tool
 import { runTool } from '../src/activities/tools/run-tool';
 import { bubblewrapAvailability } from '../src/sandbox/bubblewrap';
 import type { SandboxProfile } from '../src/sandbox/profile';
+import { distribution, writePlot } from './plot';
 import { resultsFile, runMain, writeResults } from './run-main';
 
 const CALLS = 60;
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
   try {
     const sandboxed = defaultToolSandbox().profile;
     const unsandboxed: SandboxProfile = { ...sandboxed, mode: 'none' };
+    const load = os.loadavg()[0];
     const times = { sandboxed: [] as number[], unsandboxed: [] as number[], bwrap: [] as number[], sh: [] as number[] };
     for (let i = 0; i < WARMUP + CALLS; i++) {
       // Interleaved, so the machine's load falls on both alike.
@@ -73,13 +76,23 @@ async function main(): Promise<void> {
       benchmark: 'sandbox',
       command: COMMAND,
       calls: CALLS,
-      machine: { cpus: os.cpus().length, node: process.version },
+      machine: { cpus: os.cpus().length, node: process.version, loadAverage: [round(load, 2), round(os.loadavg()[0], 2)] },
       ms: { sandboxed: stats(times.sandboxed), unsandboxed: stats(times.unsandboxed), bareBwrap: stats(times.bwrap), bareSh: stats(times.sh) },
       overheadMs: overhead,
       target: { overheadMedianMs: TARGET_OVERHEAD_MS, met: overhead.median <= TARGET_OVERHEAD_MS },
     };
     log(`sandboxed ${report.ms.sandboxed.median} ms, unsandboxed ${report.ms.unsandboxed.median} ms (medians): overhead ${overhead.median} ms (p95 ${overhead.p95}), target ≤ ${TARGET_OVERHEAD_MS} ms`);
-    writeResults(resultsFile('sandbox'), report);
+    const file = resultsFile('sandbox');
+    writeResults(file, report);
+    await writePlot(
+      file.replace(/\.json$/, '.svg'),
+      distribution({
+        title: `\`${COMMAND}\` through the shell tool, ${CALLS} calls each, interleaved (load ${round(load, 1)})`,
+        xTitle: 'ms a call',
+        logX: true,
+        series: { 'runTool, sandboxed': times.sandboxed, 'runTool, sandbox: none': times.unsandboxed, 'bare bwrap': times.bwrap, 'bare sh': times.sh },
+      }),
+    );
   } finally {
     rmSync(workspace, { recursive: true, force: true });
   }

@@ -8,12 +8,16 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { CadreClient } from '../src/client/client';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
-import type { WorkerMessage } from './scale-worker';
+import { installConciseLogging } from '../src/worker/logging';
+import { createCadreWorker } from '../src/worker/worker';
+import { SAMPLE_MS, type WorkerMessage } from './scale-worker';
 import { round } from './stats';
+import { TSX } from '../test/support/tsx';
 
 export interface ScaleEnv {
   address: string;
@@ -25,6 +29,13 @@ export interface ScaleEnv {
   tmp: string;
   client: CadreClient;
   log: (line: string) => void;
+  /** Starts a worker on `taskQueue`: a process of its own (the benchmarks), or in this process (the smoke test). */
+  startWorker(taskQueue: string, onSample?: (sample: MemorySample) => void): Promise<WorkerProcess>;
+}
+
+export interface MemorySample {
+  rssMb: number;
+  heapMb: number;
 }
 
 export interface OwnedScaleEnv extends ScaleEnv {
@@ -52,7 +63,7 @@ export async function startScaleEnv(name: string, log: (line: string) => void): 
     const bundlePath = path.join(tmp, 'workflow-bundle.js');
     writeFileSync(bundlePath, code);
     const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });
-    return {
+    const env: OwnedScaleEnv = {
       address: server.address,
       namespace: server.namespace,
       ...(server.pid !== undefined && { serverPid: server.pid }),
@@ -60,12 +71,14 @@ export async function startScaleEnv(name: string, log: (line: string) => void): 
       tmp,
       client,
       log,
+      startWorker: (taskQueue, onSample) => startWorkerProcess(env, taskQueue, onSample),
       async stop() {
         await client.close();
         await server.stop();
         rmSync(tmp, { recursive: true, force: true });
       },
     };
+    return env;
   } catch (err) {
     await server.stop();
     rmSync(tmp, { recursive: true, force: true });
@@ -73,19 +86,25 @@ export async function startScaleEnv(name: string, log: (line: string) => void): 
   }
 }
 
-/** The test dev server and bundle (test/support/global-setup.ts), for the smoke test. */
+/**
+ * The test dev server and bundle (test/support/global-setup.ts), for the smoke test, with workers in
+ * the test's own process: a worker process from source (tsx) takes seconds of CPU to start, which
+ * `npm test` cannot spend four times over. The process path is what every full run takes.
+ */
 export async function testScaleEnv(log: (line: string) => void): Promise<OwnedScaleEnv> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-smoke-'));
   const address = process.env.CADRE_TEST_ADDRESS as string;
   const namespace = process.env.CADRE_TEST_NAMESPACE ?? 'default';
   const client = await CadreClient.connect({ address, namespace });
+  const bundlePath = process.env.CADRE_TEST_BUNDLE as string;
   return {
     address,
     namespace,
-    bundlePath: process.env.CADRE_TEST_BUNDLE as string,
+    bundlePath,
     tmp,
     client,
     log,
+    startWorker: (taskQueue, onSample) => startWorkerHere({ address, namespace, bundlePath, auditDir: path.join(tmp, 'audit') }, taskQueue, onSample),
     async stop() {
       await client.close();
       rmSync(tmp, { recursive: true, force: true });
@@ -109,13 +128,39 @@ export interface WorkerProcess {
   kill(): void;
 }
 
+const MB = 1024 * 1024;
+const memorySample = (): MemorySample => {
+  const memory = process.memoryUsage();
+  return { rssMb: memory.rss / MB, heapMb: memory.heapUsed / MB };
+};
+const cpuSecondsHere = () => {
+  const cpu = process.cpuUsage();
+  return (cpu.user + cpu.system) / 1e6;
+};
+
+/** A worker in this process (the smoke test): its figures are the whole process's. */
+async function startWorkerHere(where: { address: string; namespace: string; bundlePath: string; auditDir: string }, taskQueue: string, onSample?: (sample: MemorySample) => void): Promise<WorkerProcess> {
+  installConciseLogging('ERROR');
+  const { worker, connection } = await createCadreWorker({ ...where, taskQueue, workflowBundle: { codePath: where.bundlePath } });
+  const running = worker.run();
+  onSample?.(memorySample());
+  const sampler = setInterval(() => onSample?.(memorySample()), SAMPLE_MS);
+  const stop = async (): Promise<WorkerReport> => {
+    clearInterval(sampler);
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await connection.close();
+    return { pid: process.pid, peakRssMb: round(process.resourceUsage().maxRSS / 1024), cpuSeconds: round(cpuSecondsHere(), 2) };
+  };
+  return { pid: process.pid, cpuSeconds: async () => cpuSecondsHere(), stop, kill: () => void stop().catch(() => undefined) };
+}
+
 /** Starts a worker process on `taskQueue` and resolves once it polls; `onSample` gets its memory every second. */
-export function startWorkerProcess(env: ScaleEnv, taskQueue: string, onSample?: (sample: { rssMb: number; heapMb: number }) => void): Promise<WorkerProcess> {
+export function startWorkerProcess(env: ScaleEnv, taskQueue: string, onSample?: (sample: MemorySample) => void): Promise<WorkerProcess> {
+  // From source (tsx) the child needs tsx's loader too.
   const script = path.join(__dirname, `scale-worker${path.extname(__filename)}`);
-  // From source (the smoke test under ts-jest) the child needs tsx to load TypeScript.
-  const execArgv = script.endsWith('.ts') ? ['--import', tsxLoader()] : [];
   const child: ChildProcess = fork(script, [taskQueue], {
-    execArgv,
+    execArgv: script.endsWith('.ts') ? ['--import', TSX] : [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: {
       ...process.env,
@@ -152,10 +197,10 @@ export function startWorkerProcess(env: ScaleEnv, taskQueue: string, onSample?: 
 }
 
 /** Runs `work` with `count` worker processes polling `taskQueue`; resolves with its result and their figures. */
-export async function withWorkerProcesses<T>(env: ScaleEnv, count: number, taskQueue: string, work: (workers: WorkerProcess[]) => Promise<T>, onSample?: (worker: number, sample: { rssMb: number; heapMb: number }) => void): Promise<{ result: T; workers: WorkerReport[] }> {
+export async function withWorkerProcesses<T>(env: ScaleEnv, count: number, taskQueue: string, work: (workers: WorkerProcess[]) => Promise<T>, onSample?: (worker: number, sample: MemorySample) => void): Promise<{ result: T; workers: WorkerReport[] }> {
   const workers: WorkerProcess[] = [];
   try {
-    for (let i = 0; i < count; i++) workers.push(await startWorkerProcess(env, taskQueue, onSample && ((sample) => onSample(i, sample))));
+    for (let i = 0; i < count; i++) workers.push(await env.startWorker(taskQueue, onSample && ((sample) => onSample(i, sample))));
     const result = await work([...workers]);
     return { result, workers: await Promise.all(workers.splice(0).map((w) => w.stop())) };
   } finally {
@@ -163,15 +208,24 @@ export async function withWorkerProcesses<T>(env: ScaleEnv, count: number, taskQ
   }
 }
 
-function tsxLoader(): string {
-  // Required lazily: only the smoke test, running from source, needs it.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('../test/support/tsx') as typeof import('../test/support/tsx')).TSX;
-}
-
 /** A directory of the benchmark's own under its scratch directory. */
 export function scratch(env: ScaleEnv, name: string): string {
   const dir = path.join(env.tmp, name);
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+const EventType = temporal.api.enums.v1.EventType;
+
+/** Workflow tasks that timed out or failed in these histories: work a busy worker lost and did again. */
+export function lostWorkflowTasks(histories: temporal.api.history.v1.IHistoryEvent[][]): { timedOut: number; failed: number } {
+  let timedOut = 0;
+  let failed = 0;
+  for (const events of histories) {
+    for (const event of events) {
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) timedOut++;
+      else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED) failed++;
+    }
+  }
+  return { timedOut, failed };
 }

@@ -21,9 +21,9 @@ import { FOREACH_CHILD_THRESHOLD } from '../src/spec/limits';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import type { CompiledPlan } from '../src/spec/types';
 import { runHistories } from '../test/support/history';
-import { lines, writePlot } from './plot';
+import { type Plots, lines, writePlots } from './plot';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
-import { type ScaleEnv, type WorkerProcess, scratch, startScaleEnv, withWorkerProcesses } from './scale-env';
+import { type ScaleEnv, type WorkerProcess, lostWorkflowTasks, scratch, startScaleEnv, withWorkerProcesses } from './scale-env';
 import { machine, mean, processCpuSeconds, round } from './stats';
 
 export const FULL_SIZES = [1_000, 10_000, 100_000];
@@ -71,11 +71,27 @@ export interface ForEachRun {
   totalEvents: number;
   eventsPerItem: number;
   workerPeakRssMb: number;
+  /** Workflow tasks of the run and its chunks that timed out or failed (their local activities ran again). */
+  lostWorkflowTasks: { timedOut: number; failed: number };
   /** CPU seconds over the run: the worker process's and the server's; and the worker's per item. */
   cpuSeconds: { worker: number; server?: number };
   workerCpuMsPerItem: number;
-  /** Items completed per second in WINDOWS equal slices of the run (from the items' markers). */
+  /** Items completed per second in WINDOWS equal slices of the run (from the items' markers), and how many markers were counted. */
   throughput: { atSeconds: number; itemsPerSecond: number }[];
+  itemsCounted: number;
+}
+
+/** The activity type a local activity's marker names (the SDK core's marker data: JSON with `activity_type`). */
+function localActivityType(event: HistoryEvent): string | undefined {
+  const attributes = event.markerRecordedEventAttributes;
+  if (attributes?.markerName !== 'core_local_activity') return undefined;
+  const data = attributes.details?.data?.payloads?.[0]?.data;
+  if (!data) return undefined;
+  try {
+    return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type;
+  } catch {
+    return undefined;
+  }
 }
 
 /** When each item's local activity was recorded (its marker), across the run and its chunks. */
@@ -83,7 +99,7 @@ function itemTimes(histories: HistoryEvent[][]): number[] {
   const times: number[] = [];
   for (const events of histories) {
     for (const event of events) {
-      if (event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && event.markerRecordedEventAttributes?.markerName === 'core_local_activity') times.push(eventMs(event));
+      if (event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && localActivityType(event) === 'runTool') times.push(eventMs(event));
     }
   }
   return times.sort((a, b) => a - b);
@@ -112,6 +128,7 @@ async function runOnce(env: ScaleEnv, items: number, taskQueue: string, rss: { p
   const all = [...(await runHistories(env.client.client, workflowId)).values()];
   const counts = all.map((events) => events.length);
   const totalEvents = counts.reduce((a, b) => a + b, 0);
+  const times = itemTimes(all);
   const started = eventMs(all[0][0]);
   const closed = eventMs(all[0].at(-1)!);
   const run: ForEachRun = {
@@ -125,16 +142,18 @@ async function runOnce(env: ScaleEnv, items: number, taskQueue: string, rss: { p
     totalEvents,
     eventsPerItem: round(totalEvents / items, 2),
     workerPeakRssMb: round(workerPeakRssMb),
+    lostWorkflowTasks: lostWorkflowTasks(all),
     cpuSeconds: { worker: round(workerCpu, 1), ...(serverCpu0 !== undefined && serverCpu1 !== undefined && { server: round(serverCpu1 - serverCpu0, 1) }) },
     workerCpuMsPerItem: round((workerCpu * 1000) / items, 3),
-    throughput: throughput(started, closed, itemTimes(all)),
+    throughput: throughput(started, closed, times),
+    itemsCounted: times.length,
   };
-  env.log(`${items} items: ${d.status} in ${run.wallMs} ms (${run.msPerItem} ms an item, worker CPU ${run.workerCpuMsPerItem} ms an item); ${run.histories} histories, largest ${run.largestEvents} events; worker RSS peak ${run.workerPeakRssMb} MB`);
+  env.log(`${items} items: ${d.status} in ${run.wallMs} ms (${run.msPerItem} ms an item, worker CPU ${run.workerCpuMsPerItem} ms an item); ${run.histories} histories, largest ${run.largestEvents} events; ${run.lostWorkflowTasks.timedOut} workflow tasks timed out; worker RSS peak ${run.workerPeakRssMb} MB`);
   return run;
 }
 
-/** Runs the loop at each size in turn on one worker process, after a warm-up run. */
-export async function forEachScale(env: ScaleEnv, sizes: number[]) {
+/** Runs the loop at each size in turn on one worker process, after a warm-up run (none when `warmupItems` is 0). */
+export async function forEachScale(env: ScaleEnv, sizes: number[], { warmupItems = 20 }: { warmupItems?: number } = {}) {
   const taskQueue = `bench-foreach-${process.pid}-${Date.now().toString(36)}`;
   const rss = { peak: 0 };
   const t0 = performance.now();
@@ -144,8 +163,10 @@ export async function forEachScale(env: ScaleEnv, sizes: number[]) {
     taskQueue,
     async ([worker]) => {
       // The worker's first run opens its analytics database and warms the JIT: not part of a figure.
-      await runOnce(env, 20, taskQueue, rss, worker);
-      await analyticsSettled(env.log);
+      if (warmupItems > 0) {
+        await runOnce(env, warmupItems, taskQueue, rss, worker);
+        await analyticsSettled(env.log);
+      }
       const measured: ForEachRun[] = [];
       for (const items of sizes) measured.push(await runOnce(env, items, taskQueue, rss, worker));
       return measured;
@@ -169,29 +190,29 @@ export async function forEachScale(env: ScaleEnv, sizes: number[]) {
 
 export type ForEachReport = Awaited<ReturnType<typeof forEachScale>>;
 
-export async function plotForEach(file: string, report: ForEachReport, load: number): Promise<void> {
+/** Time per item by size; the largest run's throughput over its course. */
+export function forEachPlots(report: ForEachReport, load: number): Plots {
   const largest = report.runs.at(-1)!;
-  await writePlot(
-    file,
-    lines({
+  const mid = mean(largest.throughput.slice(1, -1).map((w) => w.itemsPerSecond));
+  return {
+    '': lines({
       title: `forEach: time per item by size (chunks of ${report.chunkItems.toLocaleString('en')}, ${report.concurrency} at once; load ${round(load)})`,
       xTitle: 'items in the forEach (log scale)',
       yTitle: 'ms per item (wall time / items)',
       logX: true,
-      points: report.runs.map((r) => ({ series: 'ms per item', x: r.items, y: r.msPerItem })),
+      points: report.runs.flatMap((r) => [
+        { series: 'wall time per item', x: r.items, y: r.msPerItem },
+        { series: "worker's CPU time per item", x: r.items, y: r.workerCpuMsPerItem },
+      ]),
     }),
-  );
-  const mid = mean(largest.throughput.slice(1, -1).map((w) => w.itemsPerSecond));
-  await writePlot(
-    file.replace(/\.svg$/, '-progress.svg'),
-    lines({
+    '-progress': lines({
       title: `forEach of ${largest.items.toLocaleString('en')} items: throughput over the run (load ${round(load)})`,
       xTitle: 'seconds since the run started',
       yTitle: 'items completed per second',
       points: largest.throughput.map((w) => ({ series: 'items per second', x: w.atSeconds, y: w.itemsPerSecond })),
       rules: [{ value: round(mid, 0), label: `mean ${round(mid, 0)} items/s` }],
     }),
-  );
+  };
 }
 
 async function main(): Promise<void> {
@@ -202,7 +223,7 @@ async function main(): Promise<void> {
     const report = await forEachScale(env, smoke ? SMOKE_SIZES : FULL_SIZES);
     const file = resultsFile('scale-foreach');
     writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
-    await plotForEach(file.replace(/\.json$/, '.svg'), report, before.loadAverage[0]);
+    await writePlots(file, forEachPlots(report, before.loadAverage[0]));
     if (!report.ok) throw new Error(`a run did not complete, or a history reached ${MAX_EVENTS} events`);
   } finally {
     await env.stop();

@@ -21,9 +21,9 @@ import { performance } from 'node:perf_hooks';
 import { temporal } from '@temporalio/proto';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import type { CompiledPlan } from '../src/spec/types';
-import { distribution, writePlot } from './plot';
+import { type Plots, distribution, writePlots } from './plot';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
-import { type ScaleEnv, startScaleEnv, withWorkerProcesses } from './scale-env';
+import { type ScaleEnv, lostWorkflowTasks, startScaleEnv, withWorkerProcesses } from './scale-env';
 import { machine, percentiles, processCpuSeconds, round } from './stats';
 
 export interface RunsSize {
@@ -109,6 +109,7 @@ export interface Round {
   activityMs: ReturnType<typeof percentiles>;
   runMs: ReturnType<typeof percentiles>;
   eventsPerRun: number;
+  lostWorkflowTasks: { timedOut: number; failed: number };
   workerPeakRssMb: number[];
   cpuSeconds: { workers: number[]; server?: number; client: number };
   /** CPU seconds of every process above, per second of wall time: how many of the cores the round kept busy. */
@@ -152,6 +153,7 @@ async function round1(env: ScaleEnv, size: RunsSize, workers: number, index: num
     activityMs: percentiles(all.flatMap((events) => stepLatencies(events).activity)),
     runMs: percentiles(all.map((events) => stepLatencies(events).run), 0),
     eventsPerRun: round(all.reduce((sum, events) => sum + events.length, 0) / all.length, 1),
+    lostWorkflowTasks: lostWorkflowTasks(all),
     workerPeakRssMb: reports.map((r) => r.peakRssMb),
     cpuSeconds: cpu,
     coresBusy: round((cpu.workers.reduce((a, b) => a + b, 0) + (cpu.server ?? 0) + cpu.client) / (result.wallMs / 1000), 2),
@@ -206,17 +208,17 @@ export async function runsScale(env: ScaleEnv, size: RunsSize) {
 
 export type RunsReport = Awaited<ReturnType<typeof runsScale>>;
 
-export async function plotRuns(file: string, report: RunsReport, load: number): Promise<void> {
+/** The step latency distributions, one worker against two. */
+export function runsPlots(report: RunsReport, load: number): Plots {
   const label = (s: RunsReport['oneWorker']) => `${s.workers} worker${s.workers > 1 ? 's' : ''} (${round(s.stepsPerSecond.reduce((a, b) => a + b, 0) / s.rounds, 0)} steps/s, p99 ${round(s.pooledStepMs.p99, 0)} ms)`;
-  await writePlot(
-    file,
-    distribution({
+  return {
+    '': distribution({
       title: `${report.runs} runs at once, ${report.stepsPerRun} steps each: step latency (load ${round(load)})`,
       xTitle: 'ms from when a step could start to its completion',
       logX: true,
       series: { [label(report.oneWorker)]: report.plotData['1 worker'], [label(report.twoWorkers)]: report.plotData['2 workers'] },
     }),
-  );
+  };
 }
 
 async function main(): Promise<void> {
@@ -227,7 +229,7 @@ async function main(): Promise<void> {
     const { plotData, ...report } = await runsScale(env, smoke ? SMOKE_SIZE : FULL_SIZE);
     const file = resultsFile('scale-runs');
     writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
-    await plotRuns(file.replace(/\.json$/, '.svg'), { ...report, plotData }, before.loadAverage[0]);
+    await writePlots(file, runsPlots({ ...report, plotData }, before.loadAverage[0]));
   } finally {
     await env.stop();
   }

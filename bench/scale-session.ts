@@ -18,9 +18,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { endSession, sendMessage, sessionInput } from '../src/client/sessions';
-import { lines, writePlot } from './plot';
+import { SESSION_DEFAULTS } from '../src/workflows/session/session';
+import { type Plots, lines, writePlots } from './plot';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
-import { type ScaleEnv, scratch, startScaleEnv, withWorkerProcesses } from './scale-env';
+import { type ScaleEnv, lostWorkflowTasks, scratch, startScaleEnv, withWorkerProcesses } from './scale-env';
 import { machine, mean, percentile, percentiles, processCpuSeconds, round, slope } from './stats';
 
 export const FULL_TURNS = 10_000;
@@ -37,9 +38,9 @@ function log(line: string): void {
 const window = (times: number[], from: number, to: number) => times.slice(from - 1, to);
 
 /** Sends `turns` messages one after another; the time of each, and the chain of runs' history sizes. */
-async function converse(env: ScaleEnv, id: string, turns: number, taskQueue: string, workspace: string, progress: { turn: number }) {
+async function converse(env: ScaleEnv, id: string, turns: number, taskQueue: string, workspace: string, progress: { turn: number }, continueEvery?: number) {
   const model = `scripted:${path.join(workspace, 'chat.yaml')}`;
-  const start = sessionInput({ model, workspace });
+  const start = sessionInput({ model, workspace, ...(continueEvery !== undefined && { continueEvery }) });
   const times: number[] = [];
   let firstRunId: string | undefined;
   for (let i = 1; i <= turns; i++) {
@@ -54,15 +55,20 @@ async function converse(env: ScaleEnv, id: string, turns: number, taskQueue: str
   await endSession(env.client, id);
   await env.client.client.workflow.getHandle(id).result();
   const runs: number[] = [];
+  const lost = { timedOut: 0, failed: 0 };
   for (let runId: string | undefined = firstRunId; runId; ) {
     const events = (await env.client.client.workflow.getHandle(id, runId).fetchHistory()).events ?? [];
     runs.push(events.length);
+    const these = lostWorkflowTasks([events]);
+    lost.timedOut += these.timedOut;
+    lost.failed += these.failed;
     runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
   }
-  return { times, runs };
+  return { times, runs, lost };
 }
 
-export async function sessionScale(env: ScaleEnv, turns: number) {
+/** `continueEvery`: the session's own default (100) unless given (the smoke test's few turns cross it more often). */
+export async function sessionScale(env: ScaleEnv, turns: number, { continueEvery, warmup = WARMUP }: { continueEvery?: number; warmup?: number } = {}) {
   const workspace = scratch(env, 'session');
   writeFileSync(path.join(workspace, 'chat.yaml'), 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "ok", usage: { inputTokens: 40, outputTokens: 1 } }\n');
   const taskQueue = `bench-session-${process.pid}-${Date.now().toString(36)}`;
@@ -74,7 +80,7 @@ export async function sessionScale(env: ScaleEnv, turns: number) {
     1,
     taskQueue,
     async ([worker]) => {
-      await converse(env, `bench-session-warm-${process.pid}`, WARMUP, taskQueue, workspace, { turn: 0 });
+      await converse(env, `bench-session-warm-${process.pid}-${Date.now().toString(36)}`, warmup, taskQueue, workspace, { turn: 0 });
       await analyticsSettled(env.log);
       memory.length = 0;
       env.log(`measuring: ${turns} turns`);
@@ -82,7 +88,7 @@ export async function sessionScale(env: ScaleEnv, turns: number) {
       const serverCpu0 = processCpuSeconds(env.serverPid);
       const clientCpu0 = process.cpuUsage();
       const w0 = performance.now();
-      const measured = await converse(env, `bench-session-${process.pid}-${Date.now().toString(36)}`, turns, taskQueue, workspace, progress);
+      const measured = await converse(env, `bench-session-${process.pid}-${Date.now().toString(36)}`, turns, taskQueue, workspace, progress, continueEvery);
       const wallMs = performance.now() - w0;
       const clientCpu = process.cpuUsage(clientCpu0);
       const serverCpu1 = processCpuSeconds(env.serverPid);
@@ -95,7 +101,7 @@ export async function sessionScale(env: ScaleEnv, turns: number) {
     },
     (_, sample) => memory.push({ turn: progress.turn, rssMb: round(sample.rssMb), heapMb: round(sample.heapMb) }),
   );
-  const { times, runs, wallMs, cpuSeconds } = result;
+  const { times, runs, lost, wallMs, cpuSeconds } = result;
   // The issue's windows at full size (turns 100–1,000 against 9,000–10,000); the same fractions at any size.
   const early = { from: Math.max(1, Math.round(turns / 100)), to: Math.round(turns / 10) };
   const late = { from: Math.round(turns * 0.9), to: turns };
@@ -113,6 +119,7 @@ export async function sessionScale(env: ScaleEnv, turns: number) {
   return {
     benchmark: 'scale-session',
     turns,
+    continueEvery: continueEvery ?? SESSION_DEFAULTS.continueEvery,
     model: 'scripted (cycling one-turn scenario)',
     wallSeconds: round(wallMs / 1000),
     msPerTurn: percentiles(times),
@@ -122,7 +129,7 @@ export async function sessionScale(env: ScaleEnv, turns: number) {
       lateOverEarly: round(lateMean / earlyMean, 3),
     },
     slope: { fromTurn, msPerTurnPer1000Turns: round(perTurnSlope * 1000, 3) },
-    histories: { runs: runs.length, largestRunEvents: Math.max(...runs), meanRunEvents: round(mean(runs)), totalEvents: historyEvents, eventsPerTurn: round(historyEvents / turns, 2) },
+    histories: { runs: runs.length, largestRunEvents: Math.max(...runs), meanRunEvents: round(mean(runs)), totalEvents: historyEvents, eventsPerTurn: round(historyEvents / turns, 2), lostWorkflowTasks: lost },
     workerPeakRssMb: workers[0].peakRssMb,
     workerRss: { first: memory[0], last: memory.at(-1), max: round(Math.max(...memory.map((m) => m.rssMb))) },
     cpuSeconds,
@@ -135,11 +142,11 @@ export async function sessionScale(env: ScaleEnv, turns: number) {
 
 export type SessionReport = Awaited<ReturnType<typeof sessionScale>>;
 
-export async function plotSession(file: string, report: SessionReport, load: number): Promise<void> {
+/** Time per turn over turn number; the worker's memory over turn number. */
+export function sessionPlots(report: SessionReport, load: number): Plots {
   const { early, late } = report.windows;
-  await writePlot(
-    file,
-    lines({
+  return {
+    '': lines({
       title: `A ${report.turns.toLocaleString('en')}-turn session: time per turn (${BUCKET} turns a point; load ${round(load)})`,
       xTitle: 'turn',
       yTitle: 'ms per turn (the sender waits)',
@@ -154,17 +161,14 @@ export async function plotSession(file: string, report: SessionReport, load: num
         { value: late.meanMs, label: `turns ${late.turns}: mean ${late.meanMs} ms` },
       ],
     }),
-  );
-  await writePlot(
-    file.replace(/\.svg$/, '-memory.svg'),
-    lines({
+    '-memory': lines({
       title: `A ${report.turns.toLocaleString('en')}-turn session: the worker process's memory`,
       xTitle: 'turn',
       yTitle: 'MB',
       symbols: false,
       points: [...report.memory.map((m) => ({ series: 'RSS', x: m.turn, y: m.rssMb })), ...report.memory.map((m) => ({ series: 'V8 heap used', x: m.turn, y: m.heapMb }))],
     }),
-  );
+  };
 }
 
 async function main(): Promise<void> {
@@ -175,7 +179,7 @@ async function main(): Promise<void> {
     const report = await sessionScale(env, smoke ? SMOKE_TURNS : FULL_TURNS);
     const file = resultsFile('scale-session');
     writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
-    await plotSession(file.replace(/\.json$/, '.svg'), report, before.loadAverage[0]);
+    await writePlots(file, sessionPlots(report, before.loadAverage[0]));
   } finally {
     await env.stop();
   }

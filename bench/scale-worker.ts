@@ -44,10 +44,11 @@ async function main(): Promise<void> {
     ...(process.env.CADRE_BENCH_AUDIT_DIR && { auditDir: process.env.CADRE_BENCH_AUDIT_DIR }),
   });
   const running = worker.run();
-  const sampler = setInterval(() => {
+  const sample = () => {
     const memory = process.memoryUsage();
     void send({ type: 'sample', rssMb: memory.rss / MB, heapMb: memory.heapUsed / MB });
-  }, SAMPLE_MS);
+  };
+  const sampler = setInterval(sample, SAMPLE_MS);
   process.on('message', (message) => {
     if (message === 'stop' && worker.getState() === 'RUNNING') worker.shutdown();
     if (message === 'cpu') void send({ type: 'cpu', cpuSeconds: cpuSeconds() });
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
   await send({ type: 'ready' });
+  sample();
   await running;
   clearInterval(sampler);
   await connection.close();

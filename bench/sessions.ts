@@ -8,7 +8,8 @@
  *
  *   npm run bench        (TEMPORAL_ADDRESS=host:port to use an existing server)
  *
- * Prints one JSON object and writes it to bench/results/sessions.json; progress goes to stderr.
+ * Prints one JSON object and writes it to bench/results/sessions.json, and the distributions of the
+ * time to each reply to bench/results/sessions.svg; progress goes to stderr.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -19,8 +20,10 @@ import { sendUpdate } from '../src/protocol/definitions';
 import { installConciseLogging } from '../src/worker/logging';
 import { type baselineSession, sayUpdate, stopSignal } from './baseline-session';
 import { startBenchWorker } from './bench-worker';
+import { distribution, writePlot } from './plot';
 import { resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
+import { percentiles } from './stats';
 
 const MESSAGES = scaled(1000, 200);
 const WARMUP = 30;
@@ -35,6 +38,7 @@ const round = (value: number, digits = 1) => Number(value.toFixed(digits));
 
 async function main(): Promise<void> {
   installConciseLogging('WARN');
+  const load0 = os.loadavg()[0];
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-sessions-'));
   const scenario = path.join(tmp, 'chat.yaml');
   writeFileSync(scenario, 'cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "ok", usage: { inputTokens: 40, outputTokens: 1 } }\n');
@@ -51,9 +55,12 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       let firstRunId: string | undefined;
       const handle = client.client.workflow.getHandle(id);
+      const times: number[] = [];
       for (let i = 1; i <= messages; i++) {
         const text = `message ${i}`;
+        const m0 = performance.now();
         const { reply } = plainUpdates && i > 1 ? await handle.executeUpdate(sendUpdate, { args: [{ text }] }) : await sendMessage(client, id, text, start, { taskQueue });
+        times.push(performance.now() - m0);
         if (reply !== 'ok') throw new Error(`session reply ${i} was ${reply}`);
         firstRunId ??= (await client.client.workflow.getHandle(id).describe()).runId;
         if (i % 250 === 0) log(`session: ${i}/${messages} messages`);
@@ -68,15 +75,18 @@ async function main(): Promise<void> {
         runs.push(events.length);
         runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
       }
-      return { wallMs, runs };
+      return { wallMs, runs, times };
     };
 
     /** The baseline: one run, one update per message. */
     const baseline = async (id: string, messages: number) => {
       const handle = await client.client.workflow.start<typeof baselineSession>('baselineSession', { workflowId: id, taskQueue, args: [model] });
       const t0 = performance.now();
+      const times: number[] = [];
       for (let i = 1; i <= messages; i++) {
+        const m0 = performance.now();
         const reply = await handle.executeUpdate(sayUpdate, { args: [`message ${i}`] });
+        times.push(performance.now() - m0);
         if (reply !== 'ok') throw new Error(`baseline reply ${i} was ${reply}`);
         if (i % 250 === 0) log(`baseline: ${i}/${messages} messages`);
       }
@@ -84,7 +94,7 @@ async function main(): Promise<void> {
       await handle.signal(stopSignal);
       await handle.result();
       const events = (await handle.fetchHistory()).events ?? [];
-      return { wallMs, runs: [events.length] };
+      return { wallMs, runs: [events.length], times };
     };
 
     const measured = await worker.runUntil(
@@ -102,9 +112,10 @@ async function main(): Promise<void> {
     await client.close();
     await connection.close();
 
-    const summary = ({ wallMs, runs }: { wallMs: number; runs: number[] }) => ({
+    const summary = ({ wallMs, runs, times }: { wallMs: number; runs: number[]; times: number[] }) => ({
       wallMs: round(wallMs),
       msPerMessage: round(wallMs / MESSAGES, 2),
+      replyMs: percentiles(times),
       runs: runs.length,
       historyEvents: runs.reduce((a, b) => a + b, 0),
       eventsPerMessage: round(runs.reduce((a, b) => a + b, 0) / MESSAGES, 2),
@@ -123,6 +134,7 @@ async function main(): Promise<void> {
       plainUpdatesWallTimeRatio: round(plain.wallMs / base.wallMs, 3),
       eventsPerMessageRatio: round(session.eventsPerMessage / base.eventsPerMessage, 3),
       workerPeakRssMb: round(process.resourceUsage().maxRSS / 1024),
+      loadAverage: [round(load0, 2), round(os.loadavg()[0], 2)],
       targets: {
         largestRunEvents: { value: session.largestRunEvents, below: HISTORY_LIMIT, met: session.largestRunEvents < HISTORY_LIMIT },
       },
@@ -131,6 +143,15 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
     };
     writeResults(RESULTS_FILE, report);
+    await writePlot(
+      RESULTS_FILE.replace(/\.json$/, '.svg'),
+      distribution({
+        title: `${MESSAGES.toLocaleString('en')} messages one after another: time to each reply (load ${round(load0, 1)})`,
+        xTitle: 'ms from sending a message to its reply',
+        logX: true,
+        series: { 'cadre session, Update-with-Start': measured.s.times, 'cadre session, plain updates': measured.p.times, 'minimal loop (one run, updates)': measured.b.times },
+      }),
+    );
     if (!report.targets.largestRunEvents.met) throw new Error(`a session run reached ${session.largestRunEvents} history events (limit ${HISTORY_LIMIT})`);
   } finally {
     await server.stop();

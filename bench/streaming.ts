@@ -22,7 +22,8 @@
  *   CADRE_STREAM_BATCH_MS=50 node dist/bench/streaming.js      (the publisher's batch interval; default 100)
  *   CADRE_BENCH_POLL_MS=20 node dist/bench/streaming.js        (the watcher's `pollMs`; default the reader's 50)
  *
- * Prints one JSON object and writes it to bench/results/streaming.json; progress goes to stderr.
+ * Prints one JSON object and writes it to bench/results/streaming.json, and the distributions of
+ * the latency and its parts to bench/results/streaming.svg; progress goes to stderr.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -48,6 +49,7 @@ import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
 import { createCadreWorker } from '../src/worker/worker';
 import { type FakeModelServer, startFakeModelServer } from '../test/support/fake-model-server';
+import { distribution, writePlot } from './plot';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
 
@@ -480,6 +482,24 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
     };
     writeResults(RESULTS_FILE, report);
+    const parts = (key: keyof AnswerResult['parts']) => answers.flatMap((a) => a.parts[key]);
+    await writePlot(
+      RESULTS_FILE.replace(/\.json$/, '.svg'),
+      distribution({
+        title: `${latencies.length.toLocaleString('en')} streamed chunks: written → seen by a watcher, and its parts (load ${round(load0, 1)})`,
+        xTitle: 'ms',
+        logX: true,
+        series: {
+          'written → seen': latencies,
+          "publisher's batch wait": parts('batchWait'),
+          'publish signal': parts('signal'),
+          "waiting for the run's workflow task": parts('taskQueue'),
+          'that workflow task': parts('taskRun'),
+          "watcher's poll": parts('poll'),
+        },
+        marks: [{ value: TARGET_P99_MS, label: `p99 target ${TARGET_P99_MS} ms` }],
+      }),
+    );
     if (!report.memory.bounded.met) throw new Error(`the session's stream held ${session.held} items after ${MEMORY_EVENTS} events (limit ${HELD_LIMIT})`);
   } finally {
     await fake.close().catch(() => undefined);
