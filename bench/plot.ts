@@ -49,10 +49,11 @@ export interface Bar {
   value: number;
 }
 
-/** A horizontal line across the plot, such as a target. */
+/** A horizontal line across the plot, such as a target; its label at the right end, or the left. */
 export interface Rule {
   value: number;
   label: string;
+  labelAtLeft?: boolean;
 }
 
 export interface BarOptions {
@@ -176,7 +177,8 @@ export function lines({ title, xTitle, yTitle, points, logX = false, logY = fals
       { name: 'colour', type: 'ordinal', domain: { data: 'points', field: 'series' }, range: 'category' },
     ],
     axes: [
-      { orient: 'bottom', scale: 'x', title: xTitle, grid: true },
+      // Log scales tick at 2, 3, 4, 5...: drop labels that would overlap.
+      { orient: 'bottom', scale: 'x', title: xTitle, grid: true, labelOverlap: 'greedy' },
       { orient: 'left', scale: 'y', title: yTitle, grid: true },
     ],
     legends: [{ stroke: 'colour', orient: 'right', labelLimit: 400 }],
@@ -268,10 +270,10 @@ function ruleMarks(): Vega.Mark[] {
       from: { data: 'rules' },
       encode: {
         enter: {
-          x: { signal: 'width' },
+          x: { signal: 'datum.labelAtLeft ? 4 : width' },
           y: { scale: 'y', field: 'value', offset: -4 },
           text: { field: 'label' },
-          align: { value: 'right' },
+          align: { signal: "datum.labelAtLeft ? 'left' : 'right'" },
           fontSize: { value: 10 },
           fill: { value: '#555' },
           font: { value: FONT },

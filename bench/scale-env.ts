@@ -33,9 +33,11 @@ export interface ScaleEnv {
   startWorker(taskQueue: string, onSample?: (sample: MemorySample) => void): Promise<WorkerProcess>;
 }
 
+/** A worker's memory, and the CPU seconds it has used so far. */
 export interface MemorySample {
   rssMb: number;
   heapMb: number;
+  cpuSeconds: number;
 }
 
 export interface OwnedScaleEnv extends ScaleEnv {
@@ -129,13 +131,13 @@ export interface WorkerProcess {
 }
 
 const MB = 1024 * 1024;
-const memorySample = (): MemorySample => {
-  const memory = process.memoryUsage();
-  return { rssMb: memory.rss / MB, heapMb: memory.heapUsed / MB };
-};
 const cpuSecondsHere = () => {
   const cpu = process.cpuUsage();
   return (cpu.user + cpu.system) / 1e6;
+};
+const memorySample = (): MemorySample => {
+  const memory = process.memoryUsage();
+  return { rssMb: memory.rss / MB, heapMb: memory.heapUsed / MB, cpuSeconds: cpuSecondsHere() };
 };
 
 /** A worker in this process (the smoke test): its figures are the whole process's. */

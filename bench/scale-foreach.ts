@@ -76,30 +76,43 @@ export interface ForEachRun {
   /** CPU seconds over the run: the worker process's and the server's; and the worker's per item. */
   cpuSeconds: { worker: number; server?: number };
   workerCpuMsPerItem: number;
-  /** Items completed per second in WINDOWS equal slices of the run (from the items' markers), and how many markers were counted. */
+  /** Items completed per second in WINDOWS equal slices of the run (from the items' markers), and how many items were counted. */
   throughput: { atSeconds: number; itemsPerSecond: number }[];
   itemsCounted: number;
 }
 
-/** The activity type a local activity's marker names (the SDK core's marker data: JSON with `activity_type`). */
-function localActivityType(event: HistoryEvent): string | undefined {
+interface LocalActivityMarker {
+  activity_type?: string;
+  complete_time?: { seconds: number; nanos: number } | null;
+}
+
+/** A local activity's marker data (the SDK core's JSON: its activity type, when it completed on the worker). */
+function markerData(event: HistoryEvent): LocalActivityMarker | undefined {
   const attributes = event.markerRecordedEventAttributes;
   if (attributes?.markerName !== 'core_local_activity') return undefined;
   const data = attributes.details?.data?.payloads?.[0]?.data;
   if (!data) return undefined;
   try {
-    return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type;
+    return JSON.parse(Buffer.from(data).toString('utf8')) as LocalActivityMarker;
   } catch {
     return undefined;
   }
 }
 
-/** When each item's local activity was recorded (its marker), across the run and its chunks. */
+/**
+ * When each item's tool call completed, across the run and its chunks: the time its local activity
+ * completed in the worker, from its marker (the marker's own event time is when its chunk's workflow
+ * task completed, up to 24 s later, many items at once).
+ */
 function itemTimes(histories: HistoryEvent[][]): number[] {
   const times: number[] = [];
   for (const events of histories) {
     for (const event of events) {
-      if (event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && localActivityType(event) === 'runTool') times.push(eventMs(event));
+      if (event.eventType !== EventType.EVENT_TYPE_MARKER_RECORDED) continue;
+      const marker = markerData(event);
+      if (marker?.activity_type !== 'runTool') continue;
+      const done = marker.complete_time;
+      times.push(done ? done.seconds * 1000 + done.nanos / 1e6 : eventMs(event));
     }
   }
   return times.sort((a, b) => a - b);

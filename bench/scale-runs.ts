@@ -1,8 +1,8 @@
 /**
  * Scale: 200 plan runs started at once complete on one worker process, and then on two, each run a
  * chain of 10 no-op tool calls (`fs.read` of a tiny file as an activity, through `runTool`). What a
- * second worker buys: throughput, and the step latency the runs see. Rounds alternate (1, 2, 2, 1
- * workers) so the shared machine's drift falls on both alike; each round has its own task queue and
+ * second worker buys: throughput, and the step latency the runs see. Rounds alternate (1, 2, 2, 1,
+ * 1, 2 workers) so the shared machine's drift falls on both alike; each round has its own task queue and
  * fresh worker processes, warmed up before it is measured.
  *
  *   npm run bench:scale              (all three scale benchmarks at full size)
@@ -33,7 +33,7 @@ export interface RunsSize {
   rounds: number;
 }
 
-export const FULL_SIZE: RunsSize = { runs: 200, steps: 10, rounds: 2 };
+export const FULL_SIZE: RunsSize = { runs: 200, steps: 10, rounds: 3 };
 export const SMOKE_SIZE: RunsSize = { runs: 10, steps: 3, rounds: 1 };
 const WARMUP_RUNS = 20;
 /** Histories fetched at once after a round. */
@@ -106,6 +106,8 @@ export interface Round {
   runsPerSecond: number;
   stepsPerSecond: number;
   stepMs: ReturnType<typeof percentiles>;
+  /** Steps after each run's first: the first waits for its run's first workflow task, behind every run started at once. */
+  laterStepMs: ReturnType<typeof percentiles>;
   activityMs: ReturnType<typeof percentiles>;
   runMs: ReturnType<typeof percentiles>;
   eventsPerRun: number;
@@ -150,6 +152,7 @@ async function round1(env: ScaleEnv, size: RunsSize, workers: number, index: num
     runsPerSecond: round(size.runs / (result.wallMs / 1000), 2),
     stepsPerSecond: round((size.runs * size.steps) / (result.wallMs / 1000), 1),
     stepMs: percentiles(steps),
+    laterStepMs: percentiles(all.flatMap((events) => stepLatencies(events).step.slice(1))),
     activityMs: percentiles(all.flatMap((events) => stepLatencies(events).activity)),
     runMs: percentiles(all.map((events) => stepLatencies(events).run), 0),
     eventsPerRun: round(all.reduce((sum, events) => sum + events.length, 0) / all.length, 1),
@@ -183,13 +186,13 @@ export async function runsScale(env: ScaleEnv, size: RunsSize) {
       stepsPerSecond: mine.map((r) => r.stepsPerSecond),
       stepP50Ms: mine.map((r) => r.stepMs.p50),
       stepP99Ms: mine.map((r) => r.stepMs.p99),
+      laterStepP99Ms: mine.map((r) => r.laterStepMs.p99),
       pooledStepMs: percentiles(mine.flatMap((r) => r.steps)),
       coresBusy: mine.map((r) => r.coresBusy),
     };
   };
   const one = summary(1);
   const two = summary(2);
-  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
   return {
     benchmark: 'scale-runs',
     runs: size.runs,
@@ -197,26 +200,39 @@ export async function runsScale(env: ScaleEnv, size: RunsSize) {
     tool: 'fs.read (activity)',
     oneWorker: one,
     twoWorkers: two,
-    secondWorker: {
-      throughputRatio: round(sum(two.stepsPerSecond) / sum(one.stepsPerSecond), 3),
-      stepP99Ratio: round(two.pooledStepMs.p99 / one.pooledStepMs.p99, 3),
-    },
+    // Each pair of rounds next to each other (1 then 2 workers, or 2 then 1): the machine's load drifts less within a pair.
+    secondWorker: pairs(rounds).map(([one, two]) => ({
+      rounds: `${rounds.indexOf(one) + 1} and ${rounds.indexOf(two) + 1}`,
+      throughputRatio: round(two.stepsPerSecond / one.stepsPerSecond, 3),
+      stepP50Ratio: round(two.stepMs.p50 / one.stepMs.p50, 3),
+      stepP99Ratio: round(two.stepMs.p99 / one.stepMs.p99, 3),
+      loadAverages: [one.loadAverage, two.loadAverage],
+    })),
     rounds: rounds.map(({ steps: _steps, ...r }) => r),
-    plotData: { '1 worker': rounds.filter((r) => r.workers === 1).flatMap((r) => r.steps), '2 workers': rounds.filter((r) => r.workers === 2).flatMap((r) => r.steps) },
+    plotData: Object.fromEntries(rounds.map((r, i) => [`round ${i + 1}, ${r.workers} worker${r.workers > 1 ? 's' : ''}: ${round(r.stepsPerSecond, 0)} steps/s, p99 ${round(r.stepMs.p99 / 1000, 1)} s, load ${round(r.loadAverage, 0)}`, r.steps])),
   };
 }
 
 export type RunsReport = Awaited<ReturnType<typeof runsScale>>;
 
+/** Rounds 1-2, 3-4, ... as [one worker, two workers]. */
+function pairs(rounds: Round[]): [Round, Round][] {
+  const out: [Round, Round][] = [];
+  for (let i = 0; i + 1 < rounds.length; i += 2) {
+    const [a, b] = [rounds[i], rounds[i + 1]];
+    out.push(a.workers === 1 ? [a, b] : [b, a]);
+  }
+  return out;
+}
+
 /** The step latency distributions, one worker against two. */
 export function runsPlots(report: RunsReport, load: number): Plots {
-  const label = (s: RunsReport['oneWorker']) => `${s.workers} worker${s.workers > 1 ? 's' : ''} (${round(s.stepsPerSecond.reduce((a, b) => a + b, 0) / s.rounds, 0)} steps/s, p99 ${round(s.pooledStepMs.p99, 0)} ms)`;
   return {
     '': distribution({
-      title: `${report.runs} runs at once, ${report.stepsPerRun} steps each: step latency (load ${round(load)})`,
+      title: `${report.runs} runs at once, ${report.stepsPerRun} steps each: step latency by round (load ${round(load)} at the start)`,
       xTitle: 'ms from when a step could start to its completion',
       logX: true,
-      series: { [label(report.oneWorker)]: report.plotData['1 worker'], [label(report.twoWorkers)]: report.plotData['2 workers'] },
+      series: report.plotData,
     }),
   };
 }

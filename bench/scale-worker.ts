@@ -6,7 +6,7 @@
  *   node dist/bench/scale-worker.js <taskQueue>   (env: CADRE_BENCH_ADDRESS, CADRE_BENCH_NAMESPACE,
  *                                                  CADRE_BENCH_BUNDLE, CADRE_BENCH_AUDIT_DIR)
  *
- * Messages to the parent: `ready` once it polls; `sample` every SAMPLE_MS (RSS and heap); `cpu` (its
+ * Messages to the parent: `ready` once it polls; `sample` every SAMPLE_MS (RSS, heap, CPU seconds so far); `cpu` (its
  * CPU seconds so far) when asked with `cpu`; `done` after the parent's `stop`, with its peak RSS and CPU time.
  */
 import { installConciseLogging } from '../src/worker/logging';
@@ -17,7 +17,7 @@ const MB = 1024 * 1024;
 
 export type WorkerMessage =
   | { type: 'ready' }
-  | { type: 'sample'; rssMb: number; heapMb: number }
+  | { type: 'sample'; rssMb: number; heapMb: number; cpuSeconds: number }
   | { type: 'cpu'; cpuSeconds: number }
   | { type: 'done'; peakRssMb: number; cpuSeconds: number };
 
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const running = worker.run();
   const sample = () => {
     const memory = process.memoryUsage();
-    void send({ type: 'sample', rssMb: memory.rss / MB, heapMb: memory.heapUsed / MB });
+    void send({ type: 'sample', rssMb: memory.rss / MB, heapMb: memory.heapUsed / MB, cpuSeconds: cpuSeconds() });
   };
   const sampler = setInterval(sample, SAMPLE_MS);
   process.on('message', (message) => {

@@ -59,7 +59,8 @@ describe('scale benchmarks at smoke size', () => {
       expect(r.stepMs.n).toBe(size.runs * size.steps);
       expect(r.stepMs.p99).toBeGreaterThanOrEqual(r.activityMs.p50);
     }
+    expect(report.secondWorker).toHaveLength(1);
     const points = pointsOf(runsPlots(report, 0)['']);
-    expect(new Set(points.map((p) => String(p.series).split(' (')[0]))).toEqual(new Set(['1 worker', '2 workers']));
+    expect(new Set(points.map((p) => String(p.series).split(':')[0]))).toEqual(new Set(['round 1, 1 worker', 'round 2, 2 workers']));
   });
 });
