@@ -41,6 +41,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-document',
       'run-plan-foreach-chunks',
       'run-plan-hardened',
+      'run-plan-lean-steps',
       'run-plan-step-activity-ids',
       'run-plan-streamed',
       'run-plan-team',

@@ -7,6 +7,7 @@ import { Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { hasDeferred } from '../spec/refs';
+import { startsProcesses } from '../spec/types';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from '../git';
@@ -227,10 +228,6 @@ function redactFailure(err: unknown, redactor: Redactor): unknown {
   return scrubbed;
 }
 
-/** Tools whose work is done by processes they start: what the sandbox is for. */
-function startsProcesses(tool: string): boolean {
-  return tool === 'shell' || tool.startsWith('mcp:');
-}
 
 /** The keys the model settings hold; a broken models section fails model turns, not tools. */
 function modelSecrets(settings: () => { secrets: string[] }): string[] {

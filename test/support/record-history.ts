@@ -156,6 +156,29 @@ output: { alert: "{{ steps.skipped.output.stdout | default('none') }}", stdout: 
 `,
     answers: { confirm: ['yes'], flaky: ['retry'] },
   },
+  // Recorded after lean steps (patch lean-steps): successors start as a step settles, the common step
+  // is its action's promise; a fan-out and fan-in, a failure skipped and one decided by a human, and
+  // the steps that still take the full path (when, forEach).
+  {
+    name: 'run-plan-lean-steps',
+    plan: `
+name: replay-lean-steps
+steps:
+  - { id: big, tool: shell, with: { command: "node -e 'console.log(JSON.stringify({ count: 300, items: Array.from({ length: 300 }, (_, i) => ({ name: \\"item-\\" + i, pad: \\"x\\".repeat(300) })) }))'" } }
+  - { id: left, dependsOn: [big], tool: fs.write, with: { path: left.txt, content: "left" } }
+  - { id: right, dependsOn: [big], tool: shell, with: { command: "echo right" } }
+  - { id: join, dependsOn: [left, right], tool: fs.read, with: { path: left.txt } }
+  - { id: broken, dependsOn: [join], onFailure: skip, tool: fs.read, with: { path: missing.txt } }
+  - { id: check, when: "steps.big.output.json.items[0].name == 'item-0'", tool: fs.write, with: { path: checked.txt, content: "{{ steps.big.output.json.count }}" } }
+  - { id: each, forEach: "{{ steps.big.output.json.items }}", as: it, concurrency: 5, tool: fs.write, with: { path: "out/{{ index }}.txt", content: "{{ it.name }}" } }
+  - { id: skipped, when: "false", tool: shell, with: { command: "echo never" } }
+  - { id: confirm, dependsOn: [each, broken], ask: { question: "Last is {{ steps.big.output.json.items[299].name }}?", choices: [yes, no] } }
+  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
+  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
+output: { joined: "{{ steps.join.output.content }}", alert: "{{ steps.skipped.output.stdout | default('none') }}" }
+`,
+    answers: { confirm: ['yes'], flaky: ['retry'] },
+  },
   // Steps in git worktrees: two tasks edited, committed and merged; leases released at the end.
   {
     name: 'run-plan-worktrees',
