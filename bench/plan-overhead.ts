@@ -37,6 +37,7 @@ import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, BaselineOptions, baselineSteps } from './baseline-workflow';
 import { BARE_ACTIVITY, createBareWorker } from './bare-worker';
 import { loadAverage, median, pidCpuMs, processCpuMs, round, spread } from './stats';
+import { groupedBars, writePlot } from './plot';
 
 const STEPS = 50;
 const REPETITIONS = scaled(15, 7);
@@ -152,6 +153,23 @@ function summarize(runs: Run[]) {
 function pairedRatios(runs: Record<Variant, Run[]>, of: (run: Run) => number) {
   const ratio = (x: Variant, y: Variant) => spread(runs[x].map((run, i) => of(run) / of(runs[y][i])), 3);
   return { 'a/b': ratio('runPlan', 'handWritten'), 'a/c': ratio('runPlan', 'bare'), 'b/c': ratio('handWritten', 'bare') };
+}
+
+const VARIANT_LABELS: Record<Variant, string> = { runPlan: '(a) runPlan', handWritten: "(b) hand-written, cadre's worker", bare: '(c) hand-written, bare worker' };
+
+/** Time a step took by variant: wall and CPU (median of the repetitions), with and without local activities. */
+function plot(report: { activities: { variants: Record<Variant, ReturnType<typeof summarize>> }; localActivities: { variants: Record<Variant, ReturnType<typeof summarize>> }; load: { duringRuns: { median: number } } }) {
+  const groups = [
+    ['activities, wall', report.activities, 'msPerStep'],
+    ['activities, CPU', report.activities, 'cpuMsPerStep'],
+    ['local activities, wall', report.localActivities, 'msPerStep'],
+    ['local activities, CPU', report.localActivities, 'cpuMsPerStep'],
+  ] as const;
+  return groupedBars({
+    title: `${STEPS}-step chain: time per step by variant (median of ${REPETITIONS}, load average ${report.load.duringRuns.median})`,
+    yTitle: 'ms per step',
+    bars: groups.flatMap(([group, family, field]) => VARIANTS.map((v) => ({ group, series: VARIANT_LABELS[v], value: family.variants[v][field].median }))),
+  });
 }
 
 async function main(): Promise<void> {
@@ -271,6 +289,7 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
     };
     writeResults(RESULTS_FILE, report);
+    await writePlot(RESULTS_FILE.replace(/\.json$/, '.svg'), plot(report));
     log(`wrote ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE} in ${report.seconds}s`);
     failed = false;
   } finally {
