@@ -14,10 +14,11 @@ import { TSX } from '../support/tsx';
 
 const TIMEOUT = 30_000;
 
+/** Whether a process runs (a zombie, dead and not yet reaped by whoever inherited it, does not). */
 const alive = (pid: number) => {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }
