@@ -98,5 +98,8 @@ export function spawnTied(command: string, options: TiedOptions): TiedProcess {
  * running in its group, as when the worker dies.
  */
 export function tiedGit(): { binary: [string, string]; env: Record<string, string> } {
-  return { binary: ['setsid', path.join(packageRoot(), 'bin', 'cadre-git')], env: { CADRE_WATCHDOG: WATCHDOG } };
+  launcher ??= path.join(packageRoot(), 'bin', 'cadre-git');
+  return { binary: ['setsid', launcher], env: { CADRE_WATCHDOG: WATCHDOG } };
 }
+
+let launcher: string | undefined;
