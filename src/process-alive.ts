@@ -21,8 +21,11 @@ export interface ProcessIdentity {
   start: string;
 }
 
+let me: ProcessIdentity | undefined;
+
 export function thisProcess(): ProcessIdentity {
-  return { host: os.hostname(), boot: bootId(), pid: process.pid, start: startOf(process.pid) };
+  if (me?.pid !== process.pid) me = { host: os.hostname(), boot: bootId(), pid: process.pid, start: startOf(process.pid) };
+  return me;
 }
 
 /**

@@ -2,7 +2,7 @@
  * What a merge left when its worker died mid-way, repaired by the next merge into the same branch
  * (a retry of the killed attempt, usually), before anything else looks at the checkout. Its lease
  * (./merge-lease) says where it was merging and from which commit; its git died with it (git is
- * tied to the worker), so any lock it held is stale.
+ * tied to the worker), so a lock it held is stale once no other live git may hold it (./stale-locks).
  *
  * The killed merge is undone, never finished: the index and files it left may be half-written (a
  * lock never committed, a checkout cut off), so committing them could commit a wrong tree; both
@@ -18,20 +18,21 @@ import path from 'node:path';
 import { type Git, commitOf, gitAt, run } from './git';
 import type { LeaseRecord } from './merge-lease';
 import { defaultWorktreeBase } from './names';
+import { gitDirOf, removeStaleLocks } from './stale-locks';
 import { worktreeEntries } from './worktrees';
 
 /** The name mergeWorktree gives its temporary checkouts (mkdtemp's six characters after it). */
 export const TEMPORARY_CHECKOUT_PREFIX = '.merge-';
 
 /** Repairs what the dead merge of `left` left in the repository at `root`; returns what it did. */
-export async function repairMergeLeftovers(git: Git, root: string, left: LeaseRecord): Promise<string[]> {
+export async function repairMergeLeftovers(git: Git, root: string, commonDir: string, left: LeaseRecord): Promise<string[]> {
   if (!left.checkout) return [];
-  if (left.temporary) return removeTemporaryCheckout(git, root, left.checkout);
+  if (left.temporary) return removeTemporaryCheckout(git, root, commonDir, left);
   const entry = (await worktreeEntries(git)).find((e) => e.path === left.checkout);
   // Gone, or no longer a checkout of the target: nothing of the merge is left there.
   if (!entry || entry.prunable || entry.branch !== left.into || !left.before || !left.tip) return [];
   const there = await gitAt(entry.path);
-  const done = await removeLocks(there, entry.path, left.into);
+  const done = await staleLocks(git, commonDir, entry.path, left.into);
   const pending = await commitOf(there, 'MERGE_HEAD');
   if (pending === left.tip) {
     await run(there, ['merge', '--abort'], `aborting the merge of ${left.branch} a killed attempt left in ${entry.path}`);
@@ -48,32 +49,23 @@ export async function repairMergeLeftovers(git: Git, root: string, left: LeaseRe
 }
 
 /** A temporary checkout cadre made for the merge: everything in it is the merge's; the target branch keeps any commit made there. */
-async function removeTemporaryCheckout(git: Git, root: string, checkout: string): Promise<string[]> {
+async function removeTemporaryCheckout(git: Git, root: string, commonDir: string, left: LeaseRecord): Promise<string[]> {
+  const checkout = left.checkout as string;
   // Only ever a directory mergeWorktree names: whatever wrote the lease, nothing else is removed.
   const named = path.basename(checkout);
   if (path.dirname(checkout) !== defaultWorktreeBase(root) || !named.startsWith(TEMPORARY_CHECKOUT_PREFIX) || named.length <= TEMPORARY_CHECKOUT_PREFIX.length) return [];
   if (!existsSync(checkout) && !(await worktreeEntries(git)).some((e) => e.path === checkout)) return [];
+  // Its own locks go with it; the target branch's ref lock, in the repository's directory, would stay.
+  const done = await staleLocks(git, commonDir, checkout, left.into);
   await rm(checkout, { recursive: true, force: true });
   await run(git, ['worktree', 'prune'], 'pruning the temporary checkout of a killed merge');
-  return [`removed its temporary checkout ${checkout}`];
+  return [...done, `removed its temporary checkout ${checkout}`];
 }
 
-/** The locks a merge's git takes in its checkout and on the target branch. */
-async function removeLocks(git: Git, checkout: string, into: string): Promise<string[]> {
-  const [gitDir, commonDir] = (await run(git, ['rev-parse', '--git-dir', '--git-common-dir'], 'finding the git directory')).trim().split('\n').map((d) => path.resolve(checkout, d));
-  const locks = [
-    ...['index.lock', 'HEAD.lock', 'ORIG_HEAD.lock', 'AUTO_MERGE.lock'].map((name) => path.join(gitDir, name)),
-    // `into` is a branch git resolved: a ref name, which never climbs out of refs/heads.
-    path.join(commonDir, 'refs', 'heads', `${into}.lock`),
-    path.join(commonDir, 'packed-refs.lock'),
-  ];
-  const removed: string[] = [];
-  for (const lock of locks) {
-    if (!existsSync(lock)) continue;
-    await rm(lock, { force: true });
-    removed.push(`removed its stale ${path.basename(lock)}`);
-  }
-  return removed;
+function staleLocks(git: Git, commonDir: string, checkout: string, into: string): Promise<string[]> {
+  return gitDirOf(checkout, commonDir).then((gitDir) =>
+    removeStaleLocks({ checkout, gitDir, commonDir, branches: [into], checkouts: async () => (await worktreeEntries(git)).map((e) => e.path) }),
+  );
 }
 
 /**

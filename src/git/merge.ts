@@ -14,6 +14,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import { type Git, commitOf, gitAt, gitFailure, mainRepositoryRoot, run } from './git';
+import { underLease } from './lease';
 import { type MergeLease, takeMergeLease } from './merge-lease';
 import { TEMPORARY_CHECKOUT_PREFIX, repairMergeLeftovers } from './merge-leftovers';
 import { defaultWorktreeBase } from './names';
@@ -44,12 +45,11 @@ export async function mergeWorktree(request: MergeRequest): Promise<MergeResult>
 
   const commonDir = path.resolve(root, (await run(git, ['rev-parse', '--git-common-dir'], 'reading the repository')).trim());
   const lease = await takeMergeLease(commonDir, request.branch, into);
-  try {
-    if (lease.leftover) await repairMergeLeftovers(git, root, lease.leftover);
-    return await mergeUnderLease(git, root, lease, { branch: request.branch, tip, into });
-  } finally {
-    await lease.release();
-  }
+  return underLease(
+    lease,
+    (left) => repairMergeLeftovers(git, root, commonDir, left),
+    () => mergeUnderLease(git, root, lease, { branch: request.branch, tip, into }),
+  );
 }
 
 async function mergeUnderLease(git: Git, root: string, lease: MergeLease, merge: { branch: string; tip: string; into: string }): Promise<MergeResult> {

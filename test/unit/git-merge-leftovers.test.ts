@@ -55,7 +55,7 @@ describe('merge leases', () => {
     const { repo } = tempRepository('cadre-lease-');
     const common = path.join(repo, '.git');
     const first = await takeMergeLease(common, 'a', 'main');
-    expect(first.leftover).toBeUndefined();
+    expect(first.leftovers).toEqual([]);
     await first.note({ checkout: repo, before: 'x', tip: 'y' });
     const busy = await applicationFailure(takeMergeLease(common, 'b', 'main', 200));
     expect(busy).toMatchObject({ type: 'GitBusy', nonRetryable: false });
@@ -69,12 +69,12 @@ describe('merge leases', () => {
     const left = { owner: deadProcess(), branch: 'a', into: 'main', checkout: repo, before: 'x', tip: 'y' };
     writeFileSync(file, JSON.stringify(left));
     const after = await takeMergeLease(common, 'a', 'main', 200);
-    expect(after.leftover).toEqual(left);
+    expect(after.leftovers).toEqual([left]);
     await after.release();
 
     writeFileSync(file, '{"owner": "not a lease"');
     const overGarbage = await takeMergeLease(common, 'a', 'main', 200);
-    expect(overGarbage.leftover).toBeUndefined();
+    expect(overGarbage.leftovers).toEqual([]);
     await overGarbage.release();
 
     writeFileSync(file, JSON.stringify({ ...left, owner: { ...deadProcess(), host: `not-${os.hostname()}` } }));
