@@ -69,6 +69,9 @@ const FIXED_ENVIRONMENT: Readonly<Record<string, string>> = {
   // core.gitProxy is the one setting where the first value git reads wins, so `-c` cannot override a
   // repository's; an empty GIT_PROXY_COMMAND is read before any configuration and means no proxy.
   GIT_PROXY_COMMAND: '',
+  // No lock a read does not need: `git status` refreshes the index in memory and does not write it
+  // back, so a status killed with its worker leaves no index.lock (writes hold a lease, ./checkout-lease).
+  GIT_OPTIONAL_LOCKS: '0',
 };
 
 /** The simple-git categories the settings above need; every other category stays refused. */
