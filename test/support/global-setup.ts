@@ -22,6 +22,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.CADRE_TEST_ADDRESS = server.address;
   process.env.CADRE_TEST_NAMESPACE = server.namespace;
   process.env.CADRE_TEST_BUNDLE = bundlePath;
+  // `cadre worker` and `cadre dev` started by tests run this bundle too, rather than bundle again
+  // (seconds of CPU each); test/worker-command.test.ts starts one from the build's own bundle.
+  process.env.CADRE_WORKFLOW_BUNDLE = bundlePath;
   process.env.CADRE_TEST_DIR = dir;
   // Workers started by tests record no run analytics unless a test turns them on (test/analytics.test.ts),
   // and never into the machine's ~/.cadre.
