@@ -107,28 +107,19 @@ describe('cadre worker started before its server', () => {
   });
 });
 
-describe('the compiled cadre (bin/cadre.js)', () => {
-  test("its worker starts from the build's prebuilt workflow bundle and runs plans", async () => {
+describe("the build's workflow bundle", () => {
+  test("a worker with no bundle named starts from the build's prebuilt one and runs plans", async () => {
     const dir = tempWorkspace();
     const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: uniqueId('built'), CADRE_LOG_LEVEL: 'ERROR' };
     delete env.CADRE_WORKFLOW_BUNDLE;
     writeFileSync(path.join(dir, 'plan.yaml'), 'name: built\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo hi" } }\n');
-    const worker = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'cadre.js'), 'worker'], { cwd: dir, env });
-    let stderr = '';
-    worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const workerExit = exited(worker);
+    const worker = await startCadreWorker([], dir, env, 60_000);
     try {
-      const deadline = Date.now() + 60_000;
-      while (!stderr.includes('worker running')) {
-        if (Date.now() > deadline || worker.exitCode !== null) throw new Error(`the compiled worker did not start: ${stderr}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(stderr).toContain("(workflows: the build's prebuilt bundle)");
+      expect(worker.stderr()).toContain("(workflows: the build's prebuilt bundle)");
       const run = await runCadre(['run', 'plan.yaml', '--wait', '--id', uniqueId('built')], dir, env);
       expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/built \(.*\): completed/) });
     } finally {
-      worker.kill('SIGINT');
-      expect(await workerExit).toBe(0);
+      expect(await worker.stop()).toBe(0);
     }
   });
 });

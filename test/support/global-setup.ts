@@ -7,12 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { resolveServer, type TemporalServer } from '../../src/worker/dev-server';
+import { ensureBuilt } from './build';
 
 declare global {
   var cadreTestServer: TemporalServer | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
+  ensureBuilt((line) => process.stderr.write(`${line}\n`));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-test-'));
   const server = await resolveServer({ dataDir: dir, ephemeral: true, log: (line) => process.stderr.write(`${line}\n`) });
   globalThis.cadreTestServer = server;
