@@ -7,13 +7,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { generateText, jsonSchema, tool } from 'ai';
 import { z } from 'zod';
 import { createActivities } from '../src/activities';
 import { ErrorTypes } from '../src/errors/application-failures';
-import { type ModelSettings, modelSettings, parseModelsSection } from '../src/providers/config';
+import { type ModelSettings, modelSettings, parseModelId, parseModelsSection, withToolCalls } from '../src/providers/config';
+import { languageModel } from '../src/providers/registry';
+import type { ToolCallMode } from '../src/providers/tool-call-modes';
 import { retryAfterMs } from '../src/providers/errors';
-import { type ModelTurnRequest, modelTurn } from '../src/providers/model-turn';
-import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
+import { type ModelTurnRequest, type ModelTurnResult, modelTurn } from '../src/providers/model-turn';
+import { type FakeModelServer, type TextToolCallStyle, startFakeModelServer } from './support/fake-model-server';
 
 const KEY = 'sk-test-SECRET-4f9a2c7e1b';
 let server: FakeModelServer;
@@ -388,5 +391,145 @@ describe('the modelTurn activity', () => {
     expect(failure.type).toBe(ErrorTypes.ModelConfigInvalid);
     expect(failure.nonRetryable).toBe(true);
     expect(failure.message).toContain('models.default: "gpt-4o" is not provider:model');
+  });
+});
+
+describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', () => {
+  const local = (toolCalls?: ToolCallMode, env: Record<string, string> = {}) =>
+    modelSettings({ compatible: { local: { baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', ...(toolCalls && { toolCalls }), ...(env.LOCAL_KEY && { apiKeyEnv: 'LOCAL_KEY' }) } } }, env);
+  const model = 'openai-compatible:local';
+  const write = { id: 'w', name: 'fs_write', args: { path: 'summary.txt', content: 'one <line> & "quotes"\nand two' } };
+  const fsTools = [
+    { name: 'fs_read', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+    { name: 'fs_write', description: 'Write a file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
+  ];
+  const ask: ModelTurnRequest = { model, messages: [{ role: 'user', content: 'summarise notes.txt into summary.txt' }], tools: fsTools };
+  const modes: [Exclude<ToolCallMode, 'native'>, TextToolCallStyle[]][] = [
+    ['json', ['tool-call-tags', 'json-block']],
+    ['xml', ['xml']],
+    ['qwen', ['qwen']],
+  ];
+
+  test.each(modes)('%s: its styles become tool calls, streamed in pieces that cut through the tags; the tools go in the system prompt', async (mode, styles) => {
+    for (const style of styles) {
+      server.requests.splice(0);
+      server.enqueue({ text: 'Writing it now.', toolCalls: [write], toolCallsAs: style, usage: { inputTokens: 40, outputTokens: 30 } });
+      const heard: string[] = [];
+      const turn = await modelTurn(ask, local(mode), undefined, { textDelta: (text) => heard.push(text) });
+      expect({ style, turn }).toEqual({
+        style,
+        turn: { text: 'Writing it now.\n', toolCalls: [{ id: expect.any(String), name: 'fs_write', args: write.args }], finishReason: 'tool-calls', usage: { inputTokens: 40, outputTokens: 30 } },
+      });
+      // The listener (the run's stream) hears the words, never the markup.
+      expect(heard.join('')).toBe('Writing it now.\n');
+      const { body } = server.requests[0];
+      expect(body.stream).toBe(true);
+      expect(body.tools).toBeUndefined();
+      const messages = body.messages as { role: string; content: string }[];
+      expect(messages[0].role).toBe('system');
+      expect(messages[0].content).toContain('fs_write');
+    }
+  });
+
+  test.each(modes)('%s: not streamed (generateText on the configured client), the same calls are read', async (mode, styles) => {
+    for (const style of styles) {
+      server.enqueue({ text: 'Writing it now.', toolCalls: [write], toolCallsAs: style });
+      const result = await generateText({
+        model: languageModel(parseModelId(model), local(mode)),
+        prompt: 'summarise notes.txt',
+        tools: Object.fromEntries(fsTools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]) })])),
+      });
+      expect({ style, calls: result.toolCalls.map((c) => [c.toolName, c.input]) }).toEqual({ style, calls: [['fs_write', write.args]] });
+      expect(server.requests.at(-1)?.body.stream).toBeUndefined();
+    }
+  });
+
+  test('each later turn sends the earlier calls and their results in the mode\'s own format', async () => {
+    const conversation: ModelTurnRequest = {
+      ...ask,
+      messages: [
+        { role: 'user', content: 'summarise notes.txt' },
+        { role: 'assistant', toolCalls: [{ id: 'c1', name: 'fs_read', args: { path: 'notes.txt' } }] },
+        { role: 'tool', toolCallId: 'c1', toolName: 'fs_read', result: 'NOTES-CONTENT-77' },
+      ],
+    };
+    const sent: Record<string, { role: string; content: string }[]> = {};
+    for (const mode of ['json', 'xml', 'qwen'] as const) {
+      server.requests.splice(0);
+      server.enqueue({ text: 'done' });
+      await modelTurn(conversation, local(mode));
+      sent[mode] = server.requests[0].body.messages as { role: string; content: string }[];
+    }
+    expect(sent.json.slice(1).map((m) => [m.role, m.content])).toEqual([
+      ['user', 'summarise notes.txt'],
+      ['assistant', '<tool_call>{"name":"fs_read","arguments":{"path":"notes.txt"}}</tool_call>'],
+      ['user', '<tool_response>{"name":"fs_read","content":"NOTES-CONTENT-77"}</tool_response>'],
+    ]);
+    expect(sent.xml[2].content).toContain('<fs_read>');
+    expect(sent.xml[3].content).toContain('NOTES-CONTENT-77');
+    expect(sent.qwen[2].content).toContain('<function="fs_read">');
+    expect(sent.qwen[3].content).toContain('NOTES-CONTENT-77');
+  });
+
+  test('a call in a style the mode does not read is flagged with the fix for the endpoint, never taken for an answer', async () => {
+    const cases: [ToolCallMode | undefined, TextToolCallStyle, string][] = [
+      [undefined, 'json-block', 'set toolCalls: json for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is native now)'],
+      ['native', 'xml', 'set toolCalls: xml for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is native now)'],
+      ['json', 'qwen', 'set toolCalls: qwen for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is json now)'],
+      ['xml', 'tool-call-tags', 'set toolCalls: json for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is xml now)'],
+    ];
+    for (const [mode, style, fix] of cases) {
+      server.enqueue({ toolCalls: [write], toolCallsAs: style });
+      const turn = await modelTurn(ask, local(mode));
+      expect({ mode, style, calls: turn.toolCalls, flag: turn.unparsedToolCall }).toEqual({ mode, style, calls: [], flag: { tool: 'fs_write', style: expect.any(String), fix } });
+    }
+    // A provider with no toolCalls setting: the fix is to serve the model as an endpoint that has one.
+    server.enqueue({ toolCalls: [write], toolCallsAs: 'json-block' });
+    expect((await modelTurn({ ...ask, model: 'openai:qwen2.5-coder' }, settings)).unparsedToolCall?.fix).toBe('serve the model as an endpoint under models.compatible in cadre.config.yaml, with toolCalls: json');
+  });
+
+  test('markup that does not parse stays in the text (the library would drop it) and is flagged', async () => {
+    server.enqueue({ text: 'Here:\n<tool_call>\n{"name": "fs_write", "arguments": {"path": "a.txt", "content": }\n</tool_call>', chunks: undefined });
+    const turn = await modelTurn(ask, local('json'));
+    expect(turn.toolCalls).toEqual([]);
+    expect(turn.text).toContain('<tool_call>');
+    expect(turn.unparsedToolCall).toMatchObject({ tool: 'fs_write', style: 'json' });
+  });
+
+  test('an answer that matches the output schema is the output, whatever it looks like; one that does not is flagged rather than failed', async () => {
+    const callSchema = { type: 'object', properties: { name: { type: 'string' }, arguments: { type: 'object' } }, required: ['name', 'arguments'] };
+    server.enqueue({ text: '{"name": "fs_read", "arguments": {"path": "x"}}' }, { text: '```json\n{"name": "fs_read", "arguments": {"path": "x"}}\n```' });
+    const matching = await modelTurn({ ...ask, outputSchema: callSchema }, local());
+    expect(matching.output).toEqual({ name: 'fs_read', arguments: { path: 'x' } });
+    expect(matching.unparsedToolCall).toBeUndefined();
+    const fenced = await modelTurn({ ...ask, outputSchema: verdict }, local());
+    expect(fenced.output).toBeUndefined();
+    expect(fenced.unparsedToolCall?.tool).toBe('fs_read');
+  });
+
+  test('plain answers and native calls are untouched by the guard', async () => {
+    server.enqueue({ text: 'I wrote summary.txt: it has two lines.' }, { toolCalls: [write] });
+    expect((await modelTurn(ask, local('xml'))).unparsedToolCall).toBeUndefined();
+    expect((await modelTurn(ask, local())).toolCalls).toEqual([{ id: 'w', name: 'fs_write', args: write.args }]);
+  });
+
+  test('the activity checks and redacts calls read from text like any other', async () => {
+    const { modelTurn: activity } = createActivities({ models: local('xml', { LOCAL_KEY: KEY }) });
+    server.enqueue({ toolCalls: [{ id: 'a', name: 'fs_write', args: { path: 'leak.txt', content: `the key is ${KEY}` } }, { id: 'b', name: 'rm_rf', args: { path: '/' } }], toolCallsAs: 'xml' });
+    const turn = (await new MockActivityEnvironment().run(activity, { ...ask, model })) as ModelTurnResult;
+    // The tool the model made up is not read as a call (the parser knows only the offered tools) and stays in the text.
+    expect(turn.toolCalls).toEqual([{ id: expect.any(String), name: 'fs_write', args: { path: 'leak.txt', content: 'the key is [redacted]' } }]);
+    expect(JSON.stringify(turn)).not.toContain(KEY);
+    expect(server.requests.at(-1)?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  test('toolCalls is native by default, one of four modes, and can be replaced per endpoint', () => {
+    const parsed = parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}" }\n    small: { baseURL: "${server.baseURL}", toolCalls: xml }\n`);
+    const both = modelSettings(parsed, {});
+    expect([both.compatible.local.toolCalls, both.compatible.small.toolCalls]).toEqual(['native', 'xml']);
+    expect(withToolCalls(both, 'local', 'qwen').compatible.local.toolCalls).toBe('qwen');
+    expect(both.compatible.local.toolCalls).toBe('native');
+    expect(() => withToolCalls(both, 'nope', 'json')).toThrow('no endpoint "nope"');
+    expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", toolCalls: hermes }\n')).toThrow(/models\.compatible\.local\.toolCalls: .*"native"\|"json"\|"xml"\|"qwen"/);
   });
 });
