@@ -6,13 +6,9 @@
  * as tool results; only cadre's own limits and a failing model end a loop. Used by `agentTask`
  * (one answer) and `session` (one answer per message).
  */
-import type { Duration } from '@temporalio/common';
-import { ApplicationFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
 import { ApprovalGate } from './approval-gate';
 import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
-import { BLOB_THRESHOLD_BYTES } from '../../spec/limits';
-import type { Approvals } from '../../spec/types';
-import type { SandboxSpec } from '../../sandbox/profile';
 import { approvalFor, matchChoice } from './approvals';
 import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from '../common/clock';
@@ -20,105 +16,18 @@ import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/
 import { describeFailure } from '../common/failures';
 import { HumanWaits, splitAnswer } from '../plan/waits';
 import type { StreamTarget } from '../../protocol/stream';
+import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
+import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 
-export interface LoopSpec {
-  /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
-  label: string;
-  model?: string;
-  system?: string;
-  tools: string[];
-  approvals: Approvals;
-  /** The approvals of the agents that started this one (a subtask's parent): none may be loosened. */
-  inheritedApprovals?: Approvals[];
-  approvalTimeout: string;
-  /** Model turns for one answer. */
-  maxTurns: number;
-  /** Input plus output tokens over the loop's whole life. */
-  maxTokens?: number;
-  /** JSON Schema of a structured final answer. */
-  output?: Record<string, unknown>;
-  /** A decision: the final answer must name one of these. */
-  choices?: string[];
-  workspace: string;
-  worktree?: boolean;
-  /** Whose blob store holds big tool outputs: the plan's workspace when `workspace` is a worktree. */
-  storeWorkspace?: string;
-  /** The plan's sandbox and egress, for the worker to apply to every tool call. */
-  sandbox?: SandboxSpec;
-  /** Attempts of one model turn before its failure goes to `recover` (default 8). */
-  modelAttempts?: number;
-  /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */
-  toolHeartbeatTimeout?: Duration;
-  /** The run's stream (the plan run's or the session's workflow), and the turns counted before this loop. */
-  stream?: { workflowId: string; turnBase?: number };
-}
+export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
+export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
 
-/**
- * A tool the workflow itself answers (a team worker's `signal_state`): no activity, its effect is
- * on the workflow's own state. `final` ends the loop with that output.
- */
-export interface WorkflowTool {
-  name: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-  call(args: Record<string, unknown>, callId: string): Promise<{ result: unknown; isError?: boolean; final?: { output: unknown } }>;
-}
-
-export interface LoopHooks {
-  changed(): void;
-  waitsChanged(): void;
-  /** Tools the workflow answers, offered beside the spec's. */
-  workflowTools?: WorkflowTool[];
-  /** The loop moved on: a model turn came back, a tool call started or ended. */
-  progressed?(): void;
-  /**
-   * A failed model turn or tool call, before it counts: `retry` (with another model, when given)
-   * runs it again; undefined lets the failure stand.
-   */
-  recover?(err: unknown, where: 'model' | 'tool', tool?: string): Promise<{ retry: true; model?: string } | undefined>;
-  /**
-   * A team worker must end with a state signal: a turn with neither tool calls nor one comes here
-   * (the count of such turns in a row), and the text returned is sent to the model as the next prompt.
-   */
-  silent?(count: number): Promise<string>;
-}
-
-export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
 type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
 /** Agents started on this code judge shell calls by command rules (approval-gate.ts). */
 const PATCH_COMMAND_RULES = 'command-rules';
-/** Tool results are sent back to the model; this keeps a runaway one from filling history. */
-const MAX_RESULT_CHARS = 64 * 1024;
 /** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
 const MAX_PROMPT_ARGS_CHARS = 2000;
 
-function modelActivities(maximumAttempts = 8) {
-  return proxyActivities<Activities>({
-  startToCloseTimeout: '5m',
-  // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
-  heartbeatTimeout: '10s',
-  summary: 'model turn',
-  retry: {
-    initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '1m',
-    maximumAttempts,
-    // Fixing these takes a person (a key, a model name, a shorter prompt); retrying only repeats the bill.
-    nonRetryableErrorTypes: [
-      'ModelConfigInvalid',
-      'BadModelRequest',
-      'ModelAuthFailed',
-      'ModelNotFound',
-      'ModelContextTooLong',
-      'ModelRequestRejected',
-      'StructuredOutputInvalid',
-      'ScriptMismatch',
-    ],
-  },
-});
-}
-
-const toolset = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' });
 export class AgentLoop {
   readonly usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   readonly waits: HumanWaits;
@@ -334,13 +243,7 @@ export class AgentLoop {
   }
 
   private toolActivities(tool: string, callId: string) {
-    return proxyActivities<Activities>({
-      activityId: `${this.spec.label}/${callId}`,
-      summary: `${this.spec.label}: ${tool}`,
-      scheduleToCloseTimeout: '10m',
-      heartbeatTimeout: this.spec.toolHeartbeatTimeout ?? '10s',
-      retry: { maximumAttempts: 3, initialInterval: '1s' },
-    });
+    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout);
   }
 
   /** Runs from before command rules: globs decided in the workflow, first match wins. Undefined when the call may run. */
@@ -371,29 +274,3 @@ export class AgentLoop {
   }
 }
 
-/** The ApplicationFailure in an error's causes (an activity's, a child's), or one made from the error. */
-export function asFailure(err: unknown): ApplicationFailure {
-  for (let cursor: unknown = err, depth = 0; cursor instanceof Error && depth < 10; depth++) {
-    if (cursor instanceof ApplicationFailure) return cursor;
-    cursor = (cursor as { cause?: unknown }).cause;
-  }
-  return ApplicationFailure.create({ type: 'AgentFailed', message: describeFailure(err).message, nonRetryable: false });
-}
-
-/** What the model reads back for a tool call: its result (clipped), marked when it is an error. */
-function toolReply(call: ModelToolCall, result: unknown, isError?: boolean): ToolMessage {
-  return { role: 'tool', toolCallId: call.id, toolName: call.name, result: clipResult(result), ...(isError && { isError: true }) };
-}
-
-function clipResult(result: unknown): unknown {
-  const text = typeof result === 'string' ? result : JSON.stringify(result);
-  if (text === undefined || text.length <= MAX_RESULT_CHARS) return result ?? null;
-  return `${text.slice(0, MAX_RESULT_CHARS)}… (${text.length - MAX_RESULT_CHARS} more characters not shown; read the rest in parts, e.g. with shell and head/tail)`;
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
-}
-
-/** Tool output bytes an agent keeps in its history: bigger parts are stored and passed by reference. */
-export const AGENT_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);
