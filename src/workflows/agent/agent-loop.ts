@@ -16,6 +16,7 @@ import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/
 import { describeFailure } from '../common/failures';
 import { HumanWaits, splitAnswer } from '../plan/waits';
 import type { StreamTarget } from '../../protocol/stream';
+import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 
@@ -25,6 +26,8 @@ export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
 type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
 /** Agents started on this code judge shell calls by command rules (approval-gate.ts). */
 const PATCH_COMMAND_RULES = 'command-rules';
+/** Agents started on this code fail a tool call written as text and a loop of the same calls (protocol/agent-guards.ts). */
+const PATCH_TURN_GUARDS = 'turn-guards';
 /** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
 const MAX_PROMPT_ARGS_CHARS = 2000;
 
@@ -42,6 +45,8 @@ export class AgentLoop {
   private model?: string;
   /** Runs from before command rules decided with globs in the workflow, and must replay that way. */
   private readonly gate?: ApprovalGate;
+  /** Runs from before the turn guards took any answer as an answer and let loops run to maxTurns. */
+  private readonly guarded: boolean;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -55,6 +60,7 @@ export class AgentLoop {
       const gate = { label: spec.label, approvals: spec.approvals, approvalTimeout: spec.approvalTimeout, ...(spec.inheritedApprovals && { inherited: spec.inheritedApprovals }) };
       this.gate = new ApprovalGate(gate, this.waits, () => hooks.waitsChanged(), (event) => this.record(event));
     }
+    this.guarded = patched(PATCH_TURN_GUARDS);
   }
 
   /** Tools running now. */
@@ -73,6 +79,7 @@ export class AgentLoop {
     const own = new Map((this.hooks.workflowTools ?? []).map((t) => [t.name, t]));
     const offered = [...tools, ...own.values()];
     let silentTurns = 0;
+    const guards = this.guarded ? new TurnGuards() : undefined;
     for (let turns = 0; ; turns++) {
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
@@ -83,6 +90,11 @@ export class AgentLoop {
       messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });
       this.checkBudget();
       if (turn.toolCalls.length === 0) {
+        const correction = guards?.answer(turn);
+        if (correction !== undefined) {
+          messages.push({ role: 'user', content: correction });
+          continue;
+        }
         if (this.hooks.silent) {
           messages.push({ role: 'user', content: await this.hooks.silent(++silentTurns) });
           continue;
@@ -93,6 +105,7 @@ export class AgentLoop {
         continue;
       }
       silentTurns = 0;
+      const repeating = guards?.calls(turn.toolCalls);
       await this.gate?.prepare(turn.toolCalls.flatMap((call) => (byName.has(call.name) && call.error === undefined ? [{ tool: (byName.get(call.name) as AgentTool).tool, args: call.args }] : [])));
       const results = await Promise.all(
         turn.toolCalls.map((call, index) => {
@@ -104,6 +117,7 @@ export class AgentLoop {
       messages.push(...results.map((r) => r.message));
       const final = results.find((r) => r.final);
       if (final?.final) return final.final.output;
+      if (repeating !== undefined) messages.push({ role: 'user', content: repeating });
     }
   }
 
