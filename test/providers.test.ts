@@ -16,7 +16,9 @@ import { languageModel } from '../src/providers/registry';
 import type { ToolCallMode } from '../src/providers/tool-call-modes';
 import { retryAfterMs } from '../src/providers/errors';
 import { type ModelTurnRequest, type ModelTurnResult, modelTurn } from '../src/providers/model-turn';
-import { type FakeModelServer, type TextToolCallStyle, startFakeModelServer } from './support/fake-model-server';
+import { tryToolCallModes } from '../src/providers/mode-trials';
+import { runCadre } from './support/cli';
+import { type FakeModelServer, TEXT_TOOL_CALL_STYLES, type TextToolCallStyle, startFakeModelServer } from './support/fake-model-server';
 
 const KEY = 'sk-test-SECRET-4f9a2c7e1b';
 let server: FakeModelServer;
@@ -531,5 +533,77 @@ describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', 
     expect(both.compatible.local.toolCalls).toBe('native');
     expect(() => withToolCalls(both, 'nope', 'json')).toThrow('no endpoint "nope"');
     expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", toolCalls: hermes }\n')).toThrow(/models\.compatible\.local\.toolCalls: .*"native"\|"json"\|"xml"\|"qwen"/);
+  });
+});
+
+describe('cadre models test: which toolCalls mode reads a model\'s calls', () => {
+  const endpoint = (extra = '') => modelSettings(parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small${extra} }\n`), {});
+  const readNotes = { id: 'n', name: 'fs_read', args: { path: 'notes.txt' } };
+  /** A model that answers every request the same way, whatever it was told. */
+  const answersAlways = (style?: TextToolCallStyle) => server.enqueue(...Array.from({ length: 4 }, () => ({ toolCalls: [readNotes], ...(style && { toolCallsAs: style }) })));
+
+  test('each style of the fake server names the mode that reads it; native first when it works', async () => {
+    const expected: Record<TextToolCallStyle | 'native', string> = { native: 'native', 'json-block': 'json', 'tool-call-tags': 'json', xml: 'xml', qwen: 'qwen' };
+    for (const style of ['native', ...TEXT_TOOL_CALL_STYLES] as const) {
+      answersAlways(style === 'native' ? undefined : style);
+      const report = await tryToolCallModes('openai-compatible:local', endpoint());
+      const works = report.trials.filter((t) => t.outcome === 'works').map((t) => t.mode);
+      expect({ style, recommended: report.recommended, first: works[0] }).toEqual({ style, recommended: expected[style], first: expected[style] });
+      expect(report.trials.map((t) => t.mode)).toEqual(['native', 'json', 'xml', 'qwen']);
+    }
+    expect(server.requests).toHaveLength(20);
+    // Each mode sent its own request: native with the tools as tools, the others in the system prompt.
+    expect(server.requests.slice(0, 4).map((r) => r.body.tools !== undefined)).toEqual([true, false, false, false]);
+  });
+
+  test('the advice names the line to add, or says nothing needs changing', async () => {
+    answersAlways('qwen');
+    expect((await tryToolCallModes('openai-compatible:local', endpoint())).advice).toBe('add this line under models.compatible.local in cadre.config.yaml:\n    toolCalls: qwen');
+    answersAlways('qwen');
+    expect((await tryToolCallModes('openai-compatible:local', endpoint(', toolCalls: qwen'))).advice).toBe('toolCalls: qwen is set already: nothing to change');
+    server.enqueue(...Array.from({ length: 4 }, () => ({ text: 'I cannot read files, but notes are usually short.' })));
+    const none = await tryToolCallModes('openai-compatible:local', endpoint());
+    expect(none.recommended).toBeUndefined();
+    expect(none.trials.map((t) => t.detail)).toEqual(Array(4).fill('answered in words: "I cannot read files, but notes are usually short."'));
+    expect(none.advice).toMatch(/^no mode read a tool call from this model/);
+  });
+
+  test('a mode that does not answer in time fails, and the others are still tried; a refused key stops at the first', async () => {
+    server.enqueue({ hangMs: 5_000 }, { toolCalls: [readNotes], toolCallsAs: 'tool-call-tags' }, { text: 'no' }, { text: 'no' });
+    const slow = await tryToolCallModes('openai-compatible:local', endpoint(), { timeoutMs: 300 });
+    expect(slow.trials.map((t) => [t.mode, t.outcome, t.detail])).toEqual([
+      ['native', 'fails', 'no answer within 0.3 s'],
+      ['json', 'works', 'called fs_read {"path":"notes.txt"}'],
+      ['xml', 'fails', 'answered in words: "no"'],
+      ['qwen', 'fails', 'answered in words: "no"'],
+    ]);
+    server.enqueue({ status: 401, body: { error: { message: 'bad key' } } });
+    const refused = await tryToolCallModes('openai-compatible:local', endpoint());
+    expect(refused.trials.map((t) => t.outcome)).toEqual(['fails', 'skipped', 'skipped', 'skipped']);
+    expect(refused.advice).toMatch(/^the model gave no answer, so no mode could be judged; fix this first: ModelAuthFailed: /);
+    await expect(tryToolCallModes('openai-compatible:other', endpoint())).rejects.toThrow('no endpoint "other" under models.compatible');
+  });
+
+  test('the command prints a line per mode and the recommendation, or the report as JSON; it exits 1 when no mode works', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-models-test-'));
+    writeFileSync(path.join(dir, 'cadre.config.yaml'), `models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small }\n`);
+    const env = { ...process.env, CADRE_MODEL: 'openai-compatible:local', CADRE_CONFIG: '' };
+    answersAlways('xml');
+    const text = await runCadre(['models', 'test'], dir, env);
+    expect(text.stdout.split('\n')).toEqual([
+      expect.stringMatching(/^native {2}fails {4}wrote its call to fs_read as text \(xml style\), which this mode does not read \(\d+\.\d s\)$/),
+      expect.stringMatching(/^json {4}fails {4}wrote its call/),
+      expect.stringMatching(/^xml {5}works {4}called fs_read \{"path":"notes.txt"\} \(\d+\.\d s\)$/),
+      expect.stringMatching(/^qwen {4}fails {4}wrote its call/),
+      'recommended: xml; add this line under models.compatible.local in cadre.config.yaml:',
+      '    toolCalls: xml',
+      '',
+    ]);
+    expect(text.code).toBe(0);
+    server.enqueue(...Array.from({ length: 4 }, () => ({ text: 'no tools here' })));
+    const json = await runCadre(['models', 'test', 'openai-compatible:local', '--json', '--timeout', '30s'], dir, env);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'openai-compatible:local', endpoint: { name: 'local', toolCalls: 'native' }, trials: [{ mode: 'native', outcome: 'fails' }, {}, {}, {}] });
+    expect(JSON.parse(json.stdout).recommended).toBeUndefined();
   });
 });

@@ -7,9 +7,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
-import { TOOL_CALL_MODES, type ToolCallMode } from './tool-call-modes';
 
 export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
+/** How an endpoint's model calls tools (tool-call-modes.ts, which loads the parser only where models are called). */
+export const TOOL_CALL_MODES = ['native', 'json', 'xml', 'qwen'] as const;
+export type ToolCallMode = (typeof TOOL_CALL_MODES)[number];
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export interface ModelId {

@@ -18,9 +18,9 @@ import {
 } from '@ai-sdk-tool/parser';
 import type { LanguageModelV3, LanguageModelV3Middleware, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
+import type { ToolCallMode } from './config';
 
-export const TOOL_CALL_MODES = ['native', 'json', 'xml', 'qwen'] as const;
-export type ToolCallMode = (typeof TOOL_CALL_MODES)[number];
+export { TOOL_CALL_MODES, type ToolCallMode } from './config';
 
 /** The model, reading its tool calls from its text in `mode` (the model itself for `native`). */
 export function withToolCallMode(model: LanguageModelV3, mode: ToolCallMode): LanguageModelV3 {
