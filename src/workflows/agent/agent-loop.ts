@@ -3,8 +3,9 @@
  * results → the next turn, until a final answer, the turn limit or the token budget. Every model
  * turn and tool call is an activity, so a worker that dies mid-loop costs nothing already done.
  * Bad tool calls (unknown tool, invalid arguments, a tool's error, a denial) go back to the model
- * as tool results; only cadre's own limits and a failing model end a loop. Used by `agentTask`
- * (one answer) and `session` (one answer per message).
+ * as tool results; only cadre's own limits, its turn guards (a call written as text twice, the
+ * same calls four turns in a row: protocol/agent-guards.ts) and a failing model end a loop. Used
+ * by `agentTask` (one answer) and `session` (one answer per message).
  */
 import { ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
 import { ApprovalGate } from './approval-gate';
