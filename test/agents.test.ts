@@ -15,6 +15,8 @@ import { type FakeModelServer, type RecordedRequest, type TextToolCallStyle, sta
 import { runCadre, testServerEnv } from './support/cli';
 import { git, tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { TASKS } from '../bench/local-model-tasks';
+import { runTasks, table } from '../bench/local-model-run';
 
 const KEY = 'sk-test-agents-7c1d9e';
 let server: FakeModelServer;
@@ -26,6 +28,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 beforeEach(() => {
   server.requests.splice(0);
+  server.clearQueue();
   auditDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-audit-'));
 });
 
@@ -371,6 +374,29 @@ steps:
       const notes = server.requests.map((r) => JSON.stringify(messagesOf(r)).split('times in a row').length - 1);
       expect(notes).toEqual([0, 0, 0, 1]);
     });
+  });
+});
+
+describe('the local-model benchmark (bench/local-model.ts), on the fake server', () => {
+  test('its tasks run as agent steps and are judged by the workspace: a task done succeeds, a task claimed in words fails', async () => {
+    const tasks = TASKS.filter((t) => t.id === 'edit-word' || t.id === 'config-port');
+    // The tasks run in the benchmark's order: config-port, then edit-word.
+    server.enqueue(
+      // config-port, claimed: the model says it wrote the file, and wrote nothing.
+      { text: 'I wrote 8443 to port.txt.', usage: { inputTokens: 400, outputTokens: 10 } },
+      // edit-word, done: calls written as bare JSON objects, as Qwen2.5-Coder 1.5B writes them on llama.cpp.
+      { toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'greeting.txt' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 400, outputTokens: 20 } },
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'greeting.txt', content: 'Hello, cadre!\nWelcome to the cadre of tools.\n' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 450, outputTokens: 30 } },
+      { text: 'Replaced World with cadre.', usage: { inputTokens: 500, outputTokens: 8 } },
+    );
+    const logged: string[] = [];
+    const results = await withAgents((h) => runTasks(h, { model: 'openai-compatible:json', tasks, maxTurns: 6, timeout: '2m', root: tempWorkspace(), log: (line) => logged.push(line) }));
+    expect(results.map(({ seconds: _seconds, load: _load, ...rest }) => rest)).toEqual([
+      { task: 'config-port', success: false, check: 'no port.txt', ended: 'completed', answer: 'I wrote 8443 to port.txt.', turns: 1, toolCalls: 0, inputTokens: 400, outputTokens: 10 },
+      { task: 'edit-word', success: true, check: 'greeting.txt is right', ended: 'completed', answer: 'Replaced World with cadre.', turns: 3, toolCalls: 2, inputTokens: 1350, outputTokens: 58 },
+    ]);
+    expect(table(results).split('\n').at(-1)).toMatch(/^\| \*\*total\*\* \| \*\*1\/2\*\* \| {2}\| 4 \| 2 \| 1818 \| \d+ \|$/);
+    expect(logged).toContain('config-port: started');
   });
 });
 

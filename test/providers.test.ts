@@ -446,6 +446,56 @@ describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', 
     }
   });
 
+  test('json: an answer that is nothing but a call object (no tags, no fence) is that call, streamed or not; one that only starts like it streams on as text', async () => {
+    server.enqueue({ toolCalls: [write], toolCallsAs: 'bare-json', usage: { inputTokens: 40, outputTokens: 30 } });
+    const heard: string[] = [];
+    const turn = await modelTurn(ask, local('json'), undefined, { textDelta: (text) => heard.push(text) });
+    expect(turn).toEqual({ toolCalls: [{ id: expect.any(String), name: 'fs_write', args: write.args }], finishReason: 'tool-calls', usage: { inputTokens: 40, outputTokens: 30 } });
+    expect(heard).toEqual([]);
+    // Not streamed, the library's own JSON recovery reads the same answer.
+    server.enqueue({ toolCalls: [write], toolCallsAs: 'bare-json' });
+    const tools = Object.fromEntries(fsTools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]) })]));
+    const generated = await generateText({ model: languageModel(parseModelId(model), local('json')), prompt: 'summarise notes.txt', tools });
+    expect(generated.toolCalls.map((c) => [c.toolName, c.input])).toEqual([['fs_write', write.args]]);
+    // An object that is not a call of an offered tool, or a call with words around it, is text, heard whole.
+    const notCalls = ['{"verdict": "ok", "reasons": ["short"]}', '{"name": "rm_rf", "arguments": {"path": "/"}}', `I will write it.\n${JSON.stringify({ name: 'fs_write', arguments: write.args })}`];
+    for (const text of notCalls) {
+      server.enqueue({ text, chunks: text.match(/[\s\S]{1,4}/g) ?? [] });
+      const heardText: string[] = [];
+      const answer = await modelTurn(ask, local('json'), undefined, { textDelta: (piece) => heardText.push(piece) });
+      expect({ text, calls: answer.toolCalls, answer: answer.text, heard: heardText.join('') }).toEqual({ text, calls: [], answer: text, heard: text });
+    }
+    // The call among words is not run, and the guard sees it.
+    expect((await (server.enqueue({ text: notCalls[2] }), modelTurn(ask, local('json')))).unparsedToolCall).toMatchObject({ tool: 'fs_write', style: 'json' });
+  });
+
+  test('a turn offered no tools (a decision, a summary) goes to the model as it is in every mode: no tools\' prompt telling how to call "none"', async () => {
+    for (const mode of ['json', 'xml', 'qwen'] as const) {
+      server.requests.splice(0);
+      server.enqueue({ text: 'urgent' });
+      const turn = await modelTurn({ model, system: 'Decide: urgent or routine.', messages: ask.messages }, local(mode));
+      expect({ mode, text: turn.text, messages: server.requests[0].body.messages }).toEqual({
+        mode,
+        text: 'urgent',
+        messages: [
+          { role: 'system', content: 'Decide: urgent or routine.' },
+          { role: 'user', content: 'summarise notes.txt into summary.txt' },
+        ],
+      });
+    }
+  });
+
+  test('a text mode runs the first call of a turn only (a small model guesses what the others need); native runs them all', async () => {
+    const read = { id: 'r', name: 'fs_read', args: { path: 'notes.txt' } };
+    for (const [mode, style] of [['json', 'tool-call-tags'], ['xml', 'xml'], ['qwen', 'qwen']] as const) {
+      server.enqueue({ text: 'Reading, then writing.', toolCalls: [read, write], toolCallsAs: style });
+      const turn = await modelTurn(ask, local(mode));
+      expect({ mode, calls: turn.toolCalls.map((c) => [c.name, c.args]) }).toEqual({ mode, calls: [['fs_read', read.args]] });
+    }
+    server.enqueue({ toolCalls: [read, write] });
+    expect((await modelTurn(ask, local('native'))).toolCalls.map((c) => c.name)).toEqual(['fs_read', 'fs_write']);
+  });
+
   test('each later turn sends the earlier calls and their results in the mode\'s own format', async () => {
     const conversation: ModelTurnRequest = {
       ...ask,
@@ -543,7 +593,7 @@ describe('cadre models test: which toolCalls mode reads a model\'s calls', () =>
   const answersAlways = (style?: TextToolCallStyle) => server.enqueue(...Array.from({ length: 4 }, () => ({ toolCalls: [readNotes], ...(style && { toolCallsAs: style }) })));
 
   test('each style of the fake server names the mode that reads it; native first when it works', async () => {
-    const expected: Record<TextToolCallStyle | 'native', string> = { native: 'native', 'json-block': 'json', 'tool-call-tags': 'json', xml: 'xml', qwen: 'qwen' };
+    const expected: Record<TextToolCallStyle | 'native', string> = { native: 'native', 'json-block': 'json', 'tool-call-tags': 'json', 'bare-json': 'json', xml: 'xml', qwen: 'qwen' };
     for (const style of ['native', ...TEXT_TOOL_CALL_STYLES] as const) {
       answersAlways(style === 'native' ? undefined : style);
       const report = await tryToolCallModes('openai-compatible:local', endpoint());
@@ -551,7 +601,7 @@ describe('cadre models test: which toolCalls mode reads a model\'s calls', () =>
       expect({ style, recommended: report.recommended, first: works[0] }).toEqual({ style, recommended: expected[style], first: expected[style] });
       expect(report.trials.map((t) => t.mode)).toEqual(['native', 'json', 'xml', 'qwen']);
     }
-    expect(server.requests).toHaveLength(20);
+    expect(server.requests).toHaveLength(24);
     // Each mode sent its own request: native with the tools as tools, the others in the system prompt.
     expect(server.requests.slice(0, 4).map((r) => r.body.tools !== undefined)).toEqual([true, false, false, false]);
   });

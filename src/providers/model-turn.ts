@@ -98,7 +98,12 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
       throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${result.finishReason})`);
     }
     const checkCall = toolCallChecker(req.tools ?? []);
-    const toolCalls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
+    const calls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
+    // A small model read in a text mode writes a turn's calls all at once, the later ones guessing
+    // what the earlier return (Qwen2.5-Coder 1.5B: fs_write of a file beside the fs_read of it, run
+    // side by side). Only the first runs; the model, whose history shows that call alone, makes
+    // the next after its result.
+    const toolCalls = toolCallsOf(id, settings).mode === 'native' ? calls : calls.slice(0, 1);
     const turn: ModelTurnResult = {
       ...(result.text && { text: result.text }),
       toolCalls,

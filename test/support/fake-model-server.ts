@@ -14,11 +14,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * How a small model writes tool calls as text: `json-block` a ```json block holding
  * `{"name", "arguments"}`; `tool-call-tags` the same object in `<tool_call>` tags (Hermes, Qwen 2.5);
- * `xml` an element named for the tool with one child per argument (morphXml); `qwen`
- * `<tool_call><function=…><parameter=…>` (Qwen3-Coder).
+ * `bare-json` the object alone (Qwen2.5-Coder 1.5B on llama.cpp's server); `xml` an element named
+ * for the tool with one child per argument (morphXml); `qwen` `<tool_call><function=…><parameter=…>`
+ * (Qwen3-Coder).
  */
-export type TextToolCallStyle = 'json-block' | 'tool-call-tags' | 'xml' | 'qwen';
-export const TEXT_TOOL_CALL_STYLES: readonly TextToolCallStyle[] = ['json-block', 'tool-call-tags', 'xml', 'qwen'];
+export type TextToolCallStyle = 'json-block' | 'tool-call-tags' | 'bare-json' | 'xml' | 'qwen';
+export const TEXT_TOOL_CALL_STYLES: readonly TextToolCallStyle[] = ['json-block', 'tool-call-tags', 'bare-json', 'xml', 'qwen'];
 
 export interface FakeReply {
   text?: string;
@@ -69,6 +70,8 @@ export interface FakeModelServer {
   /** Each streamed text chunk and Date.now() just after it was written, across all requests. */
   chunkTimes: ChunkTime[];
   enqueue(...responses: FakeResponse[]): void;
+  /** Drops the responses no request took (a test that queued one more than it expected to be asked for). */
+  clearQueue(): void;
   close(): Promise<void>;
 }
 
@@ -115,6 +118,7 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
     requests,
     chunkTimes,
     enqueue: (...responses) => queue.push(...responses),
+    clearQueue: () => void queue.splice(0),
     close: () =>
       new Promise((resolve, reject) => {
         server.closeAllConnections();
@@ -144,6 +148,8 @@ export function writeCall(name: string, args: Record<string, unknown>, style: Te
   switch (style) {
     case 'json-block':
       return `\`\`\`json\n${JSON.stringify({ name, arguments: args }, null, 2)}\n\`\`\``;
+    case 'bare-json':
+      return JSON.stringify({ name, arguments: args });
     case 'tool-call-tags':
       return `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
     case 'xml':

@@ -28,7 +28,7 @@ describe('findUnparsedToolCall', () => {
   });
 
   test('each style the fake model server writes is found, as the style cadre reads it in', () => {
-    const expected = { 'json-block': 'json', 'tool-call-tags': 'json', xml: 'xml', qwen: 'qwen' };
+    const expected = { 'json-block': 'json', 'tool-call-tags': 'json', 'bare-json': 'json', xml: 'xml', qwen: 'qwen' };
     for (const style of TEXT_TOOL_CALL_STYLES) {
       const text = `Let me do that.\n${writeCall('fs_write', { path: 'summary.txt', content: 'a <b> & "c"\nd' }, style)}`;
       expect({ style, found: findUnparsedToolCall(text, TOOLS) }).toEqual({ style, found: { tool: 'fs_write', style: expected[style] } });
