@@ -2,7 +2,7 @@
  * The code-navigation tools on a fixture project (test/fixtures/code-nav), with exact files and
  * lines; and one run of them as plan steps on the dev server.
  */
-import { cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, linkSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
@@ -86,6 +86,25 @@ describe('code navigation', () => {
     expect((await applicationFailure(tool('code.search', { text: 'x', dir: '..' }))).type).toBe('OutsideWorkspace');
   });
 
+  test('imports that lead outside are not followed: a relative path out, a symlink, a hard link', async () => {
+    const at = workspace();
+    const outside = path.join(path.dirname(at), 'outside.ts');
+    linkSync(outside, path.join(at, 'src', 'hard.ts'));
+    writeFileSync(
+      path.join(at, 'src', 'reach.ts'),
+      "import { outsideSecret } from '../../outside';\nimport { outsideSecret as viaLink } from './linked';\nimport { outsideSecret as viaHardLink } from './hard';\nexport const all = outsideSecret() + viaLink() + viaHardLink();\n",
+    );
+    for (const symbol of ['outsideSecret', 'viaLink', 'viaHardLink']) {
+      const out = await tool('code.navigate_imports', { file: 'src/reach.ts', symbol }, at);
+      expect(where(out.chain)).toEqual(['src/reach.ts:1', 'src/reach.ts:2', 'src/reach.ts:3'].filter((_, i) => ['outsideSecret', 'viaLink', 'viaHardLink'][i] === symbol));
+      expect(out.definition).toBeUndefined();
+      expect(JSON.stringify(out)).not.toContain('return 42');
+    }
+    expect(where((await tool('code.find_references', { file: 'src/reach.ts', symbol: 'outsideSecret' }, at)).references)).toEqual(['src/reach.ts:1', 'src/reach.ts:4']);
+    await expect(tool('code.trace_data_flow', { symbol: 'outsideSecret' }, at)).rejects.toThrow('no function "outsideSecret"');
+    expect(where((await tool('code.search', { text: 'return 42' }, at)).matches)).toEqual([]);
+  });
+
   test('bad input names the field', async () => {
     expect((await applicationFailure(tool('code.find_references', { file: 'src/math.ts', symbol: 'nope' }))).message).toBe('symbol: src/math.ts has no "nope"');
     expect((await applicationFailure(tool('code.find_references', { file: 'README.md', symbol: 'x' }))).message).toContain('is not a TypeScript or JavaScript source file');
@@ -93,7 +112,7 @@ describe('code navigation', () => {
     expect((await applicationFailure(tool('code.find_references', { file: 'src/math.ts', symbol: 'a b' }))).type).toBe('BadToolInput');
   });
 
-  test('as plan steps on the dev server: output templated into the next step', async () => {
+  test('as plan steps on the dev server: output templated into the next step; answers follow edits by tools and commands', async () => {
     const plan = compile(
       `
 name: code-nav
@@ -104,11 +123,51 @@ output: "{{ steps.origin.output.definition.snippet }}"
 `,
       workspace(),
     );
+    // The worker keeps the workspace's language service warm between steps: each query must see
+    // the change made just before it, by fs.write or by a shell command (a same-size edit with
+    // its modification time put back: only the change time tells), and a file added and removed.
+    const refs = (id: string, after?: string) => `{ id: ${id}, ${after ? `dependsOn: [${after}], ` : ''}tool: code.find_references, with: { file: src/math.ts, symbol: totalArea } }`;
+    const app = "import { report, totalArea } from './math';\\nexport const total = totalArea([]);\\nexport const text = report([]);\\n";
+    const edits = compile(
+      `
+name: code-nav-edits
+steps:
+  - ${refs('before')}
+  - { id: tool_write, dependsOn: [before], tool: fs.write, with: { path: src/app.ts, content: "${app}" } }
+  - ${refs('after_tool_write', 'tool_write')}
+  - id: shell_write
+    dependsOn: [after_tool_write]
+    tool: shell
+    with: { command: "touch -r src/math.ts .stamp && sed 's/format(totalArea(shapes))/format(sumOfArea(shapes))/' src/math.ts > .math && cat .math > src/math.ts && touch -r .stamp src/math.ts && rm .math .stamp" }
+  - ${refs('after_shell_write', 'shell_write')}
+  - { id: shell_add, dependsOn: [after_shell_write], tool: shell, with: { command: "printf \\"import { totalArea } from './math';\\\\nexport const extra = totalArea([]);\\\\n\\" > src/extra.ts" } }
+  - ${refs('after_add', 'shell_add')}
+  - { id: shell_remove, dependsOn: [after_add], tool: shell, with: { command: "rm src/extra.ts" } }
+  - ${refs('after_remove', 'shell_remove')}
+output:
+  before: "{{ steps.before.output.references }}"
+  after_tool_write: "{{ steps.after_tool_write.output.references }}"
+  after_shell_write: "{{ steps.after_shell_write.output.references }}"
+  after_add: "{{ steps.after_add.output.references }}"
+  after_remove: "{{ steps.after_remove.output.references }}"
+`,
+      workspace(),
+    );
     await withWorker(async (h) => {
-      const id = await startPlan(h, plan);
-      const d = await h.client.result(id);
+      const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(d.output).toBe('export class Circle implements Shape {');
+
+      const e = await h.client.result(await startPlan(h, edits));
+      expect(e.status).toBe('completed');
+      const seen = Object.fromEntries(Object.entries(e.output as Record<string, unknown>).map(([k, v]) => [k, where(v)]));
+      expect(seen).toEqual({
+        before: ['src/app.ts:2', 'src/app.ts:6', 'src/math.ts:3', 'src/math.ts:12'],
+        after_tool_write: ['src/app.ts:1', 'src/app.ts:2', 'src/math.ts:3', 'src/math.ts:12'],
+        after_shell_write: ['src/app.ts:1', 'src/app.ts:2', 'src/math.ts:3'],
+        after_add: ['src/app.ts:1', 'src/app.ts:2', 'src/extra.ts:1', 'src/extra.ts:2', 'src/math.ts:3'],
+        after_remove: ['src/app.ts:1', 'src/app.ts:2', 'src/math.ts:3'],
+      });
     });
   });
 });

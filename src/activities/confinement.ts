@@ -89,7 +89,7 @@ interface FileId {
   ino: number;
 }
 
-interface DeniedNames {
+export interface DeniedNames {
   /** As given, for messages. */
   path: string;
   names: readonly string[];
@@ -98,7 +98,8 @@ interface DeniedNames {
 
 /** Linux's own limit on symlinks followed in one lookup (MAXSYMLINKS). */
 const MAX_SYMLINK_HOPS = 40;
-const PROC_FD = '/proc/self/fd';
+/** Where Linux shows a process's open descriptors: a path through one is a path from that directory (openat). */
+export const PROC_FD = '/proc/self/fd';
 
 export async function openBoundary(root: string, options: BoundaryOptions): Promise<Boundary> {
   const real = await realpath(root).catch(() => undefined);
@@ -149,12 +150,17 @@ export async function resolveInside(boundary: Boundary, target: string, field = 
     throw permanent(ErrorTypes.OutsideWorkspace, `${field} ${quote(target)} is outside the ${boundary.name} ${boundary.root} (it leads to ${current})`);
   }
   const names = splitNames(relative);
-  const denied = boundary.deny.find((sub) => sub.names.every((n, i) => names[i] !== undefined && folded(names[i]) === n));
+  const denied = deniedSubPath(boundary, names);
   if (denied) {
     const reason = denied.reason ? `: ${denied.reason}` : '';
     throw permanent(ErrorTypes.OutsideWorkspace, `${field} ${quote(target)} is in ${denied.path}, which the ${boundary.name} ${boundary.root} does not allow${reason}`);
   }
   return { boundary, target, field, path: current, names, danglingLink };
+}
+
+/** The denied sub-path that `names` (a path as names under the root) is in, if any. */
+export function deniedSubPath(boundary: Boundary, names: readonly string[]): DeniedNames | undefined {
+  return boundary.deny.find((sub) => sub.names.every((n, i) => names[i] !== undefined && folded(names[i]) === n));
 }
 
 /** Phase 2 for files: opens what `resolveInside` checked. Writes create missing directories and the file; `write` truncates. */

@@ -2,7 +2,7 @@
  * Activities: every piece of I/O cadre does. Workflows import only the *type*
  * of `createActivities`; the worker registers the real functions.
  */
-import { Context } from '@temporalio/activity';
+import { Context, type Info } from '@temporalio/activity';
 import { Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
@@ -152,6 +152,7 @@ export function createActivities(deps: ActivityDeps = {}) {
       heartbeating(async () => {
         const ctx = Context.current();
         const attempt = ctx.info.attempt;
+        const call = toolCall(ctx.info);
         // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
         const store = request.inlineLimit === undefined ? undefined : lazyStore(request.storeWorkspace ?? request.workspace, deps);
         let redactor: Redactor | undefined;
@@ -167,6 +168,7 @@ export function createActivities(deps: ActivityDeps = {}) {
                 ...(request.worktree && { worktree: true }),
                 stepId: request.stepId,
                 attempt,
+                ...(call !== undefined && { call }),
                 signal: ctx.cancellationSignal,
                 limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
                 sandbox,
@@ -187,6 +189,12 @@ export function createActivities(deps: ActivityDeps = {}) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** The tool call an activity makes, named alike in each of its attempts: its workflow run and activity id. */
+function toolCall(info: Info): string | undefined {
+  const { workflowExecution: run, activityId } = info;
+  return run && `${run.workflowId}/${run.runId}/${activityId}`;
+}
 
 const JITTER_BASE_MS = 1000;
 const JITTER_MAX_MS = 60_000;

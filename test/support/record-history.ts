@@ -96,6 +96,28 @@ function ruleScenario(workspace: string): void {
   );
 }
 
+/** A scripted agent that writes a call as text (corrected once), then makes the same call three turns in a row (told once). */
+function guardScenario(workspace: string): void {
+  writeFileSync(path.join(workspace, 'notes.txt'), 'three notes\n');
+  const call = '{ toolCalls: [{ name: fs_read, args: { path: notes.txt } }] }';
+  writeFileSync(
+    path.join(workspace, 'guards.yaml'),
+    `turns:
+  - reply:
+      text: |
+        \`\`\`json
+        {"name": "fs_read", "arguments": {"path": "notes.txt"}}
+        \`\`\`
+  - expect: { lastContains: "written as text" }
+    reply: ${call}
+  - reply: ${call}
+  - reply: ${call}
+  - expect: { lastContains: "times in a row" }
+    reply: { text: "three notes" }
+`,
+  );
+}
+
 /** Scripted models for the team scenario: a worker that asks the architect, then starts a subtask. */
 function teamScenarios(workspace: string): void {
   const say = (state: string, extra: string) => `{ name: signal_state, args: { state: ${state}, reason: ok${extra} } }`;
@@ -254,6 +276,19 @@ output: "{{ steps.act.output }}"
     answers: { 'act/call-2.1': ['always'] },
     children: { 'agent-task-command-rules': '/act' },
     setup: ruleScenario,
+  },
+  // The turn guards (patch turn-guards): a call written as text corrected once, a loop of one call pointed out once.
+  {
+    name: 'run-plan-turn-guards',
+    plan: `
+name: replay-turn-guards
+steps:
+  - { id: act, agent: { prompt: "Read notes.txt", model: "scripted:guards.yaml", tools: [fs.read] } }
+output: "{{ steps.act.output }}"
+`,
+    answers: {},
+    children: { 'agent-task-turn-guards': '/act' },
+    setup: guardScenario,
   },
   // A team: a worker asks a question a specialist answers, then waits for a subtask.
   {

@@ -10,15 +10,29 @@ import type { CodeFindImplementationsParams, CodeFindReferencesParams, CodeNavig
 import { resolveInside } from '../../confinement';
 import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import type { ToolContext } from '../context';
-import { type CodeLocation, type CodeProject, identifiersNamed, isInProject, locationAt, openProject } from './project';
+import { type CodeLocation, type CodeProject, identifiersNamed, isInProject, locationAt } from './project';
+import { implementationsOf } from './implementations';
+import { openProject } from './warm';
 
-/** The project of the workspace, and a file in it checked against the boundary. */
+/**
+ * The project of the workspace, and a file in it checked against the boundary. Paths are checked
+ * before the project is opened: from there on a query runs without awaiting, so no other call
+ * refreshes the service under it.
+ */
 async function projectWithFile(ctx: ToolContext, file: string): Promise<{ project: CodeProject; source: ts.SourceFile }> {
   const resolved = await resolveInside(ctx.boundary, file, 'file');
-  const project = openProject(ctx.boundary.root);
+  const project = openProject(ctx.boundary, ctx.boundary.root);
   const source = project.program.getSourceFile(resolved.path);
   if (!source) throw permanent(ErrorTypes.BadToolInput, `file: ${file} is not a TypeScript or JavaScript source file of the workspace`);
   return { project, source };
+}
+
+/** The project's source files that hold `text` at all: the rest need not be walked. */
+function* filesHolding(project: CodeProject, text: string, only?: string): Generator<ts.SourceFile> {
+  for (const file of only ? [only] : project.files) {
+    const source = project.program.getSourceFile(file);
+    if (source?.text.includes(text)) yield source;
+  }
 }
 
 function firstNamed(source: ts.SourceFile, symbol: string, file: string): ts.Identifier {
@@ -62,11 +76,9 @@ export async function navigateImports(params: CodeNavigateImportsParams, ctx: To
 
 export async function findImplementations(params: CodeFindImplementationsParams, ctx: ToolContext) {
   const root = params.dir ? (await resolveInside(ctx.boundary, params.dir, 'dir')).path : ctx.boundary.root;
-  const project = openProject(root);
+  const project = openProject(ctx.boundary, root);
   const declarations: ts.Identifier[] = [];
-  for (const file of project.files) {
-    const source = project.program.getSourceFile(file);
-    if (!source) continue;
+  for (const source of filesHolding(project, params.typeName)) {
     const visit = (node: ts.Node) => {
       if ((ts.isInterfaceDeclaration(node) || ts.isClassDeclaration(node)) && node.name?.text === params.typeName) declarations.push(node.name);
       node.forEachChild(visit);
@@ -77,13 +89,14 @@ export async function findImplementations(params: CodeFindImplementationsParams,
   const seen = new Set<string>();
   const implementations: (CodeLocation & { kind: string })[] = [];
   for (const name of declarations) {
-    for (const found of project.service.getImplementationAtPosition(name.getSourceFile().fileName, name.getStart()) ?? []) {
-      const key = `${found.fileName}:${found.textSpan.start}`;
+    for (const found of implementationsOf(project, name)) {
+      const key = `${found.fileName}:${found.start}`;
       // A re-export under another name is not an implementation, only a way to reach one.
       if (found.kind === ts.ScriptElementKind.alias) continue;
-      if (seen.has(key) || !isInProject(project, found.fileName) || declarations.some((d) => d.getSourceFile().fileName === found.fileName && d.parent.getStart() === found.textSpan.start)) continue;
+      const isDeclaration = declarations.some((d) => d.getSourceFile().fileName === found.fileName && (d.getStart() === found.start || d.parent.getStart() === found.start));
+      if (seen.has(key) || !isInProject(project, found.fileName) || isDeclaration) continue;
       seen.add(key);
-      implementations.push({ ...locationAt(project, found.fileName, found.textSpan.start), kind: found.kind });
+      implementations.push({ ...locationAt(project, found.fileName, found.start), kind: found.kind });
     }
   }
   return { typeName: params.typeName, declarations: declarations.map((d) => at(project, d)), implementations };
@@ -117,8 +130,8 @@ interface CallEdge {
  * their callers, to maxDepth); forward, the calls the function passes its values to.
  */
 export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolContext) {
-  const project = params.file ? (await projectWithFile(ctx, params.file)).project : openProject(ctx.boundary.root);
-  const start = functionNamed(project, params.symbol, params.file && (await resolveInside(ctx.boundary, params.file, 'file')).path);
+  const { project, source } = params.file ? await projectWithFile(ctx, params.file) : { project: openProject(ctx.boundary, ctx.boundary.root), source: undefined };
+  const start = functionNamed(project, params.symbol, source?.fileName);
   const service = project.service;
   const [item] = ([] as ts.CallHierarchyItem[]).concat(service.prepareCallHierarchy(start.getSourceFile().fileName, start.getStart()) ?? []);
   if (!item) throw permanent(ErrorTypes.BadToolInput, `symbol: "${params.symbol}" is not something that is called`);
@@ -166,9 +179,7 @@ export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolCo
 
 /** The declaration name of a function, method or function-valued variable called `symbol`. */
 function functionNamed(project: CodeProject, symbol: string, inFile?: string): ts.Identifier {
-  for (const file of inFile ? [inFile] : project.files) {
-    const source = project.program.getSourceFile(file);
-    if (!source) continue;
+  for (const source of filesHolding(project, symbol, inFile)) {
     for (const id of identifiersNamed(source, symbol)) {
       const parent = id.parent;
       const isFunction =

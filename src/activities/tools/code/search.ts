@@ -3,9 +3,9 @@
  * answer (non-TypeScript files, comments, strings). Its answer says when a navigation tool
  * would have been more precise.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { CodeSearchParams } from '../../../spec/tools';
+import { walkTree } from '../../confined-tree';
 import { resolveInside } from '../../confinement';
 import type { ToolContext } from '../context';
 import { type CodeLocation, SKIPPED_DIRS } from './project';
@@ -14,24 +14,13 @@ const MAX_MATCHES = 500;
 const MAX_FILE_BYTES = 1024 * 1024;
 const TYPESCRIPT = /\.(ts|tsx|mts|cts)$/;
 
-function* textFiles(dir: string): Generator<string> {
-  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-    // Symlinks are not followed: they may lead outside the boundary.
-    if (entry.isSymbolicLink()) continue;
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory() && !SKIPPED_DIRS.has(entry.name)) yield* textFiles(full);
-    else if (entry.isFile() && statSync(full).size <= MAX_FILE_BYTES) yield full;
-  }
-}
-
 export async function searchCode(params: CodeSearchParams, ctx: ToolContext) {
   const dir = params.dir ? (await resolveInside(ctx.boundary, params.dir, 'dir')).path : ctx.boundary.root;
   const needle = params.ignoreCase ? params.text.toLowerCase() : params.text;
   const matches: CodeLocation[] = [];
-  let truncated = false;
-  files: for (const file of textFiles(dir)) {
-    const text = readFileSync(file, 'utf8');
-    if (text.includes('\0')) continue;
+  let truncated = false as boolean;
+  const search = (file: string, text: string) => {
+    if (text.includes('\0')) return;
     const lines = text.split('\n');
     for (let i = 0; i < lines.length; i++) {
       const line = params.ignoreCase ? lines[i].toLowerCase() : lines[i];
@@ -39,12 +28,18 @@ export async function searchCode(params: CodeSearchParams, ctx: ToolContext) {
       if (column < 0) continue;
       if (matches.length === MAX_MATCHES) {
         truncated = true;
-        break files;
+        return;
       }
       const snippet = lines[i].trim();
       matches.push({ file: path.relative(ctx.boundary.root, file), line: i + 1, column: column + 1, snippet: snippet.length > 200 ? `${snippet.slice(0, 200)}…` : snippet });
     }
-  }
+  };
+  // Read as the navigation tools read: no symlink followed, files with one link only (confined-tree.ts).
+  walkTree(ctx.boundary, path.relative(ctx.boundary.root, dir).split(path.sep).filter((n) => n !== ''), {
+    enter: (name) => !SKIPPED_DIRS.has(name),
+    file: (_file, stamp) => !truncated && stamp.size <= MAX_FILE_BYTES,
+    read: (file, content) => content && search(file, content.text),
+  });
   const inTypeScript = /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(params.text) && matches.some((m) => TYPESCRIPT.test(m.file));
   return {
     text: params.text,
