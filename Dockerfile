@@ -9,7 +9,8 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 
-# `npm ci` runs the `prepare` script (`npm run build`: tsc -p tsconfig.build.json -> dist/),
+# `npm ci` runs the `prepare` script (`npm run build`: tsc -p tsconfig.build.json -> dist/, then
+# the workflow bundle the worker starts from, dist/workflow-bundle.js),
 # so the compiler config and the sources must be in place before it.
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src

@@ -9,5 +9,7 @@ module.exports = {
   roots: ['<rootDir>/test/unit'],
   testMatch: ['**/*.test.ts'],
   maxWorkers: 2,
+  // Some unit tests run git and TypeScript: a loaded machine needs more than jest's 5 s.
+  testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };

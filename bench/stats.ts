@@ -1,15 +1,28 @@
-/** Small statistics and machine facts the benchmarks report with their figures. */
+/** Small statistics and machine readings the benchmarks share. */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
-export const round = (value: number, digits = 1): number => Math.round(value * 10 ** digits) / 10 ** digits;
+export const round = (value: number, digits = 1) => Number(value.toFixed(digits));
+
+export const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Min, median and max, rounded. */
+export function spread(values: number[], digits = 2): { min: number; median: number; max: number } {
+  return { min: round(Math.min(...values), digits), median: round(median(values), digits), max: round(Math.max(...values), digits) };
+}
 
 /** Nearest-rank percentile of sorted values (p in 0–100). */
-export function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
+export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+
+/** The same, NaN for no values. */
+export const percentile = (sorted: number[], p: number): number => (sorted.length === 0 ? NaN : pct(sorted, p));
 
 export interface Percentiles {
   n: number;
@@ -22,11 +35,8 @@ export interface Percentiles {
 
 export function percentiles(values: number[], digits = 1): Percentiles {
   const sorted = [...values].sort((a, b) => a - b);
-  const mean = values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
-  return { n: values.length, mean: round(mean, digits), p50: round(percentile(sorted, 50), digits), p90: round(percentile(sorted, 90), digits), p99: round(percentile(sorted, 99), digits), max: round(sorted.at(-1) ?? NaN, digits) };
+  return { n: values.length, mean: round(mean(values), digits), p50: round(percentile(sorted, 50), digits), p90: round(percentile(sorted, 90), digits), p99: round(percentile(sorted, 99), digits), max: round(sorted.at(-1) ?? NaN, digits) };
 }
-
-export const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
 
 /** Least-squares slope of y over x. */
 export function slope(xs: number[], ys: number[]): number {
@@ -41,31 +51,41 @@ export function slope(xs: number[], ys: number[]): number {
   return den === 0 ? 0 : num / den;
 }
 
+/** The machine's load averages (1, 5 and 15 minutes): other work on it slows what is timed. */
+export const loadAverage = () => os.loadavg().map((l) => round(l, 2));
+
 /** The machine a figure was taken on: it is shared, so its load goes with every figure. */
 export function machine() {
-  let nproc: number | undefined;
-  try {
-    nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
-  } catch {
-    nproc = undefined;
-  }
-  return { nproc: nproc ?? os.availableParallelism(), cpu: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 1024 ** 3), loadAverage: os.loadavg().map((l) => round(l, 2)) };
+  return { nproc: os.availableParallelism(), cpu: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 1024 ** 3), loadAverage: loadAverage() };
 }
 
-/** CPU seconds a process has used so far (Linux: /proc/<pid>/stat), or undefined where it cannot be read. */
-export function processCpuSeconds(pid: number | undefined): number | undefined {
+/** CPU time this process has used (every thread: main, workflow threads, the SDK's core), in ms. */
+export function processCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/** CPU time another process has used (user + system, from /proc), in ms; undefined where it cannot be read. */
+export function pidCpuMs(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
+    // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime is the 12th, stime the 13th.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) in parentheses: utime and stime are the 12th and 13th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks();
   } catch {
     return undefined;
   }
 }
 
+/** The same in seconds. */
+export function processCpuSeconds(pid: number | undefined): number | undefined {
+  const ms = pidCpuMs(pid);
+  return ms === undefined ? undefined : ms / 1000;
+}
+
 let ticksPerSecond: number | undefined;
+/** USER_HZ, the unit of /proc's CPU times: 100 on Linux unless getconf says otherwise. */
 function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {

@@ -11,10 +11,12 @@ import { modelSettings } from '../src/providers/config';
 import { auditFile } from '../src/store/audit-files';
 import { auditSinks } from '../src/worker/audit-log';
 import type { Diagnostics } from '../src/protocol/definitions';
-import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
+import { type FakeModelServer, type RecordedRequest, type TextToolCallStyle, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
 import { git, tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { TASKS } from '../bench/local-model-tasks';
+import { runTasks, table } from '../bench/local-model-run';
 
 const KEY = 'sk-test-agents-7c1d9e';
 let server: FakeModelServer;
@@ -26,11 +28,15 @@ beforeAll(async () => {
 afterAll(() => server.close());
 beforeEach(() => {
   server.requests.splice(0);
+  server.clearQueue();
   auditDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-audit-'));
 });
 
 function withAgents<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
-  const models = modelSettings({ anthropic: { baseURL: server.baseURL } }, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL, ANTHROPIC_API_KEY: KEY });
+  // Local endpoints named for their toolCalls mode: `openai-compatible:xml` is a small model read in xml.
+  const local = (toolCalls: 'native' | 'json' | 'xml' | 'qwen') => ({ baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', toolCalls });
+  const compatible = { native: local('native'), json: local('json'), xml: local('xml'), qwen: local('qwen') };
+  const models = modelSettings({ anthropic: { baseURL: server.baseURL }, compatible }, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL, ANTHROPIC_API_KEY: KEY });
   return withWorker(fn, { activityDeps: { models }, auditDir });
 }
 
@@ -273,6 +279,124 @@ steps:
     expect(JSON.stringify(history).length).toBeLessThan(40_000);
     expect(existsSync(path.join(ws, '.cadre', 'blobs'))).toBe(true);
     expect(d.worktrees?.map((w) => w.state)).toEqual(['removed']);
+  });
+});
+
+describe('small local models (tool calls written as text)', () => {
+  test('each non-native mode drives an agent to completion: the file is really written, and tool results go back in the mode\'s format', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'notes.txt'), 'NOTES-51f2: ship on Friday');
+    const agent = (mode: string, after?: string) =>
+      `  - { id: ${mode}, ${after ? `dependsOn: [${after}], ` : ''}agent: { prompt: "read notes.txt, write a summary to ${mode}.txt", model: "openai-compatible:${mode}", tools: [fs.read, fs.write] } }`;
+    const output = 'output: { json: "{{ steps.json.output }}", xml: "{{ steps.xml.output }}", qwen: "{{ steps.qwen.output }}" }';
+    const plan = compile(['name: local-modes', 'steps:', agent('json'), agent('xml', 'json'), agent('qwen', 'xml'), output].join('\n'), ws);
+    // The steps run one after another, so the fake server's queue answers them in order; json mode gets both of its styles.
+    const turns = (mode: string, read: TextToolCallStyle, write: TextToolCallStyle) => [
+      { text: 'I will read the notes first.', toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }], toolCallsAs: read },
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: `${mode}.txt`, content: `summary by ${mode}: ship on Friday` } }], toolCallsAs: write },
+      { text: `Wrote ${mode}.txt.` },
+    ];
+    server.enqueue(...turns('json', 'tool-call-tags', 'json-block'), ...turns('xml', 'xml', 'xml'), ...turns('qwen', 'qwen', 'qwen'));
+    await withAgents(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      for (const mode of ['json', 'xml', 'qwen']) {
+        expect(readFileSync(path.join(ws, `${mode}.txt`), 'utf8')).toBe(`summary by ${mode}: ship on Friday`);
+        expect(step(d, mode).agent).toMatchObject({ turns: 3, toolCalls: 2 });
+      }
+      expect(d.output).toEqual({ json: 'Wrote json.txt.', xml: 'Wrote xml.txt.', qwen: 'Wrote qwen.txt.' });
+      expect(server.requests).toHaveLength(9);
+      // No native tools went out; the file's content came back to the model as text, in each mode's format.
+      expect(server.requests.every((r) => r.body.tools === undefined)).toBe(true);
+      const resultOf = (i: number) => JSON.stringify(messagesOf(server.requests[i]).at(-1));
+      expect(resultOf(1)).toMatch(/<tool_response>.*NOTES-51f2/);
+      expect(resultOf(4)).toMatch(/<tool_response>.*NOTES-51f2/);
+      expect(resultOf(7)).toMatch(/<tool_response>.*NOTES-51f2/);
+    });
+  });
+
+  test('never a silent success: a call written as text gets one correction; written so again, the step fails ToolCallNotParsed naming the fix', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'notes.txt'), 'three notes');
+    const plan = compile(
+      `
+name: local-silent
+steps:
+  - { id: corrected, agent: { prompt: "summarise notes.txt into a.txt", model: "openai-compatible:native", tools: [fs.read, fs.write] } }
+  - { id: silent, dependsOn: [corrected], agent: { prompt: "summarise notes.txt into b.txt", model: "openai-compatible:native", tools: [fs.read, fs.write] } }
+`,
+      ws,
+    );
+    const asText = { toolCalls: [{ id: 'x', name: 'fs_read', args: { path: 'notes.txt' } }], toolCallsAs: 'json-block' as const };
+    server.enqueue(
+      // Corrected: the model then calls the tool properly and finishes.
+      asText,
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'a.txt', content: 'three notes, summarised' } }] },
+      { text: 'done' },
+      // Never corrected: the same text twice.
+      asText,
+      asText,
+    );
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
+      expect(step(d, 'corrected').status).toBe('completed');
+      expect(readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('three notes, summarised');
+      expect(d.status).toBe('failed');
+      expect(step(d, 'silent').status).toBe('failed');
+      expect(step(d, 'silent').error).toContain('ToolCallNotParsed');
+      expect(step(d, 'silent').error).toContain('set toolCalls: json for the endpoint (models.compatible.native.toolCalls in cadre.config.yaml; it is native now)');
+      expect(existsSync(path.join(ws, 'b.txt'))).toBe(false);
+      // Exactly one correction each: 3 requests for the first step, 2 for the second, whose second request carried it.
+      expect(server.requests).toHaveLength(5);
+      const corrections = server.requests.map((r) => messagesOf(r).filter((m) => m.role === 'user' && String(m.content).startsWith('Your last answer looks like a call to fs_read')).length);
+      expect(corrections).toEqual([0, 1, 1, 0, 1]);
+      // cadre status shows what the agent did: turns, and no tool call.
+      expect(step(d, 'silent').agent).toMatchObject({ turns: 2, toolCalls: 0 });
+      const status = await runCadre(['status', id], ws, testServerEnv());
+      expect(status.stdout).toMatch(/silent\s+failed .*2 turns, 0 tool calls/);
+    });
+  });
+
+  test('a loop stops: the same call three turns in a row is pointed out once, and the fourth fails the step AgentLoopDetected', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(`name: local-loop\nsteps:\n  - { id: rewriter, agent: { prompt: "write a summary to s.txt", model: "openai-compatible:xml", tools: [fs.write] } }\n`, ws);
+    const same = { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 's.txt', content: 'the summary' } }], toolCallsAs: 'xml' as const };
+    server.enqueue(same, same, same, same, { text: 'never asked for' });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
+      expect(d.status).toBe('failed');
+      expect(step(d, 'rewriter').error).toContain('AgentLoopDetected: the agent called fs_write with the same arguments 4 times in a row');
+      expect(step(d, 'rewriter').agent).toMatchObject({ turns: 4, toolCalls: 3 });
+      expect(readFileSync(path.join(ws, 's.txt'), 'utf8')).toBe('the summary');
+      expect(server.requests).toHaveLength(4);
+      const notes = server.requests.map((r) => JSON.stringify(messagesOf(r)).split('times in a row').length - 1);
+      expect(notes).toEqual([0, 0, 0, 1]);
+    });
+  });
+});
+
+describe('the local-model benchmark (bench/local-model.ts), on the fake server', () => {
+  test('its tasks run as agent steps and are judged by the workspace: a task done succeeds, a task claimed in words fails', async () => {
+    const tasks = TASKS.filter((t) => t.id === 'edit-word' || t.id === 'config-port');
+    // The tasks run in the benchmark's order: config-port, then edit-word.
+    server.enqueue(
+      // config-port, claimed: the model says it wrote the file, and wrote nothing.
+      { text: 'I wrote 8443 to port.txt.', usage: { inputTokens: 400, outputTokens: 10 } },
+      // edit-word, done: calls written as bare JSON objects, as Qwen2.5-Coder 1.5B writes them on llama.cpp.
+      { toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'greeting.txt' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 400, outputTokens: 20 } },
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'greeting.txt', content: 'Hello, cadre!\nWelcome to the cadre of tools.\n' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 450, outputTokens: 30 } },
+      { text: 'Replaced World with cadre.', usage: { inputTokens: 500, outputTokens: 8 } },
+    );
+    const logged: string[] = [];
+    const results = await withAgents((h) => runTasks(h, { model: 'openai-compatible:json', tasks, maxTurns: 6, timeout: '2m', root: tempWorkspace(), log: (line) => logged.push(line) }));
+    expect(results.map(({ seconds: _seconds, load: _load, ...rest }) => rest)).toEqual([
+      { task: 'config-port', success: false, check: 'no port.txt', ended: 'completed', answer: 'I wrote 8443 to port.txt.', turns: 1, toolCalls: 0, inputTokens: 400, outputTokens: 10 },
+      { task: 'edit-word', success: true, check: 'greeting.txt is right', ended: 'completed', answer: 'Replaced World with cadre.', turns: 3, toolCalls: 2, inputTokens: 1350, outputTokens: 58 },
+    ]);
+    expect(table(results).split('\n').at(-1)).toMatch(/^\| \*\*total\*\* \| \*\*1\/2\*\* \| {2}\| 4 \| 2 \| 1818 \| \d+ \|$/);
+    expect(logged).toContain('config-port: started');
   });
 });
 

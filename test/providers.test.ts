@@ -7,13 +7,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { generateText, jsonSchema, tool } from 'ai';
 import { z } from 'zod';
 import { createActivities } from '../src/activities';
 import { ErrorTypes } from '../src/errors/application-failures';
-import { type ModelSettings, modelSettings, parseModelsSection } from '../src/providers/config';
+import { type ModelSettings, modelSettings, parseModelId, parseModelsSection, withToolCalls } from '../src/providers/config';
+import { languageModel } from '../src/providers/registry';
+import type { ToolCallMode } from '../src/providers/tool-call-modes';
 import { retryAfterMs } from '../src/providers/errors';
-import { type ModelTurnRequest, modelTurn } from '../src/providers/model-turn';
-import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
+import { type ModelTurnRequest, type ModelTurnResult, modelTurn } from '../src/providers/model-turn';
+import { tryToolCallModes } from '../src/providers/mode-trials';
+import { runCadre } from './support/cli';
+import { type FakeModelServer, TEXT_TOOL_CALL_STYLES, type TextToolCallStyle, startFakeModelServer } from './support/fake-model-server';
 
 const KEY = 'sk-test-SECRET-4f9a2c7e1b';
 let server: FakeModelServer;
@@ -388,5 +393,267 @@ describe('the modelTurn activity', () => {
     expect(failure.type).toBe(ErrorTypes.ModelConfigInvalid);
     expect(failure.nonRetryable).toBe(true);
     expect(failure.message).toContain('models.default: "gpt-4o" is not provider:model');
+  });
+});
+
+describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', () => {
+  const local = (toolCalls?: ToolCallMode, env: Record<string, string> = {}) =>
+    modelSettings({ compatible: { local: { baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', ...(toolCalls && { toolCalls }), ...(env.LOCAL_KEY && { apiKeyEnv: 'LOCAL_KEY' }) } } }, env);
+  const model = 'openai-compatible:local';
+  const write = { id: 'w', name: 'fs_write', args: { path: 'summary.txt', content: 'one <line> & "quotes"\nand two' } };
+  const fsTools = [
+    { name: 'fs_read', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+    { name: 'fs_write', description: 'Write a file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
+  ];
+  const ask: ModelTurnRequest = { model, messages: [{ role: 'user', content: 'summarise notes.txt into summary.txt' }], tools: fsTools };
+  const modes: [Exclude<ToolCallMode, 'native'>, TextToolCallStyle[]][] = [
+    ['json', ['tool-call-tags', 'json-block']],
+    ['xml', ['xml']],
+    ['qwen', ['qwen']],
+  ];
+
+  test.each(modes)('%s: its styles become tool calls, streamed in pieces that cut through the tags; the tools go in the system prompt', async (mode, styles) => {
+    for (const style of styles) {
+      server.requests.splice(0);
+      server.enqueue({ text: 'Writing it now.', toolCalls: [write], toolCallsAs: style, usage: { inputTokens: 40, outputTokens: 30 } });
+      const heard: string[] = [];
+      const turn = await modelTurn(ask, local(mode), undefined, { textDelta: (text) => heard.push(text) });
+      expect({ style, turn }).toEqual({
+        style,
+        turn: { text: 'Writing it now.\n', toolCalls: [{ id: expect.any(String), name: 'fs_write', args: write.args }], finishReason: 'tool-calls', usage: { inputTokens: 40, outputTokens: 30 } },
+      });
+      // The listener (the run's stream) hears the words, never the markup.
+      expect(heard.join('')).toBe('Writing it now.\n');
+      const { body } = server.requests[0];
+      expect(body.stream).toBe(true);
+      expect(body.tools).toBeUndefined();
+      const messages = body.messages as { role: string; content: string }[];
+      expect(messages[0].role).toBe('system');
+      expect(messages[0].content).toContain('fs_write');
+    }
+  });
+
+  test.each(modes)('%s: not streamed (generateText on the configured client), the same calls are read', async (mode, styles) => {
+    for (const style of styles) {
+      server.enqueue({ text: 'Writing it now.', toolCalls: [write], toolCallsAs: style });
+      const result = await generateText({
+        model: languageModel(parseModelId(model), local(mode)),
+        prompt: 'summarise notes.txt',
+        tools: Object.fromEntries(fsTools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]) })])),
+      });
+      expect({ style, calls: result.toolCalls.map((c) => [c.toolName, c.input]) }).toEqual({ style, calls: [['fs_write', write.args]] });
+      expect(server.requests.at(-1)?.body.stream).toBeUndefined();
+    }
+  });
+
+  test('json: an answer that is nothing but a call object (no tags, no fence) is that call, streamed or not; one that only starts like it streams on as text', async () => {
+    server.enqueue({ toolCalls: [write], toolCallsAs: 'bare-json', usage: { inputTokens: 40, outputTokens: 30 } });
+    const heard: string[] = [];
+    const turn = await modelTurn(ask, local('json'), undefined, { textDelta: (text) => heard.push(text) });
+    expect(turn).toEqual({ toolCalls: [{ id: expect.any(String), name: 'fs_write', args: write.args }], finishReason: 'tool-calls', usage: { inputTokens: 40, outputTokens: 30 } });
+    expect(heard).toEqual([]);
+    // Not streamed, the library's own JSON recovery reads the same answer.
+    server.enqueue({ toolCalls: [write], toolCallsAs: 'bare-json' });
+    const tools = Object.fromEntries(fsTools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]) })]));
+    const generated = await generateText({ model: languageModel(parseModelId(model), local('json')), prompt: 'summarise notes.txt', tools });
+    expect(generated.toolCalls.map((c) => [c.toolName, c.input])).toEqual([['fs_write', write.args]]);
+    // An object that is not a call of an offered tool, or a call with words around it, is text, heard whole.
+    const notCalls = ['{"verdict": "ok", "reasons": ["short"]}', '{"name": "rm_rf", "arguments": {"path": "/"}}', `I will write it.\n${JSON.stringify({ name: 'fs_write', arguments: write.args })}`];
+    for (const text of notCalls) {
+      server.enqueue({ text, chunks: text.match(/[\s\S]{1,4}/g) ?? [] });
+      const heardText: string[] = [];
+      const answer = await modelTurn(ask, local('json'), undefined, { textDelta: (piece) => heardText.push(piece) });
+      expect({ text, calls: answer.toolCalls, answer: answer.text, heard: heardText.join('') }).toEqual({ text, calls: [], answer: text, heard: text });
+    }
+    // The call among words is not run, and the guard sees it.
+    expect((await (server.enqueue({ text: notCalls[2] }), modelTurn(ask, local('json')))).unparsedToolCall).toMatchObject({ tool: 'fs_write', style: 'json' });
+  });
+
+  test('a turn offered no tools (a decision, a summary) goes to the model as it is in every mode: no tools\' prompt telling how to call "none"', async () => {
+    for (const mode of ['json', 'xml', 'qwen'] as const) {
+      server.requests.splice(0);
+      server.enqueue({ text: 'urgent' });
+      const turn = await modelTurn({ model, system: 'Decide: urgent or routine.', messages: ask.messages }, local(mode));
+      expect({ mode, text: turn.text, messages: server.requests[0].body.messages }).toEqual({
+        mode,
+        text: 'urgent',
+        messages: [
+          { role: 'system', content: 'Decide: urgent or routine.' },
+          { role: 'user', content: 'summarise notes.txt into summary.txt' },
+        ],
+      });
+    }
+  });
+
+  test('a text mode runs the first call of a turn only (a small model guesses what the others need); native runs them all', async () => {
+    const read = { id: 'r', name: 'fs_read', args: { path: 'notes.txt' } };
+    for (const [mode, style] of [['json', 'tool-call-tags'], ['xml', 'xml'], ['qwen', 'qwen']] as const) {
+      server.enqueue({ text: 'Reading, then writing.', toolCalls: [read, write], toolCallsAs: style });
+      const turn = await modelTurn(ask, local(mode));
+      expect({ mode, calls: turn.toolCalls.map((c) => [c.name, c.args]) }).toEqual({ mode, calls: [['fs_read', read.args]] });
+    }
+    server.enqueue({ toolCalls: [read, write] });
+    expect((await modelTurn(ask, local('native'))).toolCalls.map((c) => c.name)).toEqual(['fs_read', 'fs_write']);
+  });
+
+  test('each later turn sends the earlier calls and their results in the mode\'s own format', async () => {
+    const conversation: ModelTurnRequest = {
+      ...ask,
+      messages: [
+        { role: 'user', content: 'summarise notes.txt' },
+        { role: 'assistant', toolCalls: [{ id: 'c1', name: 'fs_read', args: { path: 'notes.txt' } }] },
+        { role: 'tool', toolCallId: 'c1', toolName: 'fs_read', result: 'NOTES-CONTENT-77' },
+      ],
+    };
+    const sent: Record<string, { role: string; content: string }[]> = {};
+    for (const mode of ['json', 'xml', 'qwen'] as const) {
+      server.requests.splice(0);
+      server.enqueue({ text: 'done' });
+      await modelTurn(conversation, local(mode));
+      sent[mode] = server.requests[0].body.messages as { role: string; content: string }[];
+    }
+    expect(sent.json.slice(1).map((m) => [m.role, m.content])).toEqual([
+      ['user', 'summarise notes.txt'],
+      ['assistant', '<tool_call>{"name":"fs_read","arguments":{"path":"notes.txt"}}</tool_call>'],
+      ['user', '<tool_response>{"name":"fs_read","content":"NOTES-CONTENT-77"}</tool_response>'],
+    ]);
+    expect(sent.xml[2].content).toContain('<fs_read>');
+    expect(sent.xml[3].content).toContain('NOTES-CONTENT-77');
+    expect(sent.qwen[2].content).toContain('<function="fs_read">');
+    expect(sent.qwen[3].content).toContain('NOTES-CONTENT-77');
+  });
+
+  test('a call in a style the mode does not read is flagged with the fix for the endpoint, never taken for an answer', async () => {
+    const cases: [ToolCallMode | undefined, TextToolCallStyle, string][] = [
+      [undefined, 'json-block', 'set toolCalls: json for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is native now)'],
+      ['native', 'xml', 'set toolCalls: xml for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is native now)'],
+      ['json', 'qwen', 'set toolCalls: qwen for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is json now)'],
+      ['xml', 'tool-call-tags', 'set toolCalls: json for the endpoint (models.compatible.local.toolCalls in cadre.config.yaml; it is xml now)'],
+    ];
+    for (const [mode, style, fix] of cases) {
+      server.enqueue({ toolCalls: [write], toolCallsAs: style });
+      const turn = await modelTurn(ask, local(mode));
+      expect({ mode, style, calls: turn.toolCalls, flag: turn.unparsedToolCall }).toEqual({ mode, style, calls: [], flag: { tool: 'fs_write', style: expect.any(String), fix } });
+    }
+    // A provider with no toolCalls setting: the fix is to serve the model as an endpoint that has one.
+    server.enqueue({ toolCalls: [write], toolCallsAs: 'json-block' });
+    expect((await modelTurn({ ...ask, model: 'openai:qwen2.5-coder' }, settings)).unparsedToolCall?.fix).toBe('serve the model as an endpoint under models.compatible in cadre.config.yaml, with toolCalls: json');
+  });
+
+  test('markup that does not parse stays in the text (the library would drop it) and is flagged', async () => {
+    server.enqueue({ text: 'Here:\n<tool_call>\n{"name": "fs_write", "arguments": {"path": "a.txt", "content": }\n</tool_call>', chunks: undefined });
+    const turn = await modelTurn(ask, local('json'));
+    expect(turn.toolCalls).toEqual([]);
+    expect(turn.text).toContain('<tool_call>');
+    expect(turn.unparsedToolCall).toMatchObject({ tool: 'fs_write', style: 'json' });
+  });
+
+  test('an answer that matches the output schema is the output, whatever it looks like; one that does not is flagged rather than failed', async () => {
+    const callSchema = { type: 'object', properties: { name: { type: 'string' }, arguments: { type: 'object' } }, required: ['name', 'arguments'] };
+    server.enqueue({ text: '{"name": "fs_read", "arguments": {"path": "x"}}' }, { text: '```json\n{"name": "fs_read", "arguments": {"path": "x"}}\n```' });
+    const matching = await modelTurn({ ...ask, outputSchema: callSchema }, local());
+    expect(matching.output).toEqual({ name: 'fs_read', arguments: { path: 'x' } });
+    expect(matching.unparsedToolCall).toBeUndefined();
+    const fenced = await modelTurn({ ...ask, outputSchema: verdict }, local());
+    expect(fenced.output).toBeUndefined();
+    expect(fenced.unparsedToolCall?.tool).toBe('fs_read');
+  });
+
+  test('plain answers and native calls are untouched by the guard', async () => {
+    server.enqueue({ text: 'I wrote summary.txt: it has two lines.' }, { toolCalls: [write] });
+    expect((await modelTurn(ask, local('xml'))).unparsedToolCall).toBeUndefined();
+    expect((await modelTurn(ask, local())).toolCalls).toEqual([{ id: 'w', name: 'fs_write', args: write.args }]);
+  });
+
+  test('the activity checks and redacts calls read from text like any other', async () => {
+    const { modelTurn: activity } = createActivities({ models: local('xml', { LOCAL_KEY: KEY }) });
+    server.enqueue({ toolCalls: [{ id: 'a', name: 'fs_write', args: { path: 'leak.txt', content: `the key is ${KEY}` } }, { id: 'b', name: 'rm_rf', args: { path: '/' } }], toolCallsAs: 'xml' });
+    const turn = (await new MockActivityEnvironment().run(activity, { ...ask, model })) as ModelTurnResult;
+    // The tool the model made up is not read as a call (the parser knows only the offered tools) and stays in the text.
+    expect(turn.toolCalls).toEqual([{ id: expect.any(String), name: 'fs_write', args: { path: 'leak.txt', content: 'the key is [redacted]' } }]);
+    expect(JSON.stringify(turn)).not.toContain(KEY);
+    expect(server.requests.at(-1)?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  test('toolCalls is native by default, one of four modes, and can be replaced per endpoint', () => {
+    const parsed = parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}" }\n    small: { baseURL: "${server.baseURL}", toolCalls: xml }\n`);
+    const both = modelSettings(parsed, {});
+    expect([both.compatible.local.toolCalls, both.compatible.small.toolCalls]).toEqual(['native', 'xml']);
+    expect(withToolCalls(both, 'local', 'qwen').compatible.local.toolCalls).toBe('qwen');
+    expect(both.compatible.local.toolCalls).toBe('native');
+    expect(() => withToolCalls(both, 'nope', 'json')).toThrow('no endpoint "nope"');
+    expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", toolCalls: hermes }\n')).toThrow(/models\.compatible\.local\.toolCalls: .*"native"\|"json"\|"xml"\|"qwen"/);
+  });
+});
+
+describe('cadre models test: which toolCalls mode reads a model\'s calls', () => {
+  const endpoint = (extra = '') => modelSettings(parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small${extra} }\n`), {});
+  const readNotes = { id: 'n', name: 'fs_read', args: { path: 'notes.txt' } };
+  /** A model that answers every request the same way, whatever it was told. */
+  const answersAlways = (style?: TextToolCallStyle) => server.enqueue(...Array.from({ length: 4 }, () => ({ toolCalls: [readNotes], ...(style && { toolCallsAs: style }) })));
+
+  test('each style of the fake server names the mode that reads it; native first when it works', async () => {
+    const expected: Record<TextToolCallStyle | 'native', string> = { native: 'native', 'json-block': 'json', 'tool-call-tags': 'json', 'bare-json': 'json', xml: 'xml', qwen: 'qwen' };
+    for (const style of ['native', ...TEXT_TOOL_CALL_STYLES] as const) {
+      answersAlways(style === 'native' ? undefined : style);
+      const report = await tryToolCallModes('openai-compatible:local', endpoint());
+      const works = report.trials.filter((t) => t.outcome === 'works').map((t) => t.mode);
+      expect({ style, recommended: report.recommended, first: works[0] }).toEqual({ style, recommended: expected[style], first: expected[style] });
+      expect(report.trials.map((t) => t.mode)).toEqual(['native', 'json', 'xml', 'qwen']);
+    }
+    expect(server.requests).toHaveLength(24);
+    // Each mode sent its own request: native with the tools as tools, the others in the system prompt.
+    expect(server.requests.slice(0, 4).map((r) => r.body.tools !== undefined)).toEqual([true, false, false, false]);
+  });
+
+  test('the advice names the line to add, or says nothing needs changing', async () => {
+    answersAlways('qwen');
+    expect((await tryToolCallModes('openai-compatible:local', endpoint())).advice).toBe('add this line under models.compatible.local in cadre.config.yaml:\n    toolCalls: qwen');
+    answersAlways('qwen');
+    expect((await tryToolCallModes('openai-compatible:local', endpoint(', toolCalls: qwen'))).advice).toBe('toolCalls: qwen is set already: nothing to change');
+    server.enqueue(...Array.from({ length: 4 }, () => ({ text: 'I cannot read files, but notes are usually short.' })));
+    const none = await tryToolCallModes('openai-compatible:local', endpoint());
+    expect(none.recommended).toBeUndefined();
+    expect(none.trials.map((t) => t.detail)).toEqual(Array(4).fill('answered in words: "I cannot read files, but notes are usually short."'));
+    expect(none.advice).toMatch(/^no mode read a tool call from this model/);
+  });
+
+  test('a mode that does not answer in time fails, and the others are still tried; a refused key stops at the first', async () => {
+    server.enqueue({ hangMs: 5_000 }, { toolCalls: [readNotes], toolCallsAs: 'tool-call-tags' }, { text: 'no' }, { text: 'no' });
+    const slow = await tryToolCallModes('openai-compatible:local', endpoint(), { timeoutMs: 300 });
+    expect(slow.trials.map((t) => [t.mode, t.outcome, t.detail])).toEqual([
+      ['native', 'fails', 'no answer within 0.3 s'],
+      ['json', 'works', 'called fs_read {"path":"notes.txt"}'],
+      ['xml', 'fails', 'answered in words: "no"'],
+      ['qwen', 'fails', 'answered in words: "no"'],
+    ]);
+    server.enqueue({ status: 401, body: { error: { message: 'bad key' } } });
+    const refused = await tryToolCallModes('openai-compatible:local', endpoint());
+    expect(refused.trials.map((t) => t.outcome)).toEqual(['fails', 'skipped', 'skipped', 'skipped']);
+    expect(refused.advice).toMatch(/^the model gave no answer, so no mode could be judged; fix this first: ModelAuthFailed: /);
+    await expect(tryToolCallModes('openai-compatible:other', endpoint())).rejects.toThrow('no endpoint "other" under models.compatible');
+  });
+
+  test('the command prints a line per mode and the recommendation, or the report as JSON; it exits 1 when no mode works', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-models-test-'));
+    writeFileSync(path.join(dir, 'cadre.config.yaml'), `models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small }\n`);
+    const env = { ...process.env, CADRE_MODEL: 'openai-compatible:local', CADRE_CONFIG: '' };
+    answersAlways('xml');
+    const text = await runCadre(['models', 'test'], dir, env);
+    expect(text.stdout.split('\n')).toEqual([
+      expect.stringMatching(/^native {2}fails {4}wrote its call to fs_read as text \(xml style\), which this mode does not read \(\d+\.\d s\)$/),
+      expect.stringMatching(/^json {4}fails {4}wrote its call/),
+      expect.stringMatching(/^xml {5}works {4}called fs_read \{"path":"notes.txt"\} \(\d+\.\d s\)$/),
+      expect.stringMatching(/^qwen {4}fails {4}wrote its call/),
+      'recommended: xml; add this line under models.compatible.local in cadre.config.yaml:',
+      '    toolCalls: xml',
+      '',
+    ]);
+    expect(text.code).toBe(0);
+    server.enqueue(...Array.from({ length: 4 }, () => ({ text: 'no tools here' })));
+    const json = await runCadre(['models', 'test', 'openai-compatible:local', '--json', '--timeout', '30s'], dir, env);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'openai-compatible:local', endpoint: { name: 'local', toolCalls: 'native' }, trials: [{ mode: 'native', outcome: 'fails' }, {}, {}, {}] });
+    expect(JSON.parse(json.stdout).recommended).toBeUndefined();
   });
 });

@@ -106,3 +106,20 @@ describe('cadre worker started before its server', () => {
     }
   });
 });
+
+describe("the build's workflow bundle", () => {
+  test("a worker with no bundle named starts from the build's prebuilt one and runs plans", async () => {
+    const dir = tempWorkspace();
+    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, CADRE_TASK_QUEUE: uniqueId('built'), CADRE_LOG_LEVEL: 'ERROR' };
+    delete env.CADRE_WORKFLOW_BUNDLE;
+    writeFileSync(path.join(dir, 'plan.yaml'), 'name: built\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo hi" } }\n');
+    const worker = await startCadreWorker([], dir, env, 60_000);
+    try {
+      expect(worker.stderr()).toContain("(workflows: the build's prebuilt bundle)");
+      const run = await runCadre(['run', 'plan.yaml', '--wait', '--id', uniqueId('built')], dir, env);
+      expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/built \(.*\): completed/) });
+    } finally {
+      expect(await worker.stop()).toBe(0);
+    }
+  });
+});

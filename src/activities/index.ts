@@ -2,11 +2,12 @@
  * Activities: every piece of I/O cadre does. Workflows import only the *type*
  * of `createActivities`; the worker registers the real functions.
  */
-import { Context } from '@temporalio/activity';
+import { Context, type Info } from '@temporalio/activity';
 import { Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { hasDeferred } from '../spec/refs';
+import { startsProcesses } from '../spec/types';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from '../git';
@@ -151,6 +152,7 @@ export function createActivities(deps: ActivityDeps = {}) {
       heartbeating(async () => {
         const ctx = Context.current();
         const attempt = ctx.info.attempt;
+        const call = toolCall(ctx.info);
         // Runs from before the blob store send no inlineLimit: they get neither reads nor writes of it.
         const store = request.inlineLimit === undefined ? undefined : lazyStore(request.storeWorkspace ?? request.workspace, deps);
         let redactor: Redactor | undefined;
@@ -166,6 +168,7 @@ export function createActivities(deps: ActivityDeps = {}) {
                 ...(request.worktree && { worktree: true }),
                 stepId: request.stepId,
                 attempt,
+                ...(call !== undefined && { call }),
                 signal: ctx.cancellationSignal,
                 limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
                 sandbox,
@@ -186,6 +189,12 @@ export function createActivities(deps: ActivityDeps = {}) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** The tool call an activity makes, named alike in each of its attempts: its workflow run and activity id. */
+function toolCall(info: Info): string | undefined {
+  const { workflowExecution: run, activityId } = info;
+  return run && `${run.workflowId}/${run.runId}/${activityId}`;
+}
 
 const JITTER_BASE_MS = 1000;
 const JITTER_MAX_MS = 60_000;
@@ -227,10 +236,6 @@ function redactFailure(err: unknown, redactor: Redactor): unknown {
   return scrubbed;
 }
 
-/** Tools whose work is done by processes they start: what the sandbox is for. */
-function startsProcesses(tool: string): boolean {
-  return tool === 'shell' || tool.startsWith('mcp:');
-}
 
 /** The keys the model settings hold; a broken models section fails model turns, not tools. */
 function modelSecrets(settings: () => { secrets: string[] }): string[] {

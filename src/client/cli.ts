@@ -14,6 +14,7 @@ import { registerAskCommand } from './commands/ask';
 import { registerAuditCommand, registerSessionCommands } from './commands/agents';
 import { registerCompletionCommand } from './commands/completion';
 import { registerDemoCommand, registerDevCommands } from './commands/dev';
+import { registerModelsCommand } from './commands/models';
 import { registerRolesCommand } from './commands/roles';
 import { registerRunCommand } from './commands/run';
 import { registerControlCommands, registerResultCommand, registerStatusCommands } from './commands/runs';
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   registerWorktreesCommand(program);
   registerResultCommand(program);
   registerRolesCommand(program);
+  registerModelsCommand(program);
   registerStatsCommand(program);
   registerCompletionCommand(program);
   registerDemoCommand(program);

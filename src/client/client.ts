@@ -20,6 +20,7 @@ import { CadrePlan, CadreStatus, answerUpdate, pauseUpdate, resumeUpdate, type D
 import { auditDir, auditFile } from '../store/audit-files';
 import { taskQueue as defaultTaskQueue } from './task-queue';
 import { CadreError } from '../errors/cadre-error';
+import { CONNECT_TIMEOUT_MS, refusesConnections } from './reach';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { checkWorkflowId, workflowIdInterceptor } from './workflow-ids';
 import { type EventCallbacks, type EventsOptions, followEvents, readEvents } from '../streaming/reader';
@@ -65,14 +66,17 @@ export class CadreClient {
   /** Connects as the CLI does (docs: "Connecting to Temporal"): Temporal's config file and variables, or `options`. */
   static async connect(options: ConnectOptions = {}): Promise<CadreClient> {
     const server = resolveConnection(options);
-    let connection: Connection;
-    try {
-      connection = await Connection.connect({ ...connectionOptions(server), connectTimeout: 5000 });
-    } catch (err) {
-      throw new CadreError(
-        `cannot reach Temporal at ${server.address} (from ${server.source ?? 'the caller'}; ${(err as Error).message.split('\n')[0]}): ` +
+    const cannotReach = (why: string) =>
+      new CadreError(
+        `cannot reach Temporal at ${server.address} (from ${server.source ?? 'the caller'}; ${why}): ` +
           'start one with `cadre dev`, or set TEMPORAL_ADDRESS (or --address, or a profile with --profile)',
       );
+    if (await refusesConnections(server.address)) throw cannotReach('connection refused');
+    let connection: Connection;
+    try {
+      connection = await Connection.connect({ ...connectionOptions(server), connectTimeout: CONNECT_TIMEOUT_MS });
+    } catch (err) {
+      throw cannotReach((err as Error).message.split('\n')[0]);
     }
     const interceptors = { workflow: [workflowIdInterceptor] };
     let dataConverter: DataConverter | undefined;

@@ -18,7 +18,8 @@ function bashScript(program: Command): string {
   // Options whose next word is their value, so it is not taken for the command.
   const valued = program.options.filter((o) => o.required || o.optional).map((o) => o.long).filter(Boolean);
   const choices = [...program.options, ...program.commands.flatMap((c) => c.options)].filter((o) => o.argChoices && o.long);
-  const cases = program.commands.map((c) => `    ${word(c.name())}) words="${[...optionWords(c.options), '--help'].map(word).join(' ')}" ;;`);
+  // A command group (`models`) completes its commands' names too.
+  const cases = program.commands.map((c) => `    ${word(c.name())}) words="${[...c.commands.map((sub) => sub.name()), ...optionWords(c.options), '--help'].map(word).join(' ')}" ;;`);
   return `# cadre completion for bash: add \`source <(cadre completion bash)\` to ~/.bashrc
 _cadre() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" cmd="" words="" i

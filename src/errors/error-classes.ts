@@ -116,6 +116,9 @@ const WORKFLOW_TYPES: Record<string, Outcome> = {
   AgentTokenBudget: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise maxTokens or split the task'] },
   AgentTurnLimit: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise the turn limit or split the task'] },
   DecisionInvalid: { class: 'permanent', kind: 'invalid_output', actions: ['make the decision\'s choices clearer'] },
+  // The model writes tool calls as text that nothing reads: the endpoint's toolCalls mode is the fix.
+  ToolCallNotParsed: { class: 'permanent', kind: 'config', actions: ['set the toolCalls mode the message names for the model\'s endpoint (models.compatible in cadre.config.yaml)', 'or use a model that calls tools'] },
+  AgentLoopDetected: { class: 'permanent', kind: 'limit_exceeded', actions: ['sharpen the prompt or the tools, or use a stronger model'] },
   WorkerGaveUp: { class: 'permanent', kind: 'requirement', actions: ['read the worker\'s reason; change the task before running it again'] },
   PlanFailed: { class: 'permanent', kind: 'invalid_request', actions: ['fix the plan'] },
 };

@@ -3,10 +3,12 @@
  * (unless the caller says `discard`), and commits not merged into the base keep their branch.
  */
 import { existsSync } from 'node:fs';
-import { realpath } from 'node:fs/promises';
+import { realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors/application-failures';
-import { type Git, commitOf, commitsIn, gitAt, mainRepositoryRoot, run } from './git';
+import { type CheckoutLease, type CheckoutRecord, checkoutLeaseFile, inCheckout } from './checkout-lease';
+import { type Git, commitOf, commitsIn, gitAt, locateRepository, mainRepositoryRoot, run } from './git';
+import { forgetLastRecord } from './lease';
 import { CADRE_BRANCH_PREFIX, type WorktreeEntry, readMetadata, worktreeEntries } from './worktrees';
 
 export interface RemoveRequest {
@@ -24,26 +26,42 @@ export interface RemoveResult {
 }
 
 export async function removeWorktree(request: RemoveRequest): Promise<RemoveResult> {
-  const root = await mainRepositoryRoot(request.repo);
+  const { root, commonDir } = await locateRepository(request.repo);
   const git = await gitAt(root);
   const target = existsSync(request.path) ? await realpath(request.path) : path.resolve(request.path);
-  const entry = (await worktreeEntries(git)).find((e) => e.path === target);
-  if (!entry) return { removed: false, reason: 'already gone' };
-  if (!entry.branch?.startsWith(CADRE_BRANCH_PREFIX)) {
-    throw permanent(ErrorTypes.BadToolInput, `path: ${target} is not a worktree cadre made (branch ${entry.branch ?? 'detached'}); not removing it`);
-  }
-  // Read before removal: the metadata goes with the worktree.
-  const base = (await readMetadata(entry.path))?.base;
-  if (entry.prunable) {
-    await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
-  } else {
-    const dirty = await uncommitted(entry.path);
+  const removal = async (lease: CheckoutLease): Promise<RemoveResult> => {
+    const entry = (await worktreeEntries(git)).find((e) => e.path === target);
+    if (!entry) {
+      // Removed by an attempt killed before it could drop the branch: that goes as it would have.
+      const finished = [...lease.leftovers].reverse().find((l) => l.op === 'remove' && l.removing && l.branch?.startsWith(CADRE_BRANCH_PREFIX));
+      return finished ? dropBranch(git, finished.branch as string, finished.base) : { removed: false, reason: 'already gone' };
+    }
+    if (!entry.branch?.startsWith(CADRE_BRANCH_PREFIX)) {
+      throw permanent(ErrorTypes.BadToolInput, `path: ${target} is not a worktree cadre made (branch ${entry.branch ?? 'detached'}); not removing it`);
+    }
+    // Read before removal: the metadata goes with the worktree.
+    const base = (await readMetadata(entry.path))?.base;
+    const dirty = entry.prunable ? [] : await uncommitted(entry.path);
     if (dirty.length > 0 && !request.discard) {
       throw permanent(ErrorTypes.WorktreeDirty, `${target} holds uncommitted work (${listed(dirty)}); commit it, or remove with discard: true`, { files: dirty });
     }
-    await run(git, ['worktree', 'remove', ...(dirty.length > 0 ? ['--force'] : []), entry.path], `removing worktree ${target}`);
-  }
-  return dropBranch(git, entry.branch, base);
+    // Decided: a retry after a kill finishes it (finishRemoval).
+    await lease.note({ removing: true, branch: entry.branch, ...(base !== undefined && { base }) });
+    if (entry.prunable) await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
+    else await run(git, ['worktree', 'remove', ...(dirty.length > 0 ? ['--force'] : []), entry.path], `removing worktree ${target}`);
+    await forgetLastRecord(checkoutLeaseFile(commonDir, target));
+    return dropBranch(git, entry.branch, base);
+  };
+  return inCheckout({ checkout: target, commonDir, git }, { op: 'remove' }, removal, { repair: (left) => finishRemoval(git, target, left) });
+}
+
+/** A removal killed with its worker: what `git worktree remove` had not deleted yet is deleted, and the worktree pruned. */
+async function finishRemoval(git: Git, target: string, left: CheckoutRecord): Promise<void> {
+  if (left.op !== 'remove' || !left.removing) return;
+  const entry = (await worktreeEntries(git)).find((e) => e.path === target);
+  if (!entry) return;
+  await rm(target, { recursive: true, force: true });
+  await run(git, ['worktree', 'prune'], `pruning the worktree a killed attempt was removing at ${target}`);
 }
 
 /** Deletes the branch when its base has all its commits; keeps it, and says where the work is, otherwise (or when the base is unknown). */

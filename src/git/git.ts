@@ -40,6 +40,8 @@ export interface RepositoryLocation {
   top: string;
   /** The repository's main checkout (for a worktree, the repository it was made from). */
   root: string;
+  /** The repository's common git directory (the main checkout's `.git`), symlinks resolved. */
+  commonDir: string;
   /** With a `rev`: its commit, and the name of the branch checked out ("HEAD" when detached). */
   commit?: string;
   current?: string;
@@ -71,7 +73,7 @@ export async function locateRepository(repo: string, rev?: string): Promise<Repo
   const top = await realpath(topLine);
   const commonDir = await realpath(path.resolve(top, common));
   const root = path.basename(commonDir) === '.git' ? path.dirname(commonDir) : commonDir;
-  return { top, root, ...(rev !== undefined && { commit, current }) };
+  return { top, root, commonDir, ...(rev !== undefined && { commit, current }) };
 }
 
 /** The top of the checkout at `repo`, symlinks resolved. */

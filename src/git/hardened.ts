@@ -13,12 +13,16 @@
  *   could not be overridden there.
  * - git inherits the worker's environment without any variable git reads as a program or as
  *   configuration (GIT_*, EDITOR, PAGER, ...), and with system configuration and prompts off.
+ * - git runs tied to the worker, as the tools' commands do (../activities/tools/tied-process): when
+ *   the worker dies, however it dies, git and whatever git started are killed with it, so no git
+ *   of a killed attempt goes on changing a repository under the attempt that retries it.
  *
  * simple-git 4 refuses these settings unless its `unsafe` option allows them, per category:
  * exactly the categories below are allowed, so it still refuses anything else (include.path,
  * --upload-pack, -C, --exec-path, alias.*, ...) in cadre's own arguments.
  */
 import { type SimpleGit, type SimpleGitOptions, simpleGit } from 'simple-git';
+import { tiedGit } from '../activities/tools/tied-process';
 
 export type Git = SimpleGit;
 
@@ -65,6 +69,9 @@ const FIXED_ENVIRONMENT: Readonly<Record<string, string>> = {
   // core.gitProxy is the one setting where the first value git reads wins, so `-c` cannot override a
   // repository's; an empty GIT_PROXY_COMMAND is read before any configuration and means no proxy.
   GIT_PROXY_COMMAND: '',
+  // No lock a read does not need: `git status` refreshes the index in memory and does not write it
+  // back, so a status killed with its worker leaves no index.lock (writes hold a lease, ./checkout-lease).
+  GIT_OPTIONAL_LOCKS: '0',
 };
 
 /** The simple-git categories the settings above need; every other category stays refused. */
@@ -84,6 +91,9 @@ const ALLOWED_UNSAFE: NonNullable<SimpleGitOptions['unsafe']> = {
   allowUnsafeFilter: true,
   allowUnsafeMergeDriver: true,
   allowUnsafeConfigEnvCount: true,
+  // The "binary" is cadre's own launcher (tiedGit), never input; its path may hold characters
+  // simple-git refuses in one (a space in the directory cadre is installed in).
+  allowUnsafeCustomBinary: true,
 };
 
 /** Names git (and simple-git's guard) reads from the environment as programs or configuration. */
@@ -104,9 +114,11 @@ export interface HardenedOptions {
 /** A git client in `dir` that runs nothing but git itself. */
 export function hardenedGit(dir: string, options: HardenedOptions = {}): Git {
   const overrides = options.overrides ?? [];
-  const environment = gitEnvironment(overrides);
+  const tied = tiedGit();
+  const environment = { ...gitEnvironment(overrides), ...tied.env };
   return simpleGit({
     baseDir: dir,
+    binary: tied.binary,
     config: [...INERT_PROGRAM_SETTINGS, ...(options.config ?? [])],
     unsafe: ALLOWED_UNSAFE,
     allowEnvironment: Object.keys(environment).filter(isGitReadVariable),

@@ -6,12 +6,13 @@
  * worktree), so status, merge and removal know it without a database.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors/application-failures';
-import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, repositoryRoot, run } from './git';
+import { type Git, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, run } from './git';
 import { isInside } from '../activities/confinement';
 import { worktreeNames } from './names';
+import { type CheckoutLease, type CheckoutRecord, inCheckout } from './checkout-lease';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
 
@@ -22,6 +23,8 @@ export interface WorktreeEntry {
   head?: string;
   /** Registered, but its directory is gone. */
   prunable: boolean;
+  /** Locked, with its reason ("initializing" while `git worktree add` makes it). */
+  locked?: string;
 }
 
 /** `git worktree list --porcelain`, parsed. */
@@ -34,7 +37,8 @@ export async function worktreeEntries(git: Git): Promise<WorktreeEntry[]> {
     if (!at) continue;
     const branch = lines.find((l) => l.startsWith('branch '))?.slice('branch refs/heads/'.length);
     const head = lines.find((l) => l.startsWith('HEAD '))?.slice(5);
-    entries.push({ path: at.slice(9), ...(branch && { branch }), ...(head && { head }), prunable: lines.some((l) => l.startsWith('prunable')) });
+    const locked = lines.find((l) => l === 'locked' || l.startsWith('locked '))?.slice(7);
+    entries.push({ path: at.slice(9), ...(branch && { branch }), ...(head && { head }), prunable: lines.some((l) => l.startsWith('prunable')), ...(locked !== undefined && { locked }) });
   }
   return entries;
 }
@@ -62,7 +66,7 @@ export interface WorktreeInfo {
 }
 
 export async function createWorktree(request: CreateRequest): Promise<WorktreeInfo> {
-  const { root, base, baseCommit } = await resolveRepository(request.repo, request.base);
+  const { root, commonDir, base, baseCommit } = await resolveRepository(request.repo, request.base);
   // Hardened with the repository's drivers made inert: `worktree add` checks files out (smudge filters).
   const git = await gitAt(root);
   const names = worktreeNames(root, request.plan, request.task, request.baseDir);
@@ -73,36 +77,55 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
   if (isInside(target, root)) throw permanent(ErrorTypes.BadToolInput, `baseDir: ${target} is inside the repository ${root}; worktrees go beside it`);
   const record: WorktreeMetadata = { base, baseCommit, ...(request.run && { run: request.run }), ...(request.step && { step: request.step }) };
 
-  const existing = (await worktreeEntries(git)).find((e) => e.path === target);
-  if (existing && !existing.prunable) {
-    const adopted = await adopt(git, root, existing, names.branch, base, baseCommit);
-    await writeMetadata(target, record);
-    return adopted;
-  }
-  if (existing?.prunable) await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
-  await clearLeftover(target);
-
-  try {
-    await git.raw(['worktree', 'add', '-b', names.branch, target, baseCommit]);
-  } catch (err) {
-    if (!/already exists/.test(String((err as Error).message))) throw gitFailure(err, `adding worktree ${target}`);
-    // A branch kept from an earlier worktree of the same task: check it out again, if it grew from this base.
-    if (!(await isAncestor(git, baseCommit, names.branch))) {
-      throw permanent(ErrorTypes.WorktreeConflict, `branch ${names.branch} exists and does not start from ${base}; merge or delete it first`);
+  const work = async (lease: CheckoutLease): Promise<WorktreeInfo> => {
+    const existing = (await worktreeEntries(git)).find((e) => e.path === target);
+    if (existing && !existing.prunable) {
+      const adopted = await adopt(git, root, existing, names.branch, base, baseCommit);
+      await writeMetadata(target, record);
+      return adopted;
     }
-    await run(git, ['worktree', 'add', target, names.branch], `adding worktree ${target}`);
-  }
-  await writeMetadata(target, record);
-  return { path: target, branch: names.branch, base, baseCommit, created: true };
+    if (existing?.prunable) await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
+    await clearLeftover(target);
+    // From here on, whatever is at the target is this `worktree add`'s: a retry after a kill clears it (clearHalfMade).
+    await lease.note({ adding: true });
+    try {
+      await git.raw(['worktree', 'add', '-b', names.branch, target, baseCommit]);
+    } catch (err) {
+      if (!/already exists/.test(String((err as Error).message))) throw gitFailure(err, `adding worktree ${target}`);
+      // A branch kept from an earlier worktree of the same task: check it out again, if it grew from this base.
+      if (!(await isAncestor(git, baseCommit, names.branch))) {
+        throw permanent(ErrorTypes.WorktreeConflict, `branch ${names.branch} exists and does not start from ${base}; merge or delete it first`);
+      }
+      await run(git, ['worktree', 'add', target, names.branch], `adding worktree ${target}`);
+    }
+    await writeMetadata(target, record);
+    return { path: target, branch: names.branch, base, baseCommit, created: true };
+  };
+  return inCheckout({ checkout: target, commonDir, git }, { op: 'create', branch: names.branch }, work, { repair: (left) => clearHalfMade(git, target, left) });
+}
+
+/**
+ * What a `git worktree add` killed with its worker made: a worktree git had not finished (still
+ * locked, "initializing"), or a directory it had not registered yet. Removed, to be made again; the
+ * branch, made first and holding nothing yet, stays and is checked out again.
+ */
+async function clearHalfMade(git: Git, target: string, left: CheckoutRecord): Promise<void> {
+  if (left.op !== 'create' || !left.adding) return;
+  const entry = (await worktreeEntries(git)).find((e) => e.path === target);
+  if (entry && entry.locked === undefined) return;
+  await rm(target, { recursive: true, force: true });
+  if (!entry) return;
+  await run(git, ['worktree', 'unlock', target], `unlocking the worktree a killed attempt was making at ${target}`);
+  await run(git, ['worktree', 'prune'], 'pruning worktrees whose directories are gone');
 }
 
 /** The repository's main checkout, the base and its commit, in one git call. */
-async function resolveRepository(repo: string, wanted: string | undefined): Promise<{ root: string; base: string; baseCommit: string }> {
-  const { root, commit, current } = await locateRepository(repo, wanted ?? 'HEAD');
+async function resolveRepository(repo: string, wanted: string | undefined): Promise<{ root: string; commonDir: string; base: string; baseCommit: string }> {
+  const { root, commonDir, commit, current } = await locateRepository(repo, wanted ?? 'HEAD');
   const baseCommit = commit as string;
   // With no base given, the branch checked out (or, detached, its commit).
   const base = wanted ?? (current === 'HEAD' ? baseCommit : (current as string));
-  return { root, base, baseCommit };
+  return { root, commonDir, base, baseCommit };
 }
 
 /** What cadre keeps about a worktree it made, in the worktree's own git metadata directory (removed with it). */
@@ -201,34 +224,21 @@ export async function worktreeStatus(request: { path: string }): Promise<Worktre
   return { path: request.path, branch, clean: status.files.length === 0, staged, changed, untracked, ahead, behind };
 }
 
+/** The checkout at `dir`: a git client there, its top and its repository's common git directory. */
+export async function locateWorktree(dir: string): Promise<{ git: Git; top: string; commonDir: string }> {
+  const { top, commonDir } = await locateRepository(dir);
+  return { git: await gitAt(top), top, commonDir };
+}
+
+/** The branch checked out at `dir`, and its commit; anything but a cadre branch is refused. */
+export async function cadreHead(git: Git, dir: string): Promise<{ branch: string; commit: string }> {
+  const [commit, branch] = (await run(git, ['rev-parse', 'HEAD', '--abbrev-ref', 'HEAD'], 'reading the branch')).trim().split('\n');
+  if (!branch?.startsWith(CADRE_BRANCH_PREFIX)) throw permanent(ErrorTypes.BadToolInput, `path: ${dir} is not a cadre worktree (branch ${branch})`);
+  return { branch, commit: commit as string };
+}
+
 /** A cadre worktree at `dir`: its git client and branch. Anything else is refused. */
 export async function openWorktree(dir: string): Promise<{ git: Git; branch: string; root: string }> {
-  const root = await repositoryRoot(dir);
-  const git = await gitAt(root);
-  const branch = (await run(git, ['rev-parse', '--abbrev-ref', 'HEAD'], 'reading the branch')).trim();
-  if (!branch.startsWith(CADRE_BRANCH_PREFIX)) throw permanent(ErrorTypes.BadToolInput, `path: ${dir} is not a cadre worktree (branch ${branch})`);
-  return { git, branch, root };
-}
-
-export async function commitWorktree(request: { path: string; message: string; all?: boolean }): Promise<{ committed: boolean; commit?: string }> {
-  if (typeof request.message !== 'string' || request.message.trim() === '') throw permanent(ErrorTypes.BadToolInput, 'message: a commit needs a message');
-  const { git } = await openWorktree(request.path);
-  if (request.all !== false) await run(git, ['add', '--all'], 'staging changes');
-  const staged = (await run(git, ['diff', '--cached', '--name-only'], 'reading staged changes')).trim();
-  if (!staged) return { committed: false };
-  await run(git, ['commit', '--quiet', '--no-verify', '-m', request.message], 'committing');
-  return { committed: true, commit: (await run(git, ['rev-parse', 'HEAD'], 'reading the commit')).trim() };
-}
-
-/**
- * Back to where the worktree started, or to `base` when given (a ref or commit): its commits,
- * changes and untracked files dropped (ignored files stay).
- */
-export async function resetWorktree(request: { path: string; base?: string }): Promise<{ commit: string }> {
-  const { git, root } = await openWorktree(request.path);
-  const target = request.base === undefined ? (await baseOf(root)).baseCommit : await commitOf(git, request.base);
-  if (!target) throw permanent(ErrorTypes.BadToolInput, `base: "${request.base}" names no commit in ${root}`);
-  await run(git, ['reset', '--quiet', '--hard', target], 'resetting to the base');
-  await run(git, ['clean', '-fd', '--quiet'], 'removing untracked files');
-  return { commit: target };
+  const { git, top } = await locateWorktree(dir);
+  return { git, branch: (await cadreHead(git, dir)).branch, root: top };
 }

@@ -9,6 +9,9 @@ import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
 
 export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
+/** How an endpoint's model calls tools (tool-call-modes.ts, which loads the parser only where models are called). */
+export const TOOL_CALL_MODES = ['native', 'json', 'xml', 'qwen'] as const;
+export type ToolCallMode = (typeof TOOL_CALL_MODES)[number];
 export type ProviderName = (typeof PROVIDERS)[number];
 
 export interface ModelId {
@@ -23,7 +26,14 @@ const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an e
 const noKeys = { apiKey: z.never({ error: 'keys do not go in config files: name an environment variable with apiKeyEnv' }).optional() };
 
 const endpointSchema = z.strictObject({ baseURL: httpUrl.optional(), apiKeyEnv: envName.optional(), ...noKeys });
-const compatibleSchema = z.strictObject({ baseURL: httpUrl, apiKeyEnv: envName.optional(), model: z.string().min(1).optional(), ...noKeys });
+const compatibleSchema = z.strictObject({
+  baseURL: httpUrl,
+  apiKeyEnv: envName.optional(),
+  model: z.string().min(1).optional(),
+  /** How the endpoint's model calls tools: its server's own tool calls, or calls written as text (tool-call-modes.ts). */
+  toolCalls: z.enum(TOOL_CALL_MODES).default('native'),
+  ...noKeys,
+});
 
 const modelsSectionSchema = z.strictObject({
   /** The model used when a request names none; CADRE_MODEL overrides it. */
@@ -33,7 +43,8 @@ const modelsSectionSchema = z.strictObject({
   compatible: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'must be lowercase letters, digits, - or _'), compatibleSchema).optional(),
 });
 
-export type ModelsSection = z.infer<typeof modelsSectionSchema>;
+/** The section as written (defaults not yet filled in); parsing fills them. */
+export type ModelsSection = z.input<typeof modelsSectionSchema>;
 
 interface Endpoint {
   baseURL?: string;
@@ -45,7 +56,7 @@ export interface ModelSettings {
   defaultModel?: string;
   openai: Endpoint;
   anthropic: Endpoint;
-  compatible: Record<string, Endpoint & { baseURL: string; model?: string }>;
+  compatible: Record<string, Endpoint & { baseURL: string; model?: string; toolCalls: ToolCallMode }>;
   /** Every key read, so failures can be scrubbed of them. */
   secrets: string[];
 }
@@ -75,12 +86,19 @@ export function modelSettings(section: ModelsSection = {}, env: Env = process.en
   const openai = { baseURL: envUrl(env, 'OPENAI_BASE_URL') ?? section.openai?.baseURL, apiKey: key(section.openai?.apiKeyEnv, 'OPENAI_API_KEY') };
   const anthropic = { baseURL: section.anthropic?.baseURL, apiKey: key(section.anthropic?.apiKeyEnv, 'ANTHROPIC_API_KEY') };
   const compatible = Object.fromEntries(
-    Object.entries(section.compatible ?? {}).map(([name, c]) => [name, { baseURL: c.baseURL, model: c.model, apiKey: c.apiKeyEnv ? nonEmpty(env[c.apiKeyEnv]) : undefined }]),
+    Object.entries(section.compatible ?? {}).map(([name, c]) => [name, { baseURL: c.baseURL, model: c.model, toolCalls: c.toolCalls ?? 'native', apiKey: c.apiKeyEnv ? nonEmpty(env[c.apiKeyEnv]) : undefined }]),
   );
   const secrets = [openai.apiKey, anthropic.apiKey, ...Object.values(compatible).map((c) => c.apiKey)].filter((k): k is string => !!k);
   const defaultModel = nonEmpty(env.CADRE_MODEL) ?? section.default;
   if (defaultModel !== undefined) parseModelId(defaultModel, env.CADRE_MODEL ? 'CADRE_MODEL' : 'models.default');
   return { defaultModel, openai, anthropic, compatible, secrets };
+}
+
+/** The settings with one endpoint's `toolCalls` replaced: to try a model in each mode (`cadre models test`). */
+export function withToolCalls(settings: ModelSettings, endpoint: string, toolCalls: ToolCallMode): ModelSettings {
+  const current = settings.compatible[endpoint];
+  if (!current) throw permanent(ErrorTypes.ModelConfigInvalid, `no endpoint "${endpoint}" under models.compatible in cadre.config.yaml`);
+  return { ...settings, compatible: { ...settings.compatible, [endpoint]: { ...current, toolCalls } } };
 }
 
 /** `provider:model`, e.g. `openai:gpt-4o-mini`, `openai-compatible:local/llama3`, `scripted:./scenario.yaml`. */

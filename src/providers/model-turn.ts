@@ -7,10 +7,11 @@
 import { type ModelMessage, Output, type ToolSet, streamText, jsonSchema, tool, NoObjectGeneratedError } from 'ai';
 import { z } from 'zod';
 import { ErrorTypes, permanent, transient } from '../errors/application-failures';
-import { type ModelSettings, parseModelId } from './config';
+import { type ModelId, type ModelSettings, parseModelId } from './config';
 import { classifyProviderError, redact } from './errors';
 import { withUniqueCallIds } from './unique-call-ids';
-import { languageModel } from './registry';
+import { languageModel, toolCallsOf } from './registry';
+import { type WrittenStyle, findUnparsedToolCall } from './unparsed-tool-call';
 
 const jsonObject = z.record(z.string(), z.unknown());
 // `error` is what modelTurn said of a call it returned; a caller may send the call back as it got it.
@@ -54,6 +55,11 @@ export interface ModelTurnResult {
   toolCalls: ToolCall[];
   finishReason: string;
   usage: { inputTokens: number; outputTokens: number };
+  /**
+   * A final answer that looks like a tool call written as text, which nothing read (the agent loop
+   * sends one correction, then fails with ToolCallNotParsed): the tool it names, and the fix.
+   */
+  unparsedToolCall?: { tool: string; style: WrittenStyle; fix: string };
 }
 
 /** Hears a turn as the provider streams it. */
@@ -92,15 +98,27 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
       throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${result.finishReason})`);
     }
     const checkCall = toolCallChecker(req.tools ?? []);
-    const toolCalls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
+    const calls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
+    // A small model read in a text mode writes a turn's calls all at once, the later ones guessing
+    // what the earlier return (Qwen2.5-Coder 1.5B: fs_write of a file beside the fs_read of it, run
+    // side by side). Only the first runs; the model, whose history shows that call alone, makes
+    // the next after its result.
+    const toolCalls = toolCallsOf(id, settings).mode === 'native' ? calls : calls.slice(0, 1);
     const turn: ModelTurnResult = {
       ...(result.text && { text: result.text }),
       toolCalls,
       finishReason: result.finishReason,
       usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
     };
-    // Only a final answer (no tool calls) is held to the output schema.
-    if (outputCheck && toolCalls.length === 0) turn.output = outputCheck(result.text, id.name);
+    if (toolCalls.length > 0) return turn;
+    const unparsed = findUnparsedToolCall(result.text, (req.tools ?? []).map((t) => t.name));
+    // Only a final answer is held to the output schema; an answer that matches it is taken as one.
+    try {
+      if (outputCheck) turn.output = outputCheck(result.text, id.name);
+    } catch (err) {
+      if (!unparsed) throw err;
+    }
+    if (unparsed && turn.output === undefined) turn.unparsedToolCall = { ...unparsed, fix: toolCallsFix(id, settings, unparsed.style) };
     return turn;
   } catch (err) {
     if (NoObjectGeneratedError.isInstance(err)) {
@@ -108,6 +126,16 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
     }
     throw classifyProviderError(err, { provider: id.provider, model: id.name, secrets: settings.secrets });
   }
+}
+
+/** What to set so that calls written in `style` are read: the endpoint's `toolCalls`, named. */
+function toolCallsFix(id: ModelId, settings: ModelSettings, style: WrittenStyle): string {
+  const { mode, endpoint } = toolCallsOf(id, settings);
+  if (endpoint === undefined) return `serve the model as an endpoint under models.compatible in cadre.config.yaml, with toolCalls: ${style}`;
+  const where = `models.compatible.${endpoint}.toolCalls in cadre.config.yaml`;
+  if (mode !== style) return `set toolCalls: ${style} for the endpoint (${where}; it is ${mode} now)`;
+  const other = style === 'xml' ? 'json' : 'xml';
+  return `toolCalls: ${style} is set and did not read it: try toolCalls: ${other} for the endpoint (${where}), or a model that follows the format`;
 }
 
 /** Finish reasons of a stream that really answered (an empty answer with these is the model's own). */

@@ -9,6 +9,7 @@ import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { ErrorTypes, permanent } from '../errors/application-failures';
 import type { ModelId, ModelSettings } from './config';
 import { ScriptedModel, loadScenario } from './scripted';
+import { type ToolCallMode, withToolCallMode } from './tool-call-modes';
 
 export function languageModel(id: ModelId, settings: ModelSettings): LanguageModelV3 {
   switch (id.provider) {
@@ -33,11 +34,19 @@ export function languageModel(id: ModelId, settings: ModelSettings): LanguageMod
       const model = slash < 0 ? endpoint.model : id.name.slice(slash + 1);
       if (!model) throw permanent(ErrorTypes.ModelConfigInvalid, `openai-compatible:${id.name}: name the model (openai-compatible:${endpointName}/<model>) or set models.compatible.${endpointName}.model`);
       // includeUsage: a streamed answer reports its tokens only when asked.
-      return createOpenAICompatible({ name: endpointName, baseURL: endpoint.baseURL, apiKey: endpoint.apiKey, includeUsage: true })(model);
+      const client = createOpenAICompatible({ name: endpointName, baseURL: endpoint.baseURL, apiKey: endpoint.apiKey, includeUsage: true })(model);
+      return withToolCallMode(client, endpoint.toolCalls);
     }
     case 'scripted':
       return new ScriptedModel(loadScenario(id.name), id.name);
   }
+}
+
+/** How the model calls tools, and the endpoint whose `toolCalls` says so (only `models.compatible` endpoints have one). */
+export function toolCallsOf(id: ModelId, settings: ModelSettings): { mode: ToolCallMode; endpoint?: string } {
+  if (id.provider !== 'openai-compatible') return { mode: 'native' };
+  const endpoint = id.name.split('/')[0];
+  return { mode: settings.compatible[endpoint]?.toolCalls ?? 'native', endpoint };
 }
 
 function requireKey(key: string | undefined, variable: string, id: ModelId): string {

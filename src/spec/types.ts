@@ -19,6 +19,14 @@ export interface RetrySpec {
   nonRetryableErrorTypes?: string[];
 }
 
+/**
+ * Tools whose work is done by processes they start: what the sandbox is for, and the only tools
+ * `sandbox: none` leaves unconfined (the runTool activity says so, and plan runs audit it).
+ */
+export function startsProcesses(tool: string): boolean {
+  return tool === 'shell' || tool.startsWith('mcp:');
+}
+
 export interface ToolCall {
   tool: string;
   with: Record<string, unknown>;

@@ -23,8 +23,9 @@ export async function startEmbedded(options: DevServerOptions & { taskQueue?: st
   let connection: NativeConnection | undefined;
   try {
     await registerSearchAttributes(server, log);
-    log('starting a worker (bundling workflows)...');
+    log('starting a worker...');
     const created = await createCadreWorker({ address: server.address, namespace: server.namespace, taskQueue: options.taskQueue });
+    log(`worker started (workflows: ${created.workflowCode})`);
     connection = created.connection;
     const worker = created.worker;
     const running = worker.run();

@@ -4,6 +4,7 @@ import { type ActivityDeps, createActivities } from '../activities';
 import { auditSinks } from './audit-log';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type Tracing, tracingFromEnv } from './tracing';
+import { prebuiltBundle } from './prebuilt-bundle';
 
 import { taskQueue } from '../client/task-queue';
 
@@ -17,7 +18,7 @@ export interface CadreWorkerOptions {
   apiKey?: string;
   metadata?: Record<string, string>;
   taskQueue?: string;
-  /** A bundle built once with `bundleWorkflowCode` (tests); otherwise the worker bundles at start. */
+  /** A bundle built once with `bundleWorkflowCode` (tests); otherwise a prebuilt one (./prebuilt-bundle), else the worker bundles at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Activity dependencies besides the blob store (model settings in tests). */
   activityDeps?: ActivityDeps;
@@ -27,18 +28,29 @@ export interface CadreWorkerOptions {
   overrides?: Partial<WorkerOptions>;
 }
 
-export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection; tracing?: Tracing }> {
+export interface CadreWorker {
+  worker: Worker;
+  connection: NativeConnection;
+  tracing?: Tracing;
+  /** Where the workflow code came from, for the start line. */
+  workflowCode: string;
+}
+
+export async function createCadreWorker(options: CadreWorkerOptions): Promise<CadreWorker> {
   const { address, tls, apiKey, metadata } = options;
   const dataConverter = cadreDataConverter();
-  // Traces need the workflow interceptors in the bundle: a prebuilt bundle (tests) has none.
+  // Traces need the workflow interceptors in the bundle: a bundle passed in (tests) has none, and a
+  // traced worker bundles at start rather than use a prebuilt one.
   const tracing = options.workflowBundle ? undefined : tracingFromEnv();
+  const prebuilt = options.workflowBundle || tracing ? undefined : prebuiltBundle();
+  const bundle = options.workflowBundle ?? (prebuilt && { codePath: prebuilt.codePath });
   const connection = await NativeConnection.connect({ address, ...(tls !== undefined && { tls }), ...(apiKey !== undefined && { apiKey }), ...(metadata !== undefined && { metadata }) });
   try {
     const worker = await Worker.create({
       connection,
       namespace: options.namespace,
       taskQueue: options.taskQueue ?? taskQueue(),
-      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+      ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
       // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
       activities: createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...options.activityDeps }),
       sinks: auditSinks(options.auditDir),
@@ -52,7 +64,8 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<{ 
       maxHeartbeatThrottleInterval: '2s',
       ...options.overrides,
     });
-    return { worker, connection, ...(tracing && { tracing }) };
+    const workflowCode = options.workflowBundle ? 'a bundle passed in' : prebuilt ? (prebuilt.source === 'build' ? "the build's prebuilt bundle" : `${prebuilt.codePath} (CADRE_WORKFLOW_BUNDLE)`) : 'bundled at start';
+    return { worker, connection, workflowCode, ...(tracing && { tracing }) };
   } catch (err) {
     await connection.close();
     throw err;

@@ -1,12 +1,11 @@
-/** Runs the `cadre` CLI from source in a child process, as a user would from a shell. */
+/** Runs the `cadre` CLI in a child process, as a user would from a shell: bin/cadre.js, compiled by the test run's setup (./build.ts). */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { TSX } from './tsx';
 import { until } from './until';
 
 const exec = promisify(execFile);
-const CADRE = path.join(__dirname, 'cadre.ts');
+const CADRE = path.join(__dirname, '..', '..', 'bin', 'cadre.js');
 
 export interface CliResult {
   code: number;
@@ -16,7 +15,7 @@ export interface CliResult {
 
 export async function runCadre(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', TSX, CADRE, ...args], { cwd, env });
+    const { stdout, stderr } = await exec(process.execPath, [CADRE, ...args], { cwd, env });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -26,7 +25,7 @@ export async function runCadre(args: string[], cwd: string, env: NodeJS.ProcessE
 
 /** A long-running command (`dev`, `worker`, `watch`). */
 export function spawnCadre(args: string[], cwd: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--import', TSX, CADRE, ...args], { cwd, env });
+  return spawn(process.execPath, [CADRE, ...args], { cwd, env });
 }
 
 /** Resolves with a child's exit code. */

@@ -4,15 +4,29 @@
  * recording every request, so tests go through the real AI SDK clients over HTTP.
  * A `stream: true` request gets the same reply as server-sent events in the provider's wire format
  * (what streamText reads); errors, raw bodies and hangs are answered the same either way.
+ * `toolCallsAs` answers like a small model served without tool calling: its calls written into
+ * the text in one of the styles such models use, which only cadre's `toolCalls` modes read back.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/**
+ * How a small model writes tool calls as text: `json-block` a ```json block holding
+ * `{"name", "arguments"}`; `tool-call-tags` the same object in `<tool_call>` tags (Hermes, Qwen 2.5);
+ * `bare-json` the object alone (Qwen2.5-Coder 1.5B on llama.cpp's server); `xml` an element named
+ * for the tool with one child per argument (morphXml); `qwen` `<tool_call><function=…><parameter=…>`
+ * (Qwen3-Coder).
+ */
+export type TextToolCallStyle = 'json-block' | 'tool-call-tags' | 'bare-json' | 'xml' | 'qwen';
+export const TEXT_TOOL_CALL_STYLES: readonly TextToolCallStyle[] = ['json-block', 'tool-call-tags', 'bare-json', 'xml', 'qwen'];
+
 export interface FakeReply {
   text?: string;
   /** `args` as a string goes out as it is (OpenAI's `arguments` text), to send broken JSON. */
   toolCalls?: { id: string; name: string; args: Record<string, unknown> | string }[];
+  /** The tool calls go out as text in this style (after `text`), not as the wire format's tool calls; streamed in pieces of 5 characters that cut through the tags. */
+  toolCallsAs?: TextToolCallStyle;
   usage?: { inputTokens: number; outputTokens: number };
   /** Streaming only: the text in these pieces, in order (their join is the text). Default: `text` split after each run of whitespace. */
   chunks?: string[];
@@ -56,6 +70,8 @@ export interface FakeModelServer {
   /** Each streamed text chunk and Date.now() just after it was written, across all requests. */
   chunkTimes: ChunkTime[];
   enqueue(...responses: FakeResponse[]): void;
+  /** Drops the responses no request took (a test that queued one more than it expected to be asked for). */
+  clearQueue(): void;
   close(): Promise<void>;
 }
 
@@ -92,11 +108,7 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         return res.end(next.raw);
       }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
-      if (body.stream === true && path === '/v1/chat/completions') return void writeStream(res, openAiStream(next, body), next, chunkTimes);
-      if (body.stream === true && path === '/v1/messages') return void writeStream(res, anthropicStream(next, String(body.model)), next, chunkTimes);
-      if (path === '/v1/chat/completions') return send(res, 200, openAiBody(next, String(body.model)));
-      if (path === '/v1/messages') return send(res, 200, anthropicBody(next, String(body.model)));
-      return send(res, 404, { error: { message: `fake server: no route ${path}` } });
+      return answer(res, body, path, next.toolCallsAs ? asText(next, next.toolCallsAs) : next, chunkTimes);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -106,12 +118,45 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
     requests,
     chunkTimes,
     enqueue: (...responses) => queue.push(...responses),
+    clearQueue: () => void queue.splice(0),
     close: () =>
       new Promise((resolve, reject) => {
         server.closeAllConnections();
         server.close((err) => (err ? reject(err) : resolve()));
       }),
   };
+}
+
+function answer(res: http.ServerResponse, body: Record<string, unknown>, path: string, next: FakeReply, chunkTimes: ChunkTime[]): void {
+  if (body.stream === true && path === '/v1/chat/completions') return void writeStream(res, openAiStream(next, body), next, chunkTimes);
+  if (body.stream === true && path === '/v1/messages') return void writeStream(res, anthropicStream(next, String(body.model)), next, chunkTimes);
+  if (path === '/v1/chat/completions') return send(res, 200, openAiBody(next, String(body.model)));
+  if (path === '/v1/messages') return send(res, 200, anthropicBody(next, String(body.model)));
+  return send(res, 404, { error: { message: `fake server: no route ${path}` } });
+}
+
+/** A reply whose tool calls are written into its text, as a model without tool calling writes them. */
+function asText(reply: FakeReply, style: TextToolCallStyle): FakeReply {
+  const calls = (reply.toolCalls ?? []).map((call) => writeCall(call.name, typeof call.args === 'string' ? (JSON.parse(call.args) as Record<string, unknown>) : call.args, style));
+  const text = [reply.text, ...calls].filter((part) => part !== undefined && part !== '').join('\n');
+  return { ...reply, toolCalls: undefined, toolCallsAs: undefined, text, chunks: reply.chunks ?? text.match(/[\s\S]{1,5}/g) ?? [] };
+}
+
+export function writeCall(name: string, args: Record<string, unknown>, style: TextToolCallStyle): string {
+  const value = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  const escape = (v: string) => v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  switch (style) {
+    case 'json-block':
+      return `\`\`\`json\n${JSON.stringify({ name, arguments: args }, null, 2)}\n\`\`\``;
+    case 'bare-json':
+      return JSON.stringify({ name, arguments: args });
+    case 'tool-call-tags':
+      return `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+    case 'xml':
+      return `<${name}>\n${Object.entries(args).map(([key, v]) => `  <${key}>${escape(value(v))}</${key}>`).join('\n')}\n</${name}>`;
+    case 'qwen':
+      return `<tool_call>\n<function=${name}>\n${Object.entries(args).map(([key, v]) => `<parameter=${key}>\n${escape(value(v))}\n</parameter>`).join('\n')}\n</function>\n</tool_call>`;
+  }
 }
 
 function send(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

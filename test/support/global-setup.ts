@@ -7,12 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { resolveServer, type TemporalServer } from '../../src/worker/dev-server';
+import { ensureBuilt } from './build';
 
 declare global {
   var cadreTestServer: TemporalServer | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
+  ensureBuilt((line) => process.stderr.write(`${line}\n`));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-test-'));
   const server = await resolveServer({ dataDir: dir, ephemeral: true, log: (line) => process.stderr.write(`${line}\n`) });
   globalThis.cadreTestServer = server;
@@ -22,6 +24,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.CADRE_TEST_ADDRESS = server.address;
   process.env.CADRE_TEST_NAMESPACE = server.namespace;
   process.env.CADRE_TEST_BUNDLE = bundlePath;
+  // `cadre worker` and `cadre dev` started by tests run this bundle too, rather than bundle again
+  // (seconds of CPU each); test/worker-command.test.ts starts one from the build's own bundle.
+  process.env.CADRE_WORKFLOW_BUNDLE = bundlePath;
   process.env.CADRE_TEST_DIR = dir;
   // Workers started by tests record no run analytics unless a test turns them on (test/analytics.test.ts),
   // and never into the machine's ~/.cadre.

@@ -11,7 +11,6 @@ import type { CompiledPlan } from '../../src/spec/types';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import type { Diagnostics } from '../../src/protocol/definitions';
 import { type CadreWorkerOptions, createCadreWorker } from '../../src/worker/worker';
-import { TSX } from './tsx';
 
 let counter = 0;
 
@@ -90,7 +89,8 @@ export function step(d: Diagnostics, id: string) {
 
 /** A worker in a process of its own (`worker-process.ts`), so a test can SIGKILL it; resolves once it polls. */
 export function startWorkerProcess(taskQueue: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', TSX, path.join(__dirname, 'worker-process.ts'), taskQueue], {
+  // Compiled by the test run's setup (./build.ts): a worker started after a kill is ready sooner.
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'dist', 'test', 'support', 'worker-process.js'), taskQueue], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
   });

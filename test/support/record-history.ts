@@ -96,6 +96,28 @@ function ruleScenario(workspace: string): void {
   );
 }
 
+/** A scripted agent that writes a call as text (corrected once), then makes the same call three turns in a row (told once). */
+function guardScenario(workspace: string): void {
+  writeFileSync(path.join(workspace, 'notes.txt'), 'three notes\n');
+  const call = '{ toolCalls: [{ name: fs_read, args: { path: notes.txt } }] }';
+  writeFileSync(
+    path.join(workspace, 'guards.yaml'),
+    `turns:
+  - reply:
+      text: |
+        \`\`\`json
+        {"name": "fs_read", "arguments": {"path": "notes.txt"}}
+        \`\`\`
+  - expect: { lastContains: "written as text" }
+    reply: ${call}
+  - reply: ${call}
+  - reply: ${call}
+  - expect: { lastContains: "times in a row" }
+    reply: { text: "three notes" }
+`,
+  );
+}
+
 /** Scripted models for the team scenario: a worker that asks the architect, then starts a subtask. */
 function teamScenarios(workspace: string): void {
   const say = (state: string, extra: string) => `{ name: signal_state, args: { state: ${state}, reason: ok${extra} } }`;
@@ -153,6 +175,29 @@ steps:
   - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
   - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
 output: { alert: "{{ steps.skipped.output.stdout | default('none') }}", stdout: "{{ steps.big.output.stdout }}" }
+`,
+    answers: { confirm: ['yes'], flaky: ['retry'] },
+  },
+  // Recorded after lean steps (patch lean-steps): successors start as a step settles, the common step
+  // is its action's promise; a fan-out and fan-in, a failure skipped and one decided by a human, and
+  // the steps that still take the full path (when, forEach).
+  {
+    name: 'run-plan-lean-steps',
+    plan: `
+name: replay-lean-steps
+steps:
+  - { id: big, tool: shell, with: { command: "node -e 'console.log(JSON.stringify({ count: 300, items: Array.from({ length: 300 }, (_, i) => ({ name: \\"item-\\" + i, pad: \\"x\\".repeat(300) })) }))'" } }
+  - { id: left, dependsOn: [big], tool: fs.write, with: { path: left.txt, content: "left" } }
+  - { id: right, dependsOn: [big], tool: shell, with: { command: "echo right" } }
+  - { id: join, dependsOn: [left, right], tool: fs.read, with: { path: left.txt } }
+  - { id: broken, dependsOn: [join], onFailure: skip, tool: fs.read, with: { path: missing.txt } }
+  - { id: check, when: "steps.big.output.json.items[0].name == 'item-0'", tool: fs.write, with: { path: checked.txt, content: "{{ steps.big.output.json.count }}" } }
+  - { id: each, forEach: "{{ steps.big.output.json.items }}", as: it, concurrency: 5, tool: fs.write, with: { path: "out/{{ index }}.txt", content: "{{ it.name }}" } }
+  - { id: skipped, when: "false", tool: shell, with: { command: "echo never" } }
+  - { id: confirm, dependsOn: [each, broken], ask: { question: "Last is {{ steps.big.output.json.items[299].name }}?", choices: [yes, no] } }
+  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
+  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
+output: { joined: "{{ steps.join.output.content }}", alert: "{{ steps.skipped.output.stdout | default('none') }}" }
 `,
     answers: { confirm: ['yes'], flaky: ['retry'] },
   },
@@ -243,6 +288,19 @@ output: "{{ steps.act.output }}"
     answers: { 'act/call-2.1': ['always'] },
     children: { 'agent-task-command-rules': '/act' },
     setup: ruleScenario,
+  },
+  // The turn guards (patch turn-guards): a call written as text corrected once, a loop of one call pointed out once.
+  {
+    name: 'run-plan-turn-guards',
+    plan: `
+name: replay-turn-guards
+steps:
+  - { id: act, agent: { prompt: "Read notes.txt", model: "scripted:guards.yaml", tools: [fs.read] } }
+output: "{{ steps.act.output }}"
+`,
+    answers: {},
+    children: { 'agent-task-turn-guards': '/act' },
+    setup: guardScenario,
   },
   // A team: a worker asks a question a specialist answers, then waits for a subtask.
   {

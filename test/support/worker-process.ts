@@ -1,7 +1,8 @@
 /**
  * A cadre worker in a process of its own, so a test can SIGKILL it mid-plan.
- * Usage: tsx test/support/worker-process.ts <taskQueue>  (env: CADRE_TEST_ADDRESS, CADRE_TEST_BUNDLE;
- * CADRE_TEST_ACTIVITIES_ONLY=1 for a worker that runs activities and no workflows)
+ * Usage: node dist/test/support/worker-process.js <taskQueue>, compiled by the test run's setup
+ * (env: CADRE_TEST_ADDRESS, CADRE_TEST_BUNDLE; CADRE_TEST_ACTIVITIES_ONLY=1 for a worker that runs
+ * activities and no workflows)
  */
 import { installConciseLogging } from '../../src/worker/logging';
 import { createCadreWorker } from '../../src/worker/worker';

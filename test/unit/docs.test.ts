@@ -8,6 +8,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import YAML from 'yaml';
 import { buildProgram } from '../../src/client/cli';
+import { parseModelsSection } from '../../src/providers/config';
 import { roleSandboxSchema } from '../../src/sandbox/schema';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import { DOCS, asPlan, codeBlocks, named, root } from './doc-plans';
@@ -68,13 +69,23 @@ test('every cadre command line in the README and docs names a real command and i
       words.splice(0, option.required || option.optional ? 2 : 1);
     }
     if (words.length === 0 || words[0] === '') return [];
-    const command = program.commands.find((c) => c.name() === words[0]);
-    if (!command) return [`${b.file}: "${line}": no command ${words[0]}`];
+    const group = program.commands.find((c) => c.name() === words[0]);
+    if (!group) return [`${b.file}: "${line}": no command ${words[0]}`];
+    // A command of a group (`cadre models test`): its own options count.
+    const sub = group.commands.length > 0 ? group.commands.find((c) => c.name() === words[1]) : undefined;
+    if (group.commands.length > 0 && !sub) return [`${b.file}: "${line}": ${words[0]} has no command ${words[1]}`];
+    const command = sub ?? group;
     const known = new Set([...global, ...command.options.flatMap((o) => [o.long, o.short]), '--help']);
-    const flags = words.slice(1).map((w) => w.replace(/^\[/, '').replace(/[\]=].*$/, '')).filter((w) => /^--?[a-z]/.test(w));
-    return flags.filter((f) => !known.has(f)).map((f) => `${b.file}: "${line}": ${words[0]} has no option ${f}`);
+    const flags = words.slice(sub ? 2 : 1).map((w) => w.replace(/^\[/, '').replace(/[\]=].*$/, '')).filter((w) => /^--?[a-z]/.test(w));
+    return flags.filter((f) => !known.has(f)).map((f) => `${b.file}: "${line}": ${words.slice(0, sub ? 2 : 1).join(' ')} has no option ${f}`);
   });
   expect(problems).toEqual([]);
+});
+
+test('every models section of cadre.config.yaml in the docs is one workers accept', () => {
+  const shown = blocks.filter((b) => b.lang === 'yaml' && /^models:/m.test(b.code));
+  expect(shown.length).toBeGreaterThanOrEqual(2);
+  for (const block of shown) expect(() => parseModelsSection(block.code, named(block))).not.toThrow();
 });
 
 test('the step kind guide shows the echo kind as it is in the source', () => {

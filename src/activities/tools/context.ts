@@ -25,6 +25,8 @@ export interface ToolContext {
   limits: OutputLimits;
   stepId: string;
   attempt: number;
+  /** Names this tool call, the same in each of its attempts (activity ids are): a retry finds what an earlier attempt did. */
+  call?: string;
   signal: AbortSignal;
   /** How the processes a tool starts are contained (people set it: plan, role, worker), and what they never get. */
   sandbox: ToolSandbox;

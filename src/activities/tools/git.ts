@@ -15,8 +15,9 @@ export const gitStatusTool = (_params: unknown, ctx: ToolContext) => worktreeSta
 /** Back to the commit the worktree started from: its commits, changes and untracked files dropped. */
 export const gitResetTool = (_params: unknown, ctx: ToolContext) => resetWorktree({ path: worktreeOf(ctx, 'git.reset') });
 
+/** A retry of a call whose killed attempt made the commit reports that commit (ctx.call names the call). */
 export const gitCommitTool = (params: GitCommitParams, ctx: ToolContext) =>
-  commitWorktree({ path: worktreeOf(ctx, 'git.commit'), message: params.message, ...(params.all !== undefined && { all: params.all }) });
+  commitWorktree({ path: worktreeOf(ctx, 'git.commit'), message: params.message, ...(params.all !== undefined && { all: params.all }), ...(ctx.call !== undefined && { call: ctx.call }) });
 
 /** Merges the worktree's branch into its base (or `into`), in the repository it came from. */
 export async function gitMergeTool(params: GitMergeParams, ctx: ToolContext) {

@@ -46,6 +46,6 @@ export async function runTool(tool: string, params: unknown, ctx: Omit<ToolConte
   // Workers on other machines (containers) may not have the plan's workspace: said once, as WorkspaceMissing.
   // In a worktree, its `.git` (a file linking to the repository's metadata) is out of bounds too.
   const boundary = await openBoundary(ctx.workspace, { name: ctx.worktree ? 'worktree' : 'workspace', deny: PROTECTED_PATHS });
-  const { stepId, attempt, signal, limits, sandbox } = ctx;
-  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, signal, limits, sandbox });
+  const { stepId, attempt, call, signal, limits, sandbox } = ctx;
+  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, ...(call !== undefined && { call }), signal, limits, sandbox });
 }

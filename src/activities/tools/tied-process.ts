@@ -1,33 +1,36 @@
 /**
  * Shell commands whose whole process tree dies with the worker that started them.
  *
- * A command runs under a small `/bin/sh` watchdog that leads a process group of its own (so
- * cancellation can SIGKILL the whole tree at once) and holds one end of a pipe, its fd 3, whose
- * other end only this worker holds. However the worker dies, SIGKILL included, the kernel closes
- * that end: the watchdog reads EOF and SIGKILLs its process group, the command and everything it
- * started, within milliseconds. When the command has finished (exited, and its output closed),
- * the worker writes "done" first, so background processes a command deliberately leaves running
- * outlive the step, as they always did.
+ * A command runs in a process group of its own (so cancellation can SIGKILL the whole tree at
+ * once), started by a small `/bin/sh` watchdog that leaves a guard in the group holding one end of
+ * a pipe, its fd 3, whose other end only this worker holds. However the worker dies, SIGKILL
+ * included, the kernel closes that end: the guard reads EOF and SIGKILLs its process group, the
+ * command and everything it started, within milliseconds. When the command has finished (exited,
+ * and its output closed), the worker writes "done" first, so background processes a command
+ * deliberately leaves running outlive the step, as they always did.
+ *
+ * cadre's own git runs under the same watchdog (see tiedGit below), started by simple-git.
  *
  * Not covered: a process that leaves the group on purpose (`setsid`, `setpgid`, a daemon's
  * double fork) is out of reach of any process-group kill, this one included.
  */
 import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { packageRoot } from '../../package-root';
 
-const WATCHDOG = `
-/bin/sh -c "$1" 3<&- &
-command=$!
+/** Becomes the program its arguments name ("$@"), leaving a guard behind on the lifeline, fd 3. */
+export const WATCHDOG = `
 { read -r word <&3; [ "$word" = done ] || kill -s KILL 0; } >/dev/null 2>&1 &
-exec 3<&-
-wait "$command"
+exec "$@" 3<&-
 `;
-// Line by line: the command runs without the lifeline (fd 3); a guard in the background waits on
-// the lifeline and, on EOF without "done", kills the process group, itself included; the watchdog
-// exits with the command's status (128+n for signal n).
+// Line by line: a guard in the background waits on the lifeline and, on EOF without "done", kills
+// the process group, itself included; the watchdog then becomes the program (same process, so its
+// exit status is the program's), without the lifeline.
 
-/** `argv` of the watchdog before the command, for size checks. */
-export const WATCHDOG_ARGS = ['/bin/sh', '-c', WATCHDOG, 'cadre-watchdog'] as const;
+/** `argv` of the watchdog before a shell command, for size checks: the command runs as `/bin/sh -c <command>`. */
+export const WATCHDOG_ARGS = ['/bin/sh', '-c', WATCHDOG, 'cadre-watchdog', '/bin/sh', '-c'] as const;
 
 export interface TiedOptions {
   cwd: string;
@@ -46,7 +49,7 @@ export interface TiedProcess {
   release(): void;
 }
 
-/** Starts `command` under the watchdog; throws as `spawn` does (E2BIG for a too-big environment). */
+/** Starts the shell command `command` under the watchdog; throws as `spawn` does (E2BIG for a too-big environment). */
 export function spawnTied(command: string, options: TiedOptions): TiedProcess {
   const [file, ...args] = WATCHDOG_ARGS;
   const child = spawn(file, [...args, command], {
@@ -63,7 +66,8 @@ export function spawnTied(command: string, options: TiedOptions): TiedProcess {
   lifeline.on('error', () => undefined);
   const exited = new Promise<number>((resolve, reject) => {
     child.once('error', reject);
-    child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+    // A shell's way to say "killed by signal n": 128+n.
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : 1)));
   });
   // Not the child's 'close' event: that one also waits for the lifeline, which stays open until release().
   const closed = (stream: Readable) => new Promise((resolve) => stream.once('close', resolve));
@@ -82,3 +86,20 @@ export function spawnTied(command: string, options: TiedOptions): TiedProcess {
     },
   };
 }
+
+/**
+ * How simple-git starts cadre's own git so that git, and whatever git starts, die with the worker.
+ * simple-git spawns a program of our choosing with one argument before git's (its "custom binary"),
+ * but no other spawn option: no process group, no fd 3. So `setsid` makes the group (git's
+ * program becomes a session and group leader: simple-git's child never leads a group, so setsid
+ * runs it in place, with no fork), and bin/cadre-git moves the lifeline from stdin, which simple-git
+ * leaves open, written by no one, until git exits, to fd 3, and runs git under WATCHDOG (passed in
+ * CADRE_WATCHDOG). Once git has exited, Node closes its stdin: the guard kills what git left
+ * running in its group, as when the worker dies.
+ */
+export function tiedGit(): { binary: [string, string]; env: Record<string, string> } {
+  launcher ??= path.join(packageRoot(), 'bin', 'cadre-git');
+  return { binary: ['setsid', launcher], env: { CADRE_WATCHDOG: WATCHDOG } };
+}
+
+let launcher: string | undefined;

@@ -52,10 +52,10 @@ export function registerWorkerCommands(program: Command): void {
       }
       const sandboxWarning = workerSandboxWarning();
       if (sandboxWarning) statusLine(`warning: ${sandboxWarning}`);
-      statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}" (bundling workflows...)`, { address: server.address, namespace: server.namespace, taskQueue: taskQueue() });
-      const { worker, connection, tracing } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
+      statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}"`, { address: server.address, namespace: server.namespace, taskQueue: taskQueue() });
+      const { worker, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
       const running = worker.run();
-      statusLine('worker running; Ctrl-C stops it after running tools finish', metricsPort === undefined ? {} : { metrics: `http://0.0.0.0:${metricsPort}/metrics` });
+      statusLine(`worker running (workflows: ${workflowCode}); Ctrl-C stops it after running tools finish`, { workflowCode, ...(metricsPort !== undefined && { metrics: `http://0.0.0.0:${metricsPort}/metrics` }) });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;

@@ -3,16 +3,13 @@
  * results → the next turn, until a final answer, the turn limit or the token budget. Every model
  * turn and tool call is an activity, so a worker that dies mid-loop costs nothing already done.
  * Bad tool calls (unknown tool, invalid arguments, a tool's error, a denial) go back to the model
- * as tool results; only cadre's own limits and a failing model end a loop. Used by `agentTask`
- * (one answer) and `session` (one answer per message).
+ * as tool results; only cadre's own limits, its turn guards (a call written as text twice, the
+ * same calls four turns in a row: protocol/agent-guards.ts) and a failing model end a loop. Used
+ * by `agentTask` (one answer) and `session` (one answer per message).
  */
-import type { Duration } from '@temporalio/common';
-import { ApplicationFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
 import { ApprovalGate } from './approval-gate';
 import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
-import { BLOB_THRESHOLD_BYTES } from '../../spec/limits';
-import type { Approvals } from '../../spec/types';
-import type { SandboxSpec } from '../../sandbox/profile';
 import { approvalFor, matchChoice } from './approvals';
 import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from '../common/clock';
@@ -20,105 +17,21 @@ import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/
 import { describeFailure } from '../common/failures';
 import { HumanWaits, splitAnswer } from '../plan/waits';
 import type { StreamTarget } from '../../protocol/stream';
+import { TurnGuards } from '../../protocol/agent-guards';
+import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
+import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 
-export interface LoopSpec {
-  /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
-  label: string;
-  model?: string;
-  system?: string;
-  tools: string[];
-  approvals: Approvals;
-  /** The approvals of the agents that started this one (a subtask's parent): none may be loosened. */
-  inheritedApprovals?: Approvals[];
-  approvalTimeout: string;
-  /** Model turns for one answer. */
-  maxTurns: number;
-  /** Input plus output tokens over the loop's whole life. */
-  maxTokens?: number;
-  /** JSON Schema of a structured final answer. */
-  output?: Record<string, unknown>;
-  /** A decision: the final answer must name one of these. */
-  choices?: string[];
-  workspace: string;
-  worktree?: boolean;
-  /** Whose blob store holds big tool outputs: the plan's workspace when `workspace` is a worktree. */
-  storeWorkspace?: string;
-  /** The plan's sandbox and egress, for the worker to apply to every tool call. */
-  sandbox?: SandboxSpec;
-  /** Attempts of one model turn before its failure goes to `recover` (default 8). */
-  modelAttempts?: number;
-  /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */
-  toolHeartbeatTimeout?: Duration;
-  /** The run's stream (the plan run's or the session's workflow), and the turns counted before this loop. */
-  stream?: { workflowId: string; turnBase?: number };
-}
+export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
+export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
 
-/**
- * A tool the workflow itself answers (a team worker's `signal_state`): no activity, its effect is
- * on the workflow's own state. `final` ends the loop with that output.
- */
-export interface WorkflowTool {
-  name: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-  call(args: Record<string, unknown>, callId: string): Promise<{ result: unknown; isError?: boolean; final?: { output: unknown } }>;
-}
-
-export interface LoopHooks {
-  changed(): void;
-  waitsChanged(): void;
-  /** Tools the workflow answers, offered beside the spec's. */
-  workflowTools?: WorkflowTool[];
-  /** The loop moved on: a model turn came back, a tool call started or ended. */
-  progressed?(): void;
-  /**
-   * A failed model turn or tool call, before it counts: `retry` (with another model, when given)
-   * runs it again; undefined lets the failure stand.
-   */
-  recover?(err: unknown, where: 'model' | 'tool', tool?: string): Promise<{ retry: true; model?: string } | undefined>;
-  /**
-   * A team worker must end with a state signal: a turn with neither tool calls nor one comes here
-   * (the count of such turns in a row), and the text returned is sent to the model as the next prompt.
-   */
-  silent?(count: number): Promise<string>;
-}
-
-export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;
 type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
 /** Agents started on this code judge shell calls by command rules (approval-gate.ts). */
 const PATCH_COMMAND_RULES = 'command-rules';
-/** Tool results are sent back to the model; this keeps a runaway one from filling history. */
-const MAX_RESULT_CHARS = 64 * 1024;
+/** Agents started on this code fail a tool call written as text and a loop of the same calls (protocol/agent-guards.ts). */
+const PATCH_TURN_GUARDS = 'turn-guards';
 /** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
 const MAX_PROMPT_ARGS_CHARS = 2000;
 
-function modelActivities(maximumAttempts = 8) {
-  return proxyActivities<Activities>({
-  startToCloseTimeout: '5m',
-  // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
-  heartbeatTimeout: '10s',
-  summary: 'model turn',
-  retry: {
-    initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '1m',
-    maximumAttempts,
-    // Fixing these takes a person (a key, a model name, a shorter prompt); retrying only repeats the bill.
-    nonRetryableErrorTypes: [
-      'ModelConfigInvalid',
-      'BadModelRequest',
-      'ModelAuthFailed',
-      'ModelNotFound',
-      'ModelContextTooLong',
-      'ModelRequestRejected',
-      'StructuredOutputInvalid',
-      'ScriptMismatch',
-    ],
-  },
-});
-}
-
-const toolset = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' });
 export class AgentLoop {
   readonly usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   readonly waits: HumanWaits;
@@ -133,6 +46,8 @@ export class AgentLoop {
   private model?: string;
   /** Runs from before command rules decided with globs in the workflow, and must replay that way. */
   private readonly gate?: ApprovalGate;
+  /** Runs from before the turn guards took any answer as an answer and let loops run to maxTurns. */
+  private readonly guarded: boolean;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -146,6 +61,7 @@ export class AgentLoop {
       const gate = { label: spec.label, approvals: spec.approvals, approvalTimeout: spec.approvalTimeout, ...(spec.inheritedApprovals && { inherited: spec.inheritedApprovals }) };
       this.gate = new ApprovalGate(gate, this.waits, () => hooks.waitsChanged(), (event) => this.record(event));
     }
+    this.guarded = patched(PATCH_TURN_GUARDS);
   }
 
   /** Tools running now. */
@@ -164,6 +80,7 @@ export class AgentLoop {
     const own = new Map((this.hooks.workflowTools ?? []).map((t) => [t.name, t]));
     const offered = [...tools, ...own.values()];
     let silentTurns = 0;
+    const guards = this.guarded ? new TurnGuards() : undefined;
     for (let turns = 0; ; turns++) {
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
@@ -174,6 +91,11 @@ export class AgentLoop {
       messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });
       this.checkBudget();
       if (turn.toolCalls.length === 0) {
+        const correction = guards?.answer(turn);
+        if (correction !== undefined) {
+          messages.push({ role: 'user', content: correction });
+          continue;
+        }
         if (this.hooks.silent) {
           messages.push({ role: 'user', content: await this.hooks.silent(++silentTurns) });
           continue;
@@ -184,6 +106,7 @@ export class AgentLoop {
         continue;
       }
       silentTurns = 0;
+      const repeating = guards?.calls(turn.toolCalls);
       await this.gate?.prepare(turn.toolCalls.flatMap((call) => (byName.has(call.name) && call.error === undefined ? [{ tool: (byName.get(call.name) as AgentTool).tool, args: call.args }] : [])));
       const results = await Promise.all(
         turn.toolCalls.map((call, index) => {
@@ -195,6 +118,7 @@ export class AgentLoop {
       messages.push(...results.map((r) => r.message));
       const final = results.find((r) => r.final);
       if (final?.final) return final.final.output;
+      if (repeating !== undefined) messages.push({ role: 'user', content: repeating });
     }
   }
 
@@ -334,13 +258,7 @@ export class AgentLoop {
   }
 
   private toolActivities(tool: string, callId: string) {
-    return proxyActivities<Activities>({
-      activityId: `${this.spec.label}/${callId}`,
-      summary: `${this.spec.label}: ${tool}`,
-      scheduleToCloseTimeout: '10m',
-      heartbeatTimeout: this.spec.toolHeartbeatTimeout ?? '10s',
-      retry: { maximumAttempts: 3, initialInterval: '1s' },
-    });
+    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout);
   }
 
   /** Runs from before command rules: globs decided in the workflow, first match wins. Undefined when the call may run. */
@@ -371,29 +289,3 @@ export class AgentLoop {
   }
 }
 
-/** The ApplicationFailure in an error's causes (an activity's, a child's), or one made from the error. */
-export function asFailure(err: unknown): ApplicationFailure {
-  for (let cursor: unknown = err, depth = 0; cursor instanceof Error && depth < 10; depth++) {
-    if (cursor instanceof ApplicationFailure) return cursor;
-    cursor = (cursor as { cause?: unknown }).cause;
-  }
-  return ApplicationFailure.create({ type: 'AgentFailed', message: describeFailure(err).message, nonRetryable: false });
-}
-
-/** What the model reads back for a tool call: its result (clipped), marked when it is an error. */
-function toolReply(call: ModelToolCall, result: unknown, isError?: boolean): ToolMessage {
-  return { role: 'tool', toolCallId: call.id, toolName: call.name, result: clipResult(result), ...(isError && { isError: true }) };
-}
-
-function clipResult(result: unknown): unknown {
-  const text = typeof result === 'string' ? result : JSON.stringify(result);
-  if (text === undefined || text.length <= MAX_RESULT_CHARS) return result ?? null;
-  return `${text.slice(0, MAX_RESULT_CHARS)}… (${text.length - MAX_RESULT_CHARS} more characters not shown; read the rest in parts, e.g. with shell and head/tail)`;
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
-}
-
-/** Tool output bytes an agent keeps in its history: bigger parts are stored and passed by reference. */
-export const AGENT_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);

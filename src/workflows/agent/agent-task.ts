@@ -377,16 +377,17 @@ class AgentRun {
     };
   }
 
-  /** The Web UI's Current Details: what the agent is doing, as a Markdown list. */
+  /** The Web UI's Current Details: what the agent is doing, as a Markdown list (made at every move: only what it shows is read). */
   private publish(): void {
-    const d = this.diagnostics();
+    const { loop } = this;
+    const running = loop.runningTools();
     const lines = [
-      `**${d.kind} ${d.step}**: ${d.state.replaceAll('_', ' ')}`,
+      `**${this.input.action.kind} ${this.input.step}**: ${this.reporter.state.replaceAll('_', ' ')}`,
       '',
-      `- turn ${d.turns} of at most ${d.maxTurns}`,
-      `- ${d.toolCalls} tool calls${d.running.length ? `, running: ${d.running.join(', ')}` : ''}`,
-      `- tokens: ${d.usage.inputTokens} in, ${d.usage.outputTokens} out`,
-      ...d.waiting.map((w) => `- waiting for approval \`${w.id}\`: \`cadre approve <run> ${w.id}\` or \`cadre deny <run> ${w.id} --reason ...\``),
+      `- turn ${loop.turns} of at most ${loop.maxTurns}`,
+      `- ${loop.toolCalls} tool calls${running.length ? `, running: ${running.join(', ')}` : ''}`,
+      `- tokens: ${loop.usage.inputTokens} in, ${loop.usage.outputTokens} out`,
+      ...loop.waiting().map((w) => `- waiting for approval \`${w.id}\`: \`cadre approve <run> ${w.id}\` or \`cadre deny <run> ${w.id} --reason ...\``),
     ];
     setCurrentDetails(lines.join('\n'));
   }

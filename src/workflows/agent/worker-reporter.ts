@@ -11,6 +11,12 @@ import { type WorkerState, WorkerStateMachine, type WorkerTransition } from '../
 export class WorkerReporter {
   readonly machine = new WorkerStateMachine();
   private readonly sending = new Set<Promise<void>>();
+  /**
+   * Where the signals go, and the one scope they are sent in, made at the first move: a scope and a
+   * handle for each move cost a dozen promises, each of which the SDK makes costly (it records its
+   * stack), and a team of workers moves often (bench/team-signals).
+   */
+  private target?: { handle: ReturnType<typeof getExternalWorkflowHandle>; scope: CancellationScope; who: { workflowId: string; step?: string; role?: string } } | null;
 
   /**
    * @param reports false while replaying runs recorded before workers reported their state.
@@ -49,14 +55,19 @@ export class WorkerReporter {
 
   private report(transition: WorkerTransition): void {
     upsertSearchAttributes([{ key: CadreWorkerState, value: transition.to }]);
-    const parent = workflowInfo().parent;
-    const target = this.team ? getExternalWorkflowHandle(this.team.runId) : parent && getExternalWorkflowHandle(parent.workflowId, parent.runId);
+    const target = (this.target ??= this.teamRun());
     if (!target) return;
-    const who = this.team ? { step: this.team.step, ...(this.team.role && { role: this.team.role }) } : {};
-    // Sent even while the worker is being cancelled, so the team sees it go; a team run that ended cannot be told.
-    const sent = CancellationScope.nonCancellable(() => target.signal(workerStateSignal, { workflowId: workflowInfo().workflowId, ...who, ...transition }))
-      .catch(() => undefined)
-      .finally(() => this.sending.delete(sent));
+    // Sent even while the worker is being cancelled (the scope cannot be), so the team sees it go; a team run that ended cannot be told.
+    const done = () => void this.sending.delete(sent);
+    const sent: Promise<void> = target.scope.run(() => target.handle.signal(workerStateSignal, { ...target.who, ...transition })).then(done, done);
     this.sending.add(sent);
+  }
+
+  private teamRun(): NonNullable<WorkerReporter['target']> | null {
+    const parent = workflowInfo().parent;
+    const handle = this.team ? getExternalWorkflowHandle(this.team.runId) : parent && getExternalWorkflowHandle(parent.workflowId, parent.runId);
+    if (!handle) return null;
+    const who = { workflowId: workflowInfo().workflowId, ...(this.team && { step: this.team.step, ...(this.team.role && { role: this.team.role }) }) };
+    return { handle, scope: new CancellationScope({ cancellable: false }), who };
   }
 }

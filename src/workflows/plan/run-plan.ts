@@ -12,7 +12,7 @@ import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../spec/types';
 import { compileDocument, isPlanDocument } from './plan-document';
 import { isoAt, nowMs } from '../common/clock';
-import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepStatus, type WaitKind } from '../../protocol/definitions';
+import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepRecord, type StepStatus, type WaitKind } from '../../protocol/definitions';
 import { describeFailure, type StepError } from '../common/failures';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
@@ -27,6 +27,13 @@ const MAX_AUTO_EXTENSIONS = 3;
 const PATCH_RUN_STREAM = 'run-stream';
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
+
+/** A running step: its record, how it ends, and its timeout (an extension lengthens it). */
+interface BegunStep {
+  record: StepRecord;
+  end: (status: StepStatus, note?: string) => void;
+  timeout: string | undefined;
+}
 
 function stepEnded(step: string, status: StepStatus, error: string | undefined, note: string | undefined): OwnEvent {
   if (status === 'failed') return { type: 'step_failed', step, error: error ?? note ?? 'failed' };
@@ -59,6 +66,9 @@ export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<
 
 class PlanRun extends PlanRunState {
   private readonly drainsStream = patched(PATCH_RUN_STREAM);
+  /** Lean runs (run-state.ts): the scheduler's scope and running steps, for the pass a settling step makes; and the version that pass saw. */
+  private steps?: { scope: CancellationScope; running: Map<string, Promise<void>> };
+  private passed = -1;
 
   async run(): Promise<PlanResult> {
     try {
@@ -109,16 +119,25 @@ class PlanRun extends PlanRunState {
 
   /** Starts steps as they become ready, until none runs and none can start (or an abort stops it). */
   private async schedule(stepsScope: CancellationScope, running: Map<string, Promise<void>>): Promise<void> {
+    if (this.lean) this.steps = { scope: stepsScope, running };
+    const ended = () => running.size === 0 && (this.abortReason !== undefined || this.book.allEnded);
     for (;;) {
-      if (!this.paused && !this.abortReason) {
-        for (const id of this.book.takeReady()) this.start(this.book.step(id), stepsScope, running);
-      }
-      this.publishStatus();
-      if (this.abortReason && running.size > 0) stepsScope.cancel();
-      if (running.size === 0 && (this.abortReason || this.book.allEnded)) return;
+      this.pass(stepsScope, running);
+      if (ended()) return;
       const seen = this.version;
-      await condition(() => this.version !== seen);
+      // Lean runs: a step's end has made its pass already (settle), so only other changes, or the end, wake this.
+      await condition(this.lean ? () => this.version !== this.passed || ended() : () => this.version !== seen);
     }
+  }
+
+  /** One look at the run: ready steps started, the status published, running steps cancelled on an abort. */
+  private pass(stepsScope: CancellationScope, running: Map<string, Promise<void>>): void {
+    if (!this.paused && !this.abortReason) {
+      for (const id of this.book.takeReady()) this.start(this.book.step(id), stepsScope, running);
+    }
+    this.publishStatus();
+    if (this.abortReason && running.size > 0) stepsScope.cancel();
+    this.passed = this.version;
   }
 
   /** Waits for the cancelled steps, runs compensations, and fails the run with the abort's reason. */
@@ -133,23 +152,24 @@ class PlanRun extends PlanRunState {
 
   /** Starts a step in the steps' cancellation scope; its promise settles when the step is done. */
   private start(step: CompiledStep, scope: CancellationScope, running: Map<string, Promise<void>>): void {
+    const settled = () => this.settle(running, step.id);
+    const faulted = (err: unknown) => {
+      // executeStep handles every step failure; what reaches here is a fault in cadre itself.
+      const internal = !isCancellation(err);
+      if (internal && this.hardened) this.abortReason ??= `cadre internal error in step "${step.id}": ${messageOf(err)}`;
+      settled();
+      if (internal && !this.hardened) throw err;
+    };
+    const quick = this.lean ? this.quickStep(step, settled, faulted) : undefined;
+    if (quick) {
+      running.set(step.id, quick);
+      return;
+    }
     // Patched runs schedule inside that scope already: the step's call inherits it.
     const done = this.hardened ? this.executeStep(step) : scope.run(() => this.executeStep(step));
     // Settled after the step's promise, never inside it: a step can end without awaiting (a false
     // `when`), before `running` holds it.
-    running.set(
-      step.id,
-      done.then(
-        () => this.settle(running, step.id),
-        (err) => {
-          this.settle(running, step.id);
-          if (isCancellation(err)) return;
-          // executeStep handles every step failure; what reaches here is a fault in cadre itself.
-          if (!this.hardened) throw err;
-          this.abortReason ??= `cadre internal error in step "${step.id}": ${messageOf(err)}`;
-        },
-      ),
-    );
+    running.set(step.id, done.then(settled, faulted));
   }
 
   /** The plan's output, then the result; either one too big or unreadable fails the run with the reason. */
@@ -188,10 +208,47 @@ class PlanRun extends PlanRunState {
   private settle(running: Map<string, Promise<void>>, id: string): void {
     running.delete(id);
     this.changed();
+    if (this.steps) this.pass(this.steps.scope, this.steps.running);
   }
 
   /** One step, with its failures decided (retry, extend, skip, abort) until it ends. */
-  private async executeStep(step: CompiledStep): Promise<void> {
+  private executeStep(step: CompiledStep): Promise<void> {
+    let begun: BegunStep;
+    try {
+      begun = this.begin(step);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.attempts(step, begun);
+  }
+
+  /**
+   * Lean runs: a step without `when` or forEach, the common one, is its action's promise and one
+   * handler that ends and settles it, no promise of its own (each one a workflow makes costs: the
+   * SDK records its stack). A failure, thrown at once or later, goes on as any step's does.
+   */
+  private quickStep(step: CompiledStep, settled: () => void, faulted: (err: unknown) => void): Promise<void> | undefined {
+    if (step.when !== undefined || step.forEach !== undefined) return undefined;
+    const begun = this.begin(step);
+    const slow = (error: unknown) => this.attempts(step, begun, { error }).then(settled, faulted);
+    let action: Promise<ToolResult>;
+    try {
+      action = this.runAction(step, this.scope(), begun.timeout, step.id);
+    } catch (error) {
+      return slow(error);
+    }
+    return action.then((result) => {
+      try {
+        this.completed(step, begun, this.counted(step, result));
+      } catch (err) {
+        return faulted(err);
+      }
+      settled();
+    }, slow);
+  }
+
+  /** The step is running: its record, its stream event, and how it ends. */
+  private begin(step: CompiledStep): BegunStep {
     const record = this.record(step.id);
     const started = nowMs();
     this.book.setStatus(step.id, 'running');
@@ -207,11 +264,28 @@ class PlanRun extends PlanRunState {
       this.stream.publish(stepEnded(step.id, status, record.error, note));
     };
     // People and agents may take a day: their kinds wait without limit unless the step sets a timeout.
-    let timeout = step.timeout ?? (kindOf(step.action).unbounded ? undefined : DEFAULT_STEP_TIMEOUT);
+    return { record, end, timeout: step.timeout ?? (kindOf(step.action).unbounded ? undefined : DEFAULT_STEP_TIMEOUT) };
+  }
+
+  private completed(step: CompiledStep, { record, end }: BegunStep, output: unknown): void {
+    this.book.scope[step.id].output = output;
+    this.compensations.completed(step.id);
+    delete record.error;
+    end('completed');
+  }
+
+  /** Runs the step until it ends; `first` is a failure of an attempt already made (lean runs). */
+  private async attempts(step: CompiledStep, begun: BegunStep, first?: { error: unknown }): Promise<void> {
+    const { record, end } = begun;
     let extensions = 0;
     const itemResults = new Map<number, unknown>();
     for (;;) {
       try {
+        if (first) {
+          const { error } = first;
+          first = undefined;
+          throw error;
+        }
         if (step.when !== undefined) {
           const holds = this.conditionHolds(step.when);
           // No await unless an activity decides: an await, even of a boolean, would reorder commands.
@@ -221,11 +295,8 @@ class PlanRun extends PlanRunState {
           }
         }
         const output =
-          step.forEach !== undefined ? await this.loops.run(step, timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), timeout, step.id));
-        this.book.scope[step.id].output = output;
-        this.compensations.completed(step.id);
-        delete record.error;
-        end('completed');
+          step.forEach !== undefined ? await this.loops.run(step, begun.timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), begun.timeout, step.id));
+        this.completed(step, begun, output);
         return;
       } catch (err) {
         if (isCancellation(err)) {
@@ -240,7 +311,7 @@ class PlanRun extends PlanRunState {
         if (decision === 'retry') continue;
         if (decision === 'extend') {
           extensions++;
-          timeout = extendBy ?? `${durationMs(timeout ?? DEFAULT_STEP_TIMEOUT) * 2}ms`;
+          begun.timeout = extendBy ?? `${durationMs(begun.timeout ?? DEFAULT_STEP_TIMEOUT) * 2}ms`;
           continue;
         }
         this.errors.push({ step: step.id, message: failure.message });

@@ -36,6 +36,14 @@ const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
  * activities for cheap tools. Runs recorded before replay without it.
  */
 const PATCH_HARDENED = 'engine-hardening';
+/**
+ * Runs that start on this code start a step's successors as the step settles, in the same microtask,
+ * instead of waking the scheduler's `condition` after every step, and attach no audit handler to
+ * tools that start no process: a chain's step made four promises and one call into the workflow's
+ * sandbox more, each of which the SDK makes costly (docs/benchmarks.md, plan overhead). Runs
+ * recorded before replay without.
+ */
+const PATCH_LEAN_STEPS = 'lean-steps';
 const MAX_SIGNAL_ERRORS = 50;
 /** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
 export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
@@ -45,6 +53,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected readonly book: StepBook;
   readonly waits: HumanWaits;
   readonly hardened: boolean;
+  /** Steps' successors start as they settle, and only process tools get an audit handler (patch lean-steps). */
+  readonly lean: boolean;
   readonly templates: ResolveOptions;
   protected readonly names = new ExpressionNames();
   /** forEach steps, and their long loops kept across re-runs of a step. */
@@ -76,6 +86,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.plan = input.plan;
     this.book = new StepBook(this.plan.steps);
     this.hardened = patched(PATCH_HARDENED);
+    this.lean = patched(PATCH_LEAN_STEPS);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());

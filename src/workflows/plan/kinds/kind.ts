@@ -19,6 +19,8 @@ export interface PlanRunContext {
   readonly plan: CompiledPlan;
   /** Runs recorded before the engine's hardening replay without it (patch engine-hardening). */
   readonly hardened: boolean;
+  /** Runs recorded before lean steps replay without them (patch lean-steps). */
+  readonly lean: boolean;
   readonly templates: ResolveOptions;
   readonly activityIds: ActivityIds;
   readonly worktrees: WorktreeLeases;

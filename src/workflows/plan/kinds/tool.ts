@@ -21,6 +21,7 @@ export const toolKind: StepKind = {
       workspace: run.plan.workspace,
       local: run.hardened && runsLocally(step, action.tool),
       ids: run.activityIds,
+      auditsProcessToolsOnly: run.lean,
       ...run.inline(),
       ...run.sandbox(),
     };
