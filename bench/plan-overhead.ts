@@ -31,7 +31,7 @@ import type { runPlan } from '../src/workflows';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
-import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
+import { analyticsSettled, quietBundleLogger, resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, BaselineOptions, baselineSteps } from './baseline-workflow';
@@ -105,15 +105,6 @@ function workflowTaskTime(events: HistoryEvent[]): { workflowTasks: number; work
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
 }
-
-const quietBundleLogger = {
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => log(`bundle: ${message}`),
-  error: (message: string) => log(`bundle: ${message}`),
-  log: () => undefined,
-};
 
 /** A chain: step i depends on step i-1, each one the no-op tool call, as an activity or a local activity. */
 function chainPlan(steps: number, workspace: string, local: boolean): CompiledPlan {
@@ -191,12 +182,12 @@ async function main(): Promise<void> {
     await registerSearchAttributes(server, log);
 
     log('bundling workflows...');
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), logger: quietBundleLogger });
+    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), logger: quietBundleLogger(log) });
     const suffix = `${process.pid}-${Date.now().toString(36)}`;
     const taskQueue = `bench-${suffix}`;
     const bareQueue = `bench-bare-${suffix}`;
     const cadre = await createCadreWorker({ address: server.address, namespace: server.namespace, taskQueue, workflowBundle: { code } });
-    const bare = await createBareWorker({ address: server.address, namespace: server.namespace, taskQueue: bareQueue, logger: quietBundleLogger });
+    const bare = await createBareWorker({ address: server.address, namespace: server.namespace, taskQueue: bareQueue, logger: quietBundleLogger(log) });
     const connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection, namespace: server.namespace });
 

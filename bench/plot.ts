@@ -65,8 +65,8 @@ export interface BarOptions {
   rules?: Rule[];
 }
 
-/** Bars grouped on the x axis, one colour per series, the value printed above each bar. */
-export function groupedBars({ title, yTitle, bars, logScale = false, rules = [] }: BarOptions): Vega.Spec {
+/** What every plot shares: the schema, size, title and fonts. */
+function frame(title: string) {
   return {
     $schema: 'https://vega.github.io/schema/vega/v6.json',
     width: WIDTH,
@@ -74,6 +74,13 @@ export function groupedBars({ title, yTitle, bars, logScale = false, rules = [] 
     padding: 10,
     title: { text: title, font: FONT },
     config: { axis: { labelFont: FONT, titleFont: FONT }, legend: { labelFont: FONT, titleFont: FONT } },
+  };
+}
+
+/** Bars grouped on the x axis, one colour per series, the value printed above each bar. */
+export function groupedBars({ title, yTitle, bars, logScale = false, rules = [] }: BarOptions): Vega.Spec {
+  return {
+    ...frame(title),
     data: [
       { name: 'bars', values: bars },
       { name: 'rules', values: rules },
@@ -161,12 +168,7 @@ export interface LineOptions {
 /** One line per series, with its points marked: curves such as time per item against scale. */
 export function lines({ title, xTitle, yTitle, points, logX = false, logY = false, rules = [], symbols = true }: LineOptions): Vega.Spec {
   return {
-    $schema: 'https://vega.github.io/schema/vega/v6.json',
-    width: WIDTH,
-    height: HEIGHT,
-    padding: 10,
-    title: { text: title, font: FONT },
-    config: { axis: { labelFont: FONT, titleFont: FONT }, legend: { labelFont: FONT, titleFont: FONT } },
+    ...frame(title),
     data: [
       { name: 'points', values: points },
       { name: 'rules', values: rules },

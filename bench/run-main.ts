@@ -51,3 +51,13 @@ export async function analyticsSettled(log: (line: string) => void, timeoutMs = 
     await sleep(100);
   }
 }
+
+/** A logger for bundleWorkflowCode that passes on only its warnings and errors. */
+export const quietBundleLogger = (log: (line: string) => void) => ({
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => log(`bundle: ${message}`),
+  error: (message: string) => log(`bundle: ${message}`),
+  log: () => undefined,
+});

@@ -17,6 +17,7 @@ import { installConciseLogging } from '../src/worker/logging';
 import { createCadreWorker } from '../src/worker/worker';
 import { SAMPLE_MS, type WorkerMessage } from './scale-worker';
 import { round } from './stats';
+import { quietBundleLogger } from './run-main';
 import { TSX } from '../test/support/tsx';
 
 export interface ScaleEnv {
@@ -44,15 +45,6 @@ export interface OwnedScaleEnv extends ScaleEnv {
   stop(): Promise<void>;
 }
 
-const quietLogger = (log: (line: string) => void) => ({
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => log(`bundle: ${message}`),
-  error: (message: string) => log(`bundle: ${message}`),
-  log: () => undefined,
-});
-
 /** A server of the benchmark's own (or TEMPORAL_ADDRESS's), cadre's workflows bundled once, a client. */
 export async function startScaleEnv(name: string, log: (line: string) => void): Promise<OwnedScaleEnv> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), `cadre-bench-${name}-`));
@@ -61,7 +53,7 @@ export async function startScaleEnv(name: string, log: (line: string) => void): 
   try {
     await registerSearchAttributes(server, log);
     log('bundling workflows...');
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: quietLogger(log) });
+    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: quietBundleLogger(log) });
     const bundlePath = path.join(tmp, 'workflow-bundle.js');
     writeFileSync(bundlePath, code);
     const client = await CadreClient.connect({ address: server.address, namespace: server.namespace });

@@ -25,6 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CadreClient } from '../../src/client/client';
 import { git, tempRepository } from '../support/git-repo';
 import { compile, kill, startWorkerProcess, uniqueId } from '../support/harness';
+import { processAlive as alive } from '../support/processes';
 
 const MERGES = 10;
 /** Where the first git operation of run `i` stalls, and is killed. */
@@ -136,15 +137,6 @@ function tryGit(repo: string, ...args: string[]): string {
   }
 }
 
-/** Whether a process runs (a zombie, dead and not yet reaped by whoever inherited it, does not). */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-};
 
 /** Processes whose working directory is inside one of `dirs`. */
 function processesIn(dirs: string[]): string[] {

@@ -19,6 +19,12 @@ export function processesRunning(argv: string[]): number[] {
     .map(Number);
 }
 
+/** Whether a process runs (a zombie, dead and not yet reaped by whoever inherited it, does not). */
+export const processAlive = (pid: number): boolean => {
+  const s = state(String(pid));
+  return s !== undefined && s !== 'Z';
+};
+
 /** Waits until `count(pids)` holds, polling /proc. */
 export async function untilProcesses(argv: string[], test: (pids: number[]) => boolean, timeoutMs: number): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;

@@ -11,18 +11,10 @@ import { spawnTied } from '../../src/activities/tools/tied-process';
 import { hardenedGit } from '../../src/git/hardened';
 import { tempRepository } from '../support/git-repo';
 import { TSX } from '../support/tsx';
+import { processAlive as alive } from '../support/processes';
 
 const TIMEOUT = 30_000;
 
-/** Whether a process runs (a zombie, dead and not yet reaped by whoever inherited it, does not). */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-};
 
 async function gone(pids: number[], withinMs = 3000): Promise<number[]> {
   const until = Date.now() + withinMs;
