@@ -40,9 +40,9 @@ import { loadAverage, median, pidCpuMs, processCpuMs, round, spread } from './st
 import { groupedBars, writePlot } from './plot';
 
 const STEPS = 50;
-const REPETITIONS = scaled(15, 7);
+const REPETITIONS = scaled(15, 5);
 /** Warm-up runs of each variant, so the JIT and the server's caches are warm before measuring. */
-const WARMUPS = scaled(3, 2);
+const WARMUPS = scaled(3, 1);
 /**
  * The no-op every variant runs: reading a 2-byte file from the workspace. It goes through the full
  * `runTool` activity (parameter check, workspace check, I/O) but, unlike `shell: true`, spawns no

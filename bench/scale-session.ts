@@ -30,7 +30,7 @@ export const FULL_TURNS = 10_000;
 export const SMOKE_TURNS = 150;
 const WARMUP = 30;
 /** Turns per point of the plot (the session continues as new every 100: one in each bucket). */
-const BUCKET = 100;
+export const BUCKET = 100;
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);

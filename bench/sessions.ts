@@ -25,7 +25,7 @@ import { resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
 import { percentiles } from './stats';
 
-const MESSAGES = scaled(1000, 200);
+const MESSAGES = scaled(1000, 100);
 const WARMUP = 30;
 const HISTORY_LIMIT = 10_000;
 const RESULTS_FILE = resultsFile('sessions');

@@ -23,8 +23,8 @@ import { startBenchWorker } from './bench-worker';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
 
-const QUESTIONS = scaled(30, 15);
-const EXAMPLE_RUNS = scaled(5, 3);
+const QUESTIONS = scaled(30, 10);
+const EXAMPLE_RUNS = scaled(5, 2);
 const TARGET_MS = 1000;
 const RESULTS_FILE = resultsFile('team-example');
 

@@ -4,7 +4,7 @@
  * holds none of it in clear text; the Web UI shows it decoded through `cadre codec-server`'s
  * protocol; a wrong key fails with a clear message; old keys still decrypt after a rotation.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -20,6 +20,13 @@ import { startDevServer } from '../src/worker/dev-server';
 import { createCadreWorker } from '../src/worker/worker';
 import { launchChromium } from './support/browser';
 import { step, tempWorkspace, uniqueId } from './support/harness';
+
+/** The patch ids cadre's workflows declare (`const PATCH_… = '…'`): the only strings of the run's own left readable. */
+const PATCH_IDS = new Set(
+  readdirSync(path.join(__dirname, '../src/workflows'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .flatMap((file) => [...readFileSync(path.join(__dirname, '../src/workflows', file), 'utf8').matchAll(/\bPATCH_\w+ = '([a-z-]+)'/g)].map((m) => m[1])),
+);
 
 const OLD = 'old=' + Buffer.alloc(32, 1).toString('base64');
 const NEW = 'new=' + Buffer.alloc(32, 2).toString('base64');
@@ -132,7 +139,7 @@ output: { echoed: "{{ steps.echo.output.stdout }}", answer: "{{ steps.confirm.ou
         const kinds = plainOnes.map((p) => {
           const value = JSON.parse(Buffer.from(p.data ?? []).toString()) as unknown;
           if (['encrypted', 'running', 'waiting', 'completed'].includes(value as string)) return 'search attribute';
-          if (Array.isArray(value) && value.every((id) => ['engine-hardening', 'plan-signals', 'run-analytics', 'step-activity-ids', 'visible-waits', 'reasked-waits', 'command-rules', 'run-stream'].includes(id))) return 'patch ids';
+          if (Array.isArray(value) && value.every((id) => PATCH_IDS.has(id))) return 'patch ids';
           const keys = Object.keys(value as object).sort().join(',');
           if (keys === 'deprecated,id') return 'patch marker';
           if (keys === 'activity_id,activity_type,attempt,backoff,complete_time,original_schedule_time,seq') return 'local activity marker';

@@ -8,7 +8,7 @@ import { FOREACH_CHILD_THRESHOLD } from '../src/spec/limits';
 import { forEachPlots, forEachScale } from '../bench/scale-foreach';
 import { type OwnedScaleEnv, testScaleEnv } from '../bench/scale-env';
 import { runsPlots, runsScale } from '../bench/scale-runs';
-import { sessionPlots, sessionScale } from '../bench/scale-session';
+import { BUCKET, sessionPlots, sessionScale } from '../bench/scale-session';
 
 let env: OwnedScaleEnv;
 beforeAll(async () => {
@@ -46,7 +46,11 @@ describe('scale benchmarks at smoke size', () => {
     expect(report.windows.late.meanMs).toBeGreaterThan(0);
     expect(report.workerPeakRssMb).toBeGreaterThan(0);
     const plots = sessionPlots(report, 0);
-    expect(pointsOf(plots['']).length).toBe(3);
+    // A point per bucket in each series: mean, p50, p95, the worker's CPU (and the server's where /proc shows it).
+    const points = pointsOf(plots['']);
+    const series = new Set(points.map((p) => String(p.series)));
+    expect([...series]).toEqual(expect.arrayContaining([`mean of ${BUCKET} turns`, `p50 of ${BUCKET} turns`, `p95 of ${BUCKET} turns`, "worker's CPU per turn"]));
+    expect(points).toHaveLength(series.size * report.buckets.length);
     expect(pointsOf(plots['-memory']).length).toBeGreaterThan(0);
   });
 

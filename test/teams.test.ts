@@ -87,9 +87,10 @@ test('a worker that stops without signalling is reminded, then blocked (never co
   });
 });
 
-test('1,000 state signals from 10 workers reach the team run: none lost, none applied out of order', async () => {
+// bench/team-signals sends more (540 from 20 workers in CI) and checks the same; here, ten workers at once suffice to interleave.
+test('330 state signals from 10 workers reach the team run: none lost, none applied out of order', async () => {
   const ws = tempWorkspace();
-  const CYCLES = 50;
+  const CYCLES = 15;
   const turns = [
     ...Array.from({ length: CYCLES }, (_, i) => say('blocked', `waiting on CI, round ${i + 1}`, { retryAfter: '10ms' })),
     say('completing', 'green', { result: 'ok' }),
@@ -107,7 +108,7 @@ test('1,000 state signals from 10 workers reach the team run: none lost, none ap
     const workers = d.workers ?? [];
     expect(workers).toHaveLength(10);
     const applied = workers.reduce((sum, w) => sum + w.seq, 0);
-    expect(applied).toBe(10 * moves.length); // 1,030 signals
+    expect(applied).toBe(10 * moves.length); // 330 signals
     for (const w of workers) expect(w).toMatchObject({ state: 'completed', seq: moves.length, fingerprint: expectedFingerprint(moves) });
   }, {});
 }, 240_000);
