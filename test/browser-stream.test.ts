@@ -64,8 +64,16 @@ async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) 
   }
 }
 
-/** No reply coming: the send button is back and the page stored that the reply ended. */
-const idle = (page: Page) => page.waitForFunction("!document.getElementById('send').disabled && sessionStorage.getItem('cadre.streaming') === '0'");
+/**
+ * No reply coming: the send button is back and the page stored that the reply ended. A function,
+ * not a string: Playwright polls a string with eval, which the page's CSP refuses (the test failed
+ * so whenever the page was not idle at the first look).
+ */
+const idle = (page: Page) =>
+  page.waitForFunction(() => {
+    const { document, sessionStorage } = globalThis as unknown as { document: { getElementById(id: string): { disabled: boolean } }; sessionStorage: { getItem(key: string): string | null } };
+    return !document.getElementById('send').disabled && sessionStorage.getItem('cadre.streaming') === '0';
+  });
 
 test('the page shows a reply as it is written, resumes after a reload from its stored offset without showing text twice, and answers an approval', async () => {
   const first = words(15, 'a');
