@@ -229,7 +229,13 @@ class PlanRun extends PlanRunState {
    */
   private quickStep(step: CompiledStep, settled: () => void, faulted: (err: unknown) => void): Promise<void> | undefined {
     if (step.when !== undefined || step.forEach !== undefined) return undefined;
-    const begun = this.begin(step);
+    let begun: BegunStep;
+    try {
+      begun = this.begin(step);
+    } catch (err) {
+      // As executeStep does: a fault of cadre's aborts the run, never escapes into the workflow task.
+      return Promise.reject(err).then(undefined, faulted);
+    }
     const slow = (error: unknown) => this.attempts(step, begun, { error }).then(settled, faulted);
     let action: Promise<ToolResult>;
     try {
