@@ -7,7 +7,7 @@
  * commit already made reported, a worktree half made or half removed cleared away).
  */
 import type { Git } from './git';
-import { type Held, type Lease, type LeaseKind, lastRecord, leaseFile, takeLease, underLease } from './lease';
+import { type Held, type Lease, type LeaseKind, absentOr, lastRecord, leaseFile, takeLease, underLease } from './lease';
 import { gitDirOf, removeStaleLocks } from './stale-locks';
 
 export interface CheckoutWork {
@@ -41,12 +41,11 @@ export interface Checkout {
 }
 
 const OPS = new Set(['commit', 'reset', 'create', 'remove']);
-const optional = (r: Record<string, unknown>, type: string, ...keys: string[]) => keys.every((k) => r[k] === undefined || typeof r[k] === type);
 
 const CHECKOUTS: LeaseKind<CheckoutWork> = {
   folder: 'checkouts',
   valid: (r) =>
-    OPS.has(r.op as string) && typeof r.checkout === 'string' && optional(r, 'string', 'branch', 'call', 'before', 'message', 'base') && optional(r, 'boolean', 'adding', 'removing'),
+    OPS.has(r.op as string) && typeof r.checkout === 'string' && absentOr(r, 'string', 'branch', 'call', 'before', 'message', 'base') && absentOr(r, 'boolean', 'adding', 'removing'),
   busy: (held, checkout) => `${checkout}: cadre's ${held.op} is under way there (process ${held.owner.pid} on ${held.owner.host})`,
 };
 

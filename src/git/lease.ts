@@ -24,6 +24,9 @@ import { type ProcessIdentity, isProcessAlive, thisProcess } from '../process-al
 /** A lease's record: the holder, what it does (the kind's own fields), and what dead holders before it left unrepaired. */
 export type Held<T> = T & { owner: ProcessIdentity; inherited?: Held<T>[] };
 
+/** For a kind's `valid`: each of `keys` of a record read from disk is absent or of `type`. */
+export const absentOr = (r: Record<string, unknown>, type: 'string' | 'boolean', ...keys: string[]): boolean => keys.every((k) => r[k] === undefined || typeof r[k] === type);
+
 export interface LeaseKind<T> {
   /** The folder of these leases under `<common dir>/cadre/`. */
   folder: string;

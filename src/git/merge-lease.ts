@@ -3,7 +3,7 @@
  * what, in which checkout, from which commit. One merge into a branch at a time; what a merge
  * killed with its worker left is repaired by the next (./merge-leftovers).
  */
-import { type Held, type Lease, type LeaseKind, leaseFile as leaseFileOf, takeLease } from './lease';
+import { type Held, type Lease, type LeaseKind, absentOr, leaseFile as leaseFileOf, takeLease } from './lease';
 
 export interface MergeWork {
   branch: string;
@@ -19,12 +19,10 @@ export interface MergeWork {
 export type LeaseRecord = Held<MergeWork>;
 export type MergeLease = Lease<MergeWork>;
 
-const optional = (v: unknown, type: string) => v === undefined || typeof v === type;
-
 const MERGES: LeaseKind<MergeWork> = {
   folder: 'merges',
   valid: (r) =>
-    typeof r.branch === 'string' && typeof r.into === 'string' && optional(r.checkout, 'string') && optional(r.temporary, 'boolean') && optional(r.before, 'string') && optional(r.tip, 'string'),
+    typeof r.branch === 'string' && typeof r.into === 'string' && absentOr(r, 'string', 'checkout', 'before', 'tip') && absentOr(r, 'boolean', 'temporary'),
   busy: (held, into) => `merging into ${into}: another merge into ${into} is under way (${held.branch}, by process ${held.owner.pid} on ${held.owner.host})`,
 };
 
