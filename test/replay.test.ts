@@ -36,6 +36,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-agents',
       'run-plan-analytics',
       'run-plan-analytics-cancelled',
+      'run-plan-baseline',
       'run-plan-cancelled',
       'run-plan-command-rules',
       'run-plan-completed',

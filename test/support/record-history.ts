@@ -201,6 +201,28 @@ output: { joined: "{{ steps.join.output.content }}", alert: "{{ steps.skipped.ou
 `,
     answers: { confirm: ['yes'], flaky: ['retry'] },
   },
+  // Recorded after the patch baseline (patch plan-baseline): one marker for the eight patches a run
+  // took before; a fan-out and fan-in, a skip, a `when`, a forEach of 1,001 items in two chunks, an
+  // ask and a failure decided by a human. Run with CADRE_ANALYTICS_DIR set, as for the analytics runs.
+  {
+    name: 'run-plan-baseline',
+    plan: `
+name: replay-baseline
+steps:
+  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1001 }, (_, i) => i)))'" } }
+  - { id: left, dependsOn: [list], tool: fs.write, with: { path: left.txt, content: "left" } }
+  - { id: right, dependsOn: [list], tool: shell, with: { command: "echo right" } }
+  - { id: join, dependsOn: [left, right], tool: fs.read, with: { path: left.txt } }
+  - { id: broken, dependsOn: [join], onFailure: skip, tool: fs.read, with: { path: missing.txt } }
+  - { id: check, when: "steps.list.output.json[0] == 0", tool: fs.write, with: { path: checked.txt, content: "{{ steps.list.output.json[1000] }}" } }
+  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
+  - { id: confirm, dependsOn: [loop, broken], ask: { question: "Last is {{ steps.loop.output[1000].path }}?", choices: [yes, no] } }
+  - { id: flaky, dependsOn: [confirm], onFailure: ask, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "[ -f marker ] || { touch marker; exit 1; }" } }
+  - { id: nap, dependsOn: [flaky], tool: sleep, with: { duration: 100ms } }
+output: { joined: "{{ steps.join.output.content }}", checked: "{{ steps.check.output.path }}" }
+`,
+    answers: { confirm: ['yes'], flaky: ['retry'] },
+  },
   // Steps in git worktrees: two tasks edited, committed and merged; leases released at the end.
   {
     name: 'run-plan-worktrees',

@@ -4,7 +4,7 @@
  * and `cadre list --status waiting` show a tool call waiting for approval, and an answer sent to
  * the run is checked there and passed on to the agent.
  */
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import type { CompiledStep } from '../../spec/types';
@@ -14,6 +14,7 @@ import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, 
 import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
+import type { PlanPatches } from './plan-patches';
 import { WORKER_STATES } from '../../protocol/worker-state';
 import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../protocol/input-checks';
 
@@ -44,12 +45,14 @@ export class AgentSteps {
   /** When each wait was asked, to tell an agent's retry asking again from a signal sent before an answer. */
   private readonly asked = new Map<string, string>();
   /** Runs recorded before re-asked waits were opened again ignored them, and must replay that way. */
-  private readonly reasks = patched(PATCH_REASKED_WAITS);
+  private readonly reasks: boolean;
 
   constructor(
+    patches: PlanPatches,
     private readonly onWaiting: (step: string, waiting: boolean) => void,
     onWorkerChange: (record: WorkerRecord) => void,
   ) {
+    this.reasks = patches.has(PATCH_REASKED_WAITS);
     this.board = new TeamBoard(onWorkerChange);
     // Anyone can send signals: only well-formed ones are taken, and from workers the run knows.
     setHandler(agentWaitsSignal, (signal) => {

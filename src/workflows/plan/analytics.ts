@@ -4,10 +4,11 @@
  * queue round trip, and its input stays out of history. Analytics never fail or hold up a run for
  * long: a failure to record is a warning in the worker's log, and the run ends as it would have.
  */
-import { log, patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { log, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../../analytics/types';
 import { isoAt } from '../common/clock';
+import type { PlanPatches } from './plan-patches';
 
 /** Runs recorded before analytics replay without the activity. */
 const PATCH_RUN_ANALYTICS = 'run-analytics';
@@ -31,8 +32,8 @@ export interface FinishedRun {
 }
 
 /** Records the run; never throws. */
-export async function recordFinishedRun(run: FinishedRun): Promise<void> {
-  if (!patched(PATCH_RUN_ANALYTICS)) return;
+export async function recordFinishedRun(patches: PlanPatches, run: FinishedRun): Promise<void> {
+  if (!patches.has(PATCH_RUN_ANALYTICS)) return;
   const { workflowId, runId } = workflowInfo();
   const parts = Math.max(1, Math.ceil(run.steps.length / RECORDS_PER_PART), Math.ceil(run.humanWaits.length / RECORDS_PER_PART));
   try {

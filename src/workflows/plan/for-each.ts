@@ -14,10 +14,12 @@ import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { type PlanRunContext, kindOf } from './kinds';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { listItems } from './stored';
+import type { PlanPatches } from './plan-patches';
 
 /** What forEach needs of its run besides what step kinds get. */
 export interface ForEachHost extends PlanRunContext {
   readonly paused: boolean;
+  readonly patches: PlanPatches;
   readonly inputs: Record<string, unknown>;
   scope(): Record<string, unknown>;
   stepScope(id: string): unknown;
@@ -82,6 +84,7 @@ export class ForEachSteps {
     if (!loop) {
       loop = new ChunkedLoop(step, {
         plan: this.host.plan.name,
+        patches: this.host.patches,
         workspace: this.host.plan.workspace,
         ...this.host.sandbox(),
         isPaused: () => this.host.paused,

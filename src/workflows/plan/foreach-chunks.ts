@@ -6,7 +6,7 @@
  * Workflow code.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { condition, patched, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { condition, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
 import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../../spec/limits';
 import type { Stored, StoredList } from '../../spec/refs';
 import type { CompiledStep } from '../../spec/types';
@@ -14,6 +14,7 @@ import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
+import type { PlanPatches } from './plan-patches';
 
 /**
  * A chunk's workflow task stays open while its items' local activities run; the SDK completes it
@@ -32,6 +33,7 @@ const MAX_CHILD_SCOPE_BYTES = 256 * 1024;
 export type LoopList = { values: unknown[] } | { list: Stored; source: string };
 
 export interface ChunkedLoopHost {
+  patches: PlanPatches;
   plan: string;
   workspace: string;
   sandbox?: SandboxSpec;
@@ -108,7 +110,7 @@ export class ChunkedLoop {
       args: [input],
       workflowId: this.childId(chunk),
       staticSummary: `${this.host.plan}: ${this.step.id} items ${input.start}–${input.start + input.count - 1}`,
-      ...(patched(PATCH_CHUNK_TASK_TIMEOUT) && { workflowTaskTimeout: CHUNK_TASK_TIMEOUT }),
+      ...(this.host.patches.has(PATCH_CHUNK_TASK_TIMEOUT) && { workflowTaskTimeout: CHUNK_TASK_TIMEOUT }),
     });
     this.running.add(handle);
     try {

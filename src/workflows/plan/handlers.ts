@@ -1,5 +1,5 @@
 /** What clients reach of a plan run: its query, its updates, and (in runs that take them) the same as signals. */
-import { patched, setHandler } from '@temporalio/workflow';
+import { setHandler } from '@temporalio/workflow';
 import {
   answerSignal,
   answerUpdate,
@@ -13,11 +13,13 @@ import {
 } from '../../protocol/definitions';
 import type { AgentSteps } from './agent-steps';
 import type { HumanWaits } from './waits';
+import type { PlanPatches } from './plan-patches';
 
 /** Runs that start on this code take signals (answer, pause, resume, approve); older ones dropped them and must still. */
 const PATCH_SIGNALS = 'plan-signals';
 
 export interface PlanHandlersHost {
+  readonly patches: PlanPatches;
   readonly agents: AgentSteps;
   readonly waits: HumanWaits;
   diagnostics(): Diagnostics;
@@ -42,7 +44,7 @@ export function installPlanHandlers(host: PlanHandlersHost): void {
   );
   setHandler(pauseUpdate, () => host.setPaused(true));
   setHandler(resumeUpdate, () => host.setPaused(false));
-  if (patched(PATCH_SIGNALS)) takeSignals(host);
+  if (host.patches.has(PATCH_SIGNALS)) takeSignals(host);
 }
 
 /** The updates' effects by signal; what cannot apply is recorded, never thrown (a signal has no one to answer). */

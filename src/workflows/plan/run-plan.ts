@@ -4,7 +4,7 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation, patched } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { evaluateCondition } from '../../spec/expressions';
@@ -65,7 +65,7 @@ export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<
 }
 
 class PlanRun extends PlanRunState {
-  private readonly drainsStream = patched(PATCH_RUN_STREAM);
+  private readonly drainsStream = this.patches.has(PATCH_RUN_STREAM);
   /** Lean runs (run-state.ts): the scheduler's scope and running steps, for the pass a settling step makes; and the version that pass saw. */
   private steps?: { scope: CancellationScope; running: Map<string, Promise<void>> };
   private passed = -1;

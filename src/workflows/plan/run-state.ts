@@ -4,7 +4,7 @@
  * run-plan.ts schedules the steps on it.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { BLOB_THRESHOLD_BYTES, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
 import { describeStored, hasDeferred, isStored } from '../../spec/refs';
@@ -28,6 +28,7 @@ import { sizeOf } from '../common/sizes';
 import { WorktreeLeases } from './worktrees';
 import { recordFinishedRun } from './analytics';
 import { RunStream } from '../common/run-stream';
+import { PlanPatches } from './plan-patches';
 
 const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
 /**
@@ -49,6 +50,8 @@ const MAX_SIGNAL_ERRORS = 50;
 export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
 
 export abstract class PlanRunState implements ForEachHost, CompensationHost, PlanHandlersHost {
+  /** First: a new run records its patch baseline before anything asks for a patch. */
+  readonly patches = new PlanPatches();
   readonly plan: CompiledPlan;
   protected readonly book: StepBook;
   readonly waits: HumanWaits;
@@ -70,7 +73,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected publishedStatus?: PlanStatus;
   protected output?: unknown;
   /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
-  readonly activityIds = new ActivityIds(() => patched(PATCH_STEP_ACTIVITY_IDS));
+  readonly activityIds = new ActivityIds(() => this.patches.has(PATCH_STEP_ACTIVITY_IDS));
   /** Bumped on every change the scheduler must look at. */
   protected version = 0;
   /** Git worktrees the steps work in (steps with `worktree`). */
@@ -85,12 +88,13 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   constructor(protected readonly input: RunPlanInput) {
     this.plan = input.plan;
     this.book = new StepBook(this.plan.steps);
-    this.hardened = patched(PATCH_HARDENED);
-    this.lean = patched(PATCH_LEAN_STEPS);
+    this.hardened = this.patches.has(PATCH_HARDENED);
+    this.lean = this.patches.has(PATCH_LEAN_STEPS);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
     this.agents = new AgentSteps(
+      this.patches,
       (id, waiting) => this.agentWaiting(id, waiting),
       // Workers' states are read by queries only: a signal does not wake the scheduler.
       (worker) => this.team?.workerChanged(worker),
@@ -124,7 +128,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   }
 
   protected async recordAnalytics(): Promise<void> {
-    await recordFinishedRun({
+    await recordFinishedRun(this.patches, {
       plan: this.plan.name,
       status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
       startedMs: this.startedAtMs,
