@@ -4,7 +4,7 @@
  * restart), cadre's search attributes registered and the Web UI on.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
@@ -88,13 +88,32 @@ async function pickPort(wanted: number | undefined, strict: boolean | undefined,
   return freePort();
 }
 
+/**
+ * Ports found free can be taken by another process before the server binds them (a test suite
+ * starts many servers at once): the server then exits at start, and starts again on other ports.
+ */
+const START_ATTEMPTS = 3;
+
+class PortTaken extends Error {}
+
 export async function startDevServer(options: DevServerOptions): Promise<TemporalServer> {
   const log = options.log ?? (() => undefined);
   mkdirSync(options.dataDir, { recursive: true });
-  const port = await pickPort(options.port, options.strictPorts, 'gRPC');
-  const uiPort = await pickPort(options.uiPort, options.strictPorts, 'Web UI');
   const cli = await findTemporalCli({ log });
-  if (!cli) return startWithSdkDownload(options, port, uiPort, log);
+  for (let attempt = 1; ; attempt++) {
+    const port = await pickPort(options.port, options.strictPorts, 'gRPC');
+    const uiPort = await pickPort(options.uiPort, options.strictPorts, 'Web UI');
+    if (!cli) return startWithSdkDownload(options, port, uiPort, log);
+    try {
+      return await startCli(cli, options, port, uiPort, log);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || options.strictPorts || attempt === START_ATTEMPTS) throw err;
+      log(`${err.message.split('\n')[0]}: a port was taken meanwhile, starting again on others`);
+    }
+  }
+}
+
+async function startCli(cli: string, options: DevServerOptions, port: number, uiPort: number, log: (line: string) => void): Promise<TemporalServer> {
   const logFile = path.join(options.dataDir, 'temporal.log');
   const args = [
     'server', 'start-dev',
@@ -111,10 +130,11 @@ export async function startDevServer(options: DevServerOptions): Promise<Tempora
     closeSync(out);
     return child;
   };
+  const logFrom = existsSync(logFile) ? statSync(logFile).size : 0;
   const child = launch();
   const address = `127.0.0.1:${port}`;
   try {
-    await waitUntilReady(address, child, logFile);
+    await waitUntilReady(address, child, logFile, logFrom);
   } catch (err) {
     child.kill('SIGKILL');
     throw err;
@@ -187,14 +207,18 @@ class Supervisor {
   }
 }
 
-async function waitUntilReady(address: string, child: ChildProcess, logFile: string): Promise<void> {
+/** Waits for the server to answer; `logFrom`: where this start's lines begin in the log. */
+async function waitUntilReady(address: string, child: ChildProcess, logFile: string, logFrom = 0): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let exited = false;
   child.once('exit', () => {
     exited = true;
   });
   for (;;) {
-    if (exited) throw new Error(`the Temporal dev server exited at start:\n${tail(logFile)}`);
+    if (exited) {
+      const said = tail(logFile, logFrom);
+      throw new (said.includes('address already in use') ? PortTaken : Error)(`the Temporal dev server exited at start:\n${said}`);
+    }
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       try {
@@ -204,15 +228,15 @@ async function waitUntilReady(address: string, child: ChildProcess, logFile: str
         await connection.close();
       }
     } catch {
-      if (Date.now() > deadline) throw new Error(`the Temporal dev server did not start within 60s:\n${tail(logFile)}`);
+      if (Date.now() > deadline) throw new Error(`the Temporal dev server did not start within 60s:\n${tail(logFile, logFrom)}`);
       await delay(250);
     }
   }
 }
 
-function tail(file: string): string {
+function tail(file: string, from = 0): string {
   try {
-    return readFileSync(file, 'utf8').trim().split('\n').slice(-10).join('\n');
+    return readFileSync(file).subarray(from).toString('utf8').trim().split('\n').slice(-10).join('\n');
   } catch {
     return '(no log)';
   }

@@ -7,6 +7,7 @@
  * must not have exited.
  */
 import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +19,13 @@ import { faultSeed, prng } from '../support/random';
 import { answerQuestions, type KilledRun, killOutcome, killPlan } from './kill-runs';
 
 const KILLS = 5;
+
+/** Ports that the next calls of `freePort` hand out instead of a free one: a port taken after it was found free. */
+const mockTakenPorts: number[] = [];
+jest.mock('../../src/worker/ports', () => {
+  const actual = jest.requireActual('../../src/worker/ports');
+  return { ...actual, freePort: () => (mockTakenPorts.length > 0 ? Promise.resolve(mockTakenPorts.shift()) : actual.freePort()) };
+});
 const SEED = faultSeed(0x5e7e7);
 
 /** SIGKILLs the server and waits until its ports are free again. */
@@ -33,6 +41,26 @@ async function killServer(server: TemporalServer, ports: number[]): Promise<numb
 }
 
 describe('server SIGKILLs', () => {
+  test('a port taken between being found free and the server binding it: the server starts again on others', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const taken = (holder.address() as net.AddressInfo).port;
+    const said: string[] = [];
+    mockTakenPorts.push(taken);
+    try {
+      const server = await startDevServer({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'cadre-port-taken-')), ephemeral: true, log: (line) => said.push(line) });
+      try {
+        expect(mockTakenPorts).toEqual([]);
+        expect(server.address).not.toBe(`127.0.0.1:${taken}`);
+        expect(said.join('\n')).toContain('a port was taken meanwhile, starting again on others');
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      holder.close();
+    }
+  });
+
   test(`${KILLS} kills of the Temporal server: every run completes, no completed step runs again`, async () => {
     const random = prng(SEED);
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-server-kills-'));
