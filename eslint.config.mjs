@@ -8,7 +8,7 @@ const nodeBuiltins = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.cadre/', 'bin/', 'test/support/summary-reporter.js', 'jest.config.js', 'jest.unit.config.js'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.cadre/', 'bin/', 'test/support/summary-reporter.js', 'test/support/sequencer.js', 'jest.config.js', 'jest.unit.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

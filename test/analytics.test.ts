@@ -126,20 +126,22 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
       expect(await runCadre(['run', 'plan.yaml', '--id', id, '--input', `tag=${tag}`, '--input', `outcome=${outcome}`], dir, env)).toMatchObject({ code: 0 });
       return id;
     };
-    const finished: Diagnostics[] = [];
-    // Three completed runs and one aborted one, each answered after a wait of its own length.
-    for (const [tag, outcome, waitMs] of [['a', 'ok', 300], ['b', 'ok', 700], ['c', 'ok', 1100], ['d', 'bad', 200]] as const) {
+    // Three completed runs and one aborted one, each answered after a wait of its own length, and a
+    // cancelled run (`temporal workflow cancel` would do the same): side by side, each on its own.
+    const answered = ([['a', 'ok', 300], ['b', 'ok', 700], ['c', 'ok', 1100], ['d', 'bad', 200]] as const).map(async ([tag, outcome, waitMs]) => {
       const id = await start(tag, outcome);
       await waitFor(id, (d) => d.waiting.some((w) => w.id === 'confirm'));
       await new Promise((r) => setTimeout(r, waitMs));
       await client.answer(id, 'confirm', 'yes');
-      finished.push(await waitFor(id, (d) => d.status === 'completed' || d.status === 'failed'));
-    }
-    // A cancelled run: `temporal workflow cancel` would do the same.
-    const cancelled = await start('e');
-    await waitFor(cancelled, (d) => d.waiting.length > 0);
-    await client.cancel(cancelled);
-    finished.push(await waitFor(cancelled, (d) => d.status === 'cancelled'));
+      return waitFor(id, (d) => d.status === 'completed' || d.status === 'failed');
+    });
+    const cancelled = (async () => {
+      const id = await start('e');
+      await waitFor(id, (d) => d.waiting.length > 0);
+      await client.cancel(id);
+      return waitFor(id, (d) => d.status === 'cancelled');
+    })();
+    const finished = await Promise.all([...answered, cancelled]);
     expect(finished.map((d) => d.status)).toEqual(['completed', 'completed', 'completed', 'failed', 'cancelled']);
 
     // Each run's end dropped its record into the database's inbox; the worker takes them in by itself.
@@ -176,15 +178,16 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
     expect(waits.p50Ms).toBeGreaterThanOrEqual(percentile([300, 700, 1100, 200], 0.5));
     expect(waits.p50Ms).toBeLessThan(percentile([300, 700, 1100, 200], 0.5) + 2000);
 
-    const table = await runCadre(['stats', '--plan', 'stats-demo'], dir, env);
+    // The table and a plan with no runs, read side by side (readers take the database in turn), while
+    // a new run starts: it records nothing before it ends.
+    const [table, none, id] = await Promise.all([runCadre(['stats', '--plan', 'stats-demo'], dir, env), runCadre(['stats', '--plan', 'nothing-like-it'], dir, env), start('f')]);
     expect(table.stdout).toContain('plan stats-demo: 5 runs (3 completed, 1 failed, 1 cancelled); completed in p50');
     expect(table.stdout).toMatch(/flaky\s+shell\s+5\s+\S+\s+\S+\s+0%\s+100%\s+0/);
     expect(table.stdout).toMatch(/ship\s+shell\s+5\s+\S+\s+\S+\s+25%\s+0%\s+0/);
     expect(table.stdout).toContain('confirm (ask): 4 waits, p50');
-    expect((await runCadre(['stats', '--plan', 'nothing-like-it'], dir, env)).stdout).toBe(`no finished runs of plan "nothing-like-it" recorded in ${analyticsDir}\n`);
+    expect(none.stdout).toBe(`no finished runs of plan "nothing-like-it" recorded in ${analyticsDir}\n`);
 
-    // `cadre watch` of a new run gives its ETA from the three completed runs.
-    const id = await start('f');
+    // `cadre watch` of the new run gives its ETA from the three completed runs.
     const watch = spawnCadre(['watch', id], dir, env);
     let watched = '';
     watch.stdout!.on('data', (chunk: Buffer) => (watched += chunk.toString()));

@@ -123,14 +123,14 @@ export async function killOutcome(client: CadreClient, runs: KilledRun[]): Promi
 }
 
 /**
- * Answers every question of `ids` with its first choice until stopped. Its queries fail while no
- * worker or no server is up; it asks again.
+ * Answers every question of `runs` (read again on each round: runs started later are answered too)
+ * with its first choice until stopped. Its queries fail while no worker or no server is up; it asks again.
  */
-export function answerQuestions(client: CadreClient, ids: string[]): { stop(): Promise<void> } {
+export function answerQuestions(client: CadreClient, runs: readonly KilledRun[]): { stop(): Promise<void> } {
   let running = true;
   const loop = (async () => {
     while (running) {
-      for (const id of ids) {
+      for (const { id } of [...runs]) {
         if (!running) break;
         try {
           const d = await client.diagnostics(id);

@@ -83,12 +83,10 @@ describe('server SIGKILLs', () => {
       runs.push({ id: workflowId, workspace });
     };
     const outages: number[] = [];
-    let answers = answerQuestions(client, []);
+    const answers = answerQuestions(client, runs);
     try {
       for (let kills = 0; kills < KILLS; kills++) {
         await startRun();
-        await answers.stop();
-        answers = answerQuestions(client, runs.map((r) => r.id));
         await sleep(random.between(1500, 5000));
         const killedAt = await killServer(server, [port, uiPort]);
         // Down for a while: polls, completions and heartbeats all fail meanwhile.

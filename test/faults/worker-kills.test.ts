@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CadreClient } from '../../src/client/client';
-import { kill, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
+import { kill, prepareWorkerProcess, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
 import { faultSeed, prng } from '../support/random';
 import { answerQuestions, type KilledRun, killOutcome, killPlan } from './kill-runs';
 
@@ -22,25 +22,25 @@ describe('worker SIGKILLs', () => {
     const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
     const began = Date.now();
     let worker = await startWorkerProcess(taskQueue);
+    // The next worker, made ready while the last one works: it takes over as soon as the kill is done.
+    let next = prepareWorkerProcess(taskQueue);
     const runs: KilledRun[] = [];
     const startRun = async () => {
       const workspace = tempWorkspace();
       const { workflowId } = await client.start(killPlan(workspace), {}, { workflowId: uniqueId('kills'), taskQueue });
       runs.push({ id: workflowId, workspace });
     };
+    const answers = answerQuestions(client, runs);
     try {
       for (let i = 0; i < FIRST_WAVE; i++) await startRun();
-      let answers = answerQuestions(client, runs.map((r) => r.id));
       let kills = 0;
       for (; kills < KILLS; kills++) {
         await sleep(random.between(1000, 4000));
+        const ready = await next;
         await kill(worker, 'SIGKILL');
-        worker = await startWorkerProcess(taskQueue);
-        if (runs.length < RUNS && kills % Math.ceil(KILLS / (RUNS - FIRST_WAVE + 1)) === 0) {
-          await startRun();
-          await answers.stop();
-          answers = answerQuestions(client, runs.map((r) => r.id));
-        }
+        worker = await ready.run();
+        if (kills < KILLS - 1) next = prepareWorkerProcess(taskQueue);
+        if (runs.length < RUNS && kills % Math.ceil(KILLS / (RUNS - FIRST_WAVE + 1)) === 0) await startRun();
       }
       const outcome = await killOutcome(client, runs);
       await answers.stop();
@@ -49,7 +49,9 @@ describe('worker SIGKILLs', () => {
       expect(outcome.statuses).toEqual(runs.map(() => 'completed'));
       expect(outcome.completedRerun).toEqual([]);
     } finally {
+      await answers.stop();
       await kill(worker, 'SIGTERM');
+      await next.then((held) => kill(held.child, 'SIGTERM'), () => undefined);
       await client.close();
     }
   }, 15 * 60_000);

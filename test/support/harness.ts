@@ -88,17 +88,62 @@ export function step(d: Diagnostics, id: string) {
 }
 
 /** A worker in a process of its own (`worker-process.ts`), so a test can SIGKILL it; resolves once it polls. */
-export function startWorkerProcess(taskQueue: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
+export async function startWorkerProcess(taskQueue: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
+  const child = spawnWorkerProcess(taskQueue, env, false);
+  await printed(child, 'ready');
+  return child;
+}
+
+export interface HeldWorkerProcess {
+  child: ChildProcess;
+  /** Sets it polling; resolves once it polls. */
+  run(): Promise<ChildProcess>;
+}
+
+/**
+ * A worker process started ahead of need: it connects and loads its workflows, then waits without
+ * polling until `run()`. A test that kills worker after worker prepares the next one meanwhile, so
+ * it takes over as soon as the last one is dead rather than a process start later.
+ */
+export async function prepareWorkerProcess(taskQueue: string, env: NodeJS.ProcessEnv = {}): Promise<HeldWorkerProcess> {
+  const child = spawnWorkerProcess(taskQueue, env, true);
+  await printed(child, 'created');
+  return {
+    child,
+    run: async () => {
+      child.stdin!.end('run\n');
+      await printed(child, 'ready');
+      return child;
+    },
+  };
+}
+
+function spawnWorkerProcess(taskQueue: string, env: NodeJS.ProcessEnv, held: boolean): ChildProcess {
   // Compiled by the test run's setup (./build.ts): a worker started after a kill is ready sooner.
   const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'dist', 'test', 'support', 'worker-process.js'), taskQueue], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ...env },
+    stdio: [held ? 'pipe' : 'ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env, ...(held && { CADRE_TEST_WORKER_HOLD: '1' }) },
   });
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    child.emit('printed', stdout);
+  });
+  return child;
+}
+
+/** Resolves once the worker process has printed `word`; fails if it exits first. */
+function printed(child: ChildProcess, word: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('ready')) resolve(child);
-    });
+    const onExit = (code: number | null) => reject(new Error(`worker process exited early (${code})`));
+    const onPrinted = (stdout: string) => {
+      if (!stdout.split('\n').includes(word)) return;
+      child.off('printed', onPrinted);
+      child.off('exit', onExit);
+      resolve();
+    };
+    child.on('printed', onPrinted);
+    child.once('exit', onExit);
   });
 }
 
