@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { type AnalyticsTarget, withAnalytics } from '../src/analytics/database';
 import { LockBusyError, acquireLock } from '../src/analytics/lock';
 import { type PlanStats, readStats } from '../src/analytics/stats';
+import { hasPending } from '../src/analytics/spool';
 import { etaLine } from '../src/client/stats-command';
 import { freePort } from '../src/worker/ports';
 import { CadreClient } from '../src/client/client';
@@ -20,6 +21,7 @@ import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 import { TSX } from './support/tsx';
 import { until } from './support/until';
+import { processAlive } from './support/processes';
 
 const exec = promisify(execFile);
 
@@ -55,6 +57,18 @@ describe('the analytics database', () => {
     expect(probe.inbox.pendingAfter).toEqual([]);
     expect(probe.inbox.rejected).toEqual(['garbage.json']);
     expect(probe.inbox.warnings).toEqual([expect.stringContaining('garbage.json cannot be read')]);
+  });
+
+  test("a worker's process ends without waiting for its database writer, which takes the run in on its own", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-analytics-exit-'));
+    const { stdout } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'analytics-writer-exit.ts'), dir]);
+    const writer = Number(stdout);
+    expect(Number.isInteger(writer)).toBe(true);
+    // Before, the writer's stderr pipe held the worker until the writer was done (5-20 s after its last part).
+    expect(processAlive(writer)).toBe(true);
+    await until('the database writer to finish', () => (processAlive(writer) ? undefined : true));
+    expect(hasPending(dir)).toBe(false);
+    expect(existsSync(path.join(dir, 'pgdata'))).toBe(true);
   });
 
   test('one process at a time: a reader waits for the holder, a dead holder\'s lock is taken over', async () => {

@@ -17,7 +17,8 @@ const IDLE_EXIT_MS = 5000;
 const MAX_HOLD_MS = 20_000;
 
 async function main(dir: string): Promise<void> {
-  const warn = (message: string) => process.send?.({ warn: message });
+  // The worker may have exited meanwhile: a send on the closed channel would fail this process.
+  const warn = (message: string) => void (process.connected && process.send?.({ warn: message }));
   const db = await openAnalytics({ kind: 'pglite', dir }, { create: true, waitMs: 30_000, warn });
   if (!db) return;
   let busy = false;
@@ -56,6 +57,6 @@ async function main(dir: string): Promise<void> {
 }
 
 main(process.argv[2]).catch((err: unknown) => {
-  process.send?.({ warn: `run analytics: cannot write to ${process.argv[2]}: ${err instanceof Error ? err.message : String(err)}; the runs wait in its inbox` });
+  if (process.connected) process.send?.({ warn: `run analytics: cannot write to ${process.argv[2]}: ${err instanceof Error ? err.message : String(err)}; the runs wait in its inbox` });
   process.exitCode = 1;
 });

@@ -3,6 +3,7 @@
  * arrive, and tells the running one of new parts. One at a time per worker; none while idle.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { hasPending } from './spool';
 
 export class InboxFlusher {
@@ -34,8 +35,9 @@ export class InboxFlusher {
       // A part that came as it was exiting: another round (a failing writer waits for the next part).
       else if (hasPending(this.dir)) this.start();
     });
-    // A worker that exits does not wait for it: what is left waits in the inbox.
+    // A worker that exits does not wait for it (its stderr pipe held the worker up to 20 s): what is left waits in the inbox.
     child.unref();
     child.channel?.unref();
+    (child.stderr as Socket | null)?.unref();
   }
 }
