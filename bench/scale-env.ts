@@ -16,8 +16,9 @@ import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
 import { createCadreWorker } from '../src/worker/worker';
 import { SAMPLE_MS, type WorkerMessage } from './scale-worker';
-import { round } from './stats';
-import { quietBundleLogger } from './run-main';
+import { machine, round } from './stats';
+import { quietBundleLogger, resultsFile, writeResults } from './run-main';
+import { type Plots, writePlots } from './plot';
 import { TSX } from '../test/support/tsx';
 
 export interface ScaleEnv {
@@ -43,6 +44,33 @@ export interface MemorySample {
 
 export interface OwnedScaleEnv extends ScaleEnv {
   stop(): Promise<void>;
+}
+
+/** What a scale benchmark measured: the report to write, its plots (given the load average at the start), and why it failed, if it did. */
+export interface ScaleOutcome {
+  report: object;
+  plots: (loadAtStart: number) => Plots;
+  failure?: string;
+}
+
+/**
+ * A scale benchmark's main: its own environment, `measure` at full size (or smoke size with
+ * CADRE_BENCH=smoke), the report written with the scale and the machine before and after, and its
+ * plots; a failure fails the run once the report is out.
+ */
+export async function runScaleBench(name: string, log: (line: string) => void, measure: (env: ScaleEnv, smoke: boolean) => Promise<ScaleOutcome>): Promise<void> {
+  const smoke = process.env.CADRE_BENCH === 'smoke';
+  const before = machine();
+  const env = await startScaleEnv(name, log);
+  try {
+    const { report, plots, failure } = await measure(env, smoke);
+    const file = resultsFile(name);
+    writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
+    await writePlots(file, plots(before.loadAverage[0]));
+    if (failure) throw new Error(failure);
+  } finally {
+    await env.stop();
+  }
 }
 
 /** A server of the benchmark's own (or TEMPORAL_ADDRESS's), cadre's workflows bundled once, a client. */

@@ -21,10 +21,10 @@ import { FOREACH_CHILD_THRESHOLD } from '../src/spec/limits';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import type { CompiledPlan } from '../src/spec/types';
 import { runHistories } from '../test/support/history';
-import { type Plots, lines, writePlots } from './plot';
-import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
-import { type ScaleEnv, type WorkerProcess, lostWorkflowTasks, scratch, startScaleEnv, withWorkerProcesses } from './scale-env';
-import { machine, mean, processCpuSeconds, round } from './stats';
+import { type Plots, lines } from './plot';
+import { analyticsSettled, runMain } from './run-main';
+import { type ScaleEnv, type WorkerProcess, lostWorkflowTasks, runScaleBench, scratch, withWorkerProcesses } from './scale-env';
+import { mean, processCpuSeconds, round, timestampMs } from './stats';
 
 export const FULL_SIZES = [1_000, 10_000, 100_000];
 export const SMOKE_SIZES = [200, 1_200];
@@ -36,7 +36,7 @@ const WINDOWS = 40;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
-const eventMs = (event: HistoryEvent) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+const eventMs = (event: HistoryEvent) => timestampMs(event.eventTime);
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
@@ -112,7 +112,7 @@ function itemTimes(histories: HistoryEvent[][]): number[] {
       const marker = markerData(event);
       if (marker?.activity_type !== 'runTool') continue;
       const done = marker.complete_time;
-      times.push(done ? done.seconds * 1000 + done.nanos / 1e6 : eventMs(event));
+      times.push(done ? timestampMs(done) : eventMs(event));
     }
   }
   return times.sort((a, b) => a - b);
@@ -229,18 +229,10 @@ export function forEachPlots(report: ForEachReport, load: number): Plots {
 }
 
 async function main(): Promise<void> {
-  const smoke = process.env.CADRE_BENCH === 'smoke';
-  const before = machine();
-  const env = await startScaleEnv('scale-foreach', log);
-  try {
+  await runScaleBench('scale-foreach', log, async (env, smoke) => {
     const report = await forEachScale(env, smoke ? SMOKE_SIZES : FULL_SIZES);
-    const file = resultsFile('scale-foreach');
-    writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
-    await writePlots(file, forEachPlots(report, before.loadAverage[0]));
-    if (!report.ok) throw new Error(`a run did not complete, or a history reached ${MAX_EVENTS} events`);
-  } finally {
-    await env.stop();
-  }
+    return { report, plots: (load) => forEachPlots(report, load), ...(!report.ok && { failure: `a run did not complete, or a history reached ${MAX_EVENTS} events` }) };
+  });
 }
 
 if (require.main === module) runMain(main, log);

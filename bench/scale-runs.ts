@@ -21,10 +21,10 @@ import { performance } from 'node:perf_hooks';
 import { temporal } from '@temporalio/proto';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import type { CompiledPlan } from '../src/spec/types';
-import { type Plots, distribution, writePlots } from './plot';
-import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
-import { type ScaleEnv, lostWorkflowTasks, startScaleEnv, withWorkerProcesses } from './scale-env';
-import { machine, percentiles, processCpuSeconds, round } from './stats';
+import { type Plots, distribution } from './plot';
+import { analyticsSettled, runMain } from './run-main';
+import { type ScaleEnv, lostWorkflowTasks, runScaleBench, withWorkerProcesses } from './scale-env';
+import { machine, percentiles, processCpuSeconds, round, timestampMs } from './stats';
 
 export interface RunsSize {
   runs: number;
@@ -41,7 +41,7 @@ const FETCH_AT_ONCE = 20;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
-const eventMs = (event: HistoryEvent) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+const eventMs = (event: HistoryEvent) => timestampMs(event.eventTime);
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
@@ -238,17 +238,10 @@ export function runsPlots(report: RunsReport, load: number): Plots {
 }
 
 async function main(): Promise<void> {
-  const smoke = process.env.CADRE_BENCH === 'smoke';
-  const before = machine();
-  const env = await startScaleEnv('scale-runs', log);
-  try {
+  await runScaleBench('scale-runs', log, async (env, smoke) => {
     const { plotData, ...report } = await runsScale(env, smoke ? SMOKE_SIZE : FULL_SIZE);
-    const file = resultsFile('scale-runs');
-    writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
-    await writePlots(file, runsPlots({ ...report, plotData }, before.loadAverage[0]));
-  } finally {
-    await env.stop();
-  }
+    return { report, plots: (load) => runsPlots({ ...report, plotData }, load) };
+  });
 }
 
 if (require.main === module) runMain(main, log);

@@ -21,10 +21,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { endSession, sendMessage, sessionInput } from '../src/client/sessions';
 import { SESSION_DEFAULTS } from '../src/workflows/session/session';
-import { type Plots, lines, writePlots } from './plot';
-import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
-import { type ScaleEnv, lostWorkflowTasks, scratch, startScaleEnv, withWorkerProcesses } from './scale-env';
-import { machine, mean, percentile, percentiles, processCpuSeconds, round, slope } from './stats';
+import { type Plots, lines } from './plot';
+import { analyticsSettled, runMain } from './run-main';
+import { type ScaleEnv, lostWorkflowTasks, runScaleBench, scratch, withWorkerProcesses } from './scale-env';
+import { mean, percentile, percentiles, processCpuSeconds, round, slope } from './stats';
 
 export const FULL_TURNS = 10_000;
 export const SMOKE_TURNS = 150;
@@ -235,17 +235,10 @@ export function sessionPlots(report: SessionReport, load: number): Plots {
 }
 
 async function main(): Promise<void> {
-  const smoke = process.env.CADRE_BENCH === 'smoke';
-  const before = machine();
-  const env = await startScaleEnv('scale-session', log);
-  try {
+  await runScaleBench('scale-session', log, async (env, smoke) => {
     const report = await sessionScale(env, smoke ? SMOKE_TURNS : FULL_TURNS);
-    const file = resultsFile('scale-session');
-    writeResults(file, { ...report, scale: smoke ? 'smoke' : 'full', machine: { ...before, loadAverageAfter: machine().loadAverage }, node: process.version, date: new Date().toISOString() });
-    await writePlots(file, sessionPlots(report, before.loadAverage[0]));
-  } finally {
-    await env.stop();
-  }
+    return { report, plots: (load) => sessionPlots(report, load) };
+  });
 }
 
 if (require.main === module) runMain(main, log);

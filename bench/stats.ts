@@ -3,6 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
+/** A protobuf timestamp (seconds as a Long or a number) in milliseconds, its sub-millisecond part kept: the SDK's tsToMs floors it, which biases sums of short workflow tasks. */
+export const timestampMs = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+
 export const round = (value: number, digits = 1) => Number(value.toFixed(digits));
 
 export const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
