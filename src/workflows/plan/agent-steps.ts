@@ -14,14 +14,13 @@ import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, 
 import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
-import type { PlanPatches } from './plan-patches';
+import { PATCH_REASKED_WAITS, type PlanPatches } from './plan-patches';
 import { WORKER_STATES } from '../../protocol/worker-state';
 import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../protocol/input-checks';
 
 const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
 const WORKER_STATE_SIGNAL = shape({ workflowId: text, seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text, step: optional(text), role: optional(text) });
 
-const PATCH_REASKED_WAITS = 'reasked-waits';
 
 /** A failed agent is not re-run unless the step asks: every turn would be paid again. */
 const DEFAULT_AGENT_ATTEMPTS = 1;

@@ -8,10 +8,7 @@ import { log, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../../analytics/types';
 import { isoAt } from '../common/clock';
-import type { PlanPatches } from './plan-patches';
-
-/** Runs recorded before analytics replay without the activity. */
-const PATCH_RUN_ANALYTICS = 'run-analytics';
+import { PATCH_RUN_ANALYTICS, type PlanPatches } from './plan-patches';
 /** Steps (and waits) a part: a 5,000-step plan's records stay well under Temporal's payload limit. */
 const RECORDS_PER_PART = 1000;
 

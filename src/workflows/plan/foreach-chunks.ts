@@ -14,7 +14,7 @@ import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
-import type { PlanPatches } from './plan-patches';
+import { PATCH_CHUNK_TASK_TIMEOUT, type PlanPatches } from './plan-patches';
 
 /**
  * A chunk's workflow task stays open while its items' local activities run; the SDK completes it
@@ -24,7 +24,6 @@ import type { PlanPatches } from './plan-patches';
  * over 8 minutes instead of 2). 30 s leaves 6 s; a pause or a cancel reaches a chunk within 24 s.
  */
 const CHUNK_TASK_TIMEOUT = '30s';
-const PATCH_CHUNK_TASK_TIMEOUT = 'foreach-chunk-task-timeout';
 
 /** A child's input carries the outputs its items' templates read; past this, their big parts are stored first. */
 const MAX_CHILD_SCOPE_BYTES = 256 * 1024;

@@ -13,10 +13,7 @@ import {
 } from '../../protocol/definitions';
 import type { AgentSteps } from './agent-steps';
 import type { HumanWaits } from './waits';
-import type { PlanPatches } from './plan-patches';
-
-/** Runs that start on this code take signals (answer, pause, resume, approve); older ones dropped them and must still. */
-const PATCH_SIGNALS = 'plan-signals';
+import { PATCH_SIGNALS, type PlanPatches } from './plan-patches';
 
 export interface PlanHandlersHost {
   readonly patches: PlanPatches;

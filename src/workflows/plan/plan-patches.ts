@@ -1,24 +1,52 @@
 /**
- * runPlan's changes of behaviour, each behind its patch for the runs recorded before it. Every
- * patch a run takes costs it a marker and an upsert of TemporalChangeVersion (two history events
- * and a visibility write), and a plan run took eight. A run that starts now records one marker,
- * PATCH_PLAN_BASELINE, that stands for every patch named in BASELINE; a run recorded before it
- * asks for each patch as it did. Patches added later are asked for by themselves.
+ * runPlan's patches: each change of behaviour that recorded runs must replay without. Every patch
+ * a run takes costs it a marker and an upsert of TemporalChangeVersion (two history events and a
+ * visibility write), and a plan run took eight. A run that starts now records one marker,
+ * PATCH_PLAN_BASELINE, that stands for every patch in BASELINE; a run recorded before it asks for
+ * each patch as it did. Patches added later are asked for by themselves, outside BASELINE.
  */
 import { patched } from '@temporalio/workflow';
 
+/** Runs take signals (answer, pause, resume, approve) as well as updates; older ones dropped them (handlers.ts). */
+export const PATCH_SIGNALS = 'plan-signals';
+/** An agent's wait asked again (a later `since`) opens again; older runs ignored it (agent-steps.ts). */
+export const PATCH_REASKED_WAITS = 'reasked-waits';
+/** A finished run is recorded for analytics by a local activity (analytics.ts). */
+export const PATCH_RUN_ANALYTICS = 'run-analytics';
+/** The run lets its stream's readers go before it ends (run-plan.ts). */
+export const PATCH_RUN_STREAM = 'run-stream';
+/** Activity ids named after steps instead of Temporal's sequence numbers (tool-call.ts). */
+export const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
+/**
+ * Strict templates (a missing value fails its step), first answer wins, failures of the run instead
+ * of workflow-task failures for plan data, local activities for cheap tools (run-state.ts).
+ */
+export const PATCH_HARDENED = 'engine-hardening';
+/**
+ * A step's successors start as the step settles, in the same microtask, instead of waking the
+ * scheduler's `condition` after every step, and tools that start no process get no audit handler:
+ * a chain's step made four promises and one call into the workflow's sandbox more, each of which
+ * the SDK makes costly (docs/benchmarks.md, plan overhead) (run-plan.ts).
+ */
+export const PATCH_LEAN_STEPS = 'lean-steps';
+/** forEach chunks' child runs get a 30 s workflow task timeout (foreach-chunks.ts). */
+export const PATCH_CHUNK_TASK_TIMEOUT = 'foreach-chunk-task-timeout';
+
 const PATCH_PLAN_BASELINE = 'plan-baseline';
 
-/** The patches of runPlan that every run started since their code has taken. */
-const BASELINE = new Set([
-  'plan-signals',
-  'reasked-waits',
-  'run-analytics',
-  'run-stream',
-  'step-activity-ids',
-  'engine-hardening',
-  'lean-steps',
-  'foreach-chunk-task-timeout',
+/**
+ * The patches every run started since their code has taken. A run that took the baseline has no
+ * marker of its own for these: one removed from here would replay as not taken. Never remove one.
+ */
+const BASELINE: ReadonlySet<string> = new Set([
+  PATCH_SIGNALS,
+  PATCH_REASKED_WAITS,
+  PATCH_RUN_ANALYTICS,
+  PATCH_RUN_STREAM,
+  PATCH_STEP_ACTIVITY_IDS,
+  PATCH_HARDENED,
+  PATCH_LEAN_STEPS,
+  PATCH_CHUNK_TASK_TIMEOUT,
 ]);
 
 export class PlanPatches {

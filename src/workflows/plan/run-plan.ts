@@ -21,10 +21,9 @@ import { kindOf } from './kinds';
 import { checkInput, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
 import { sizeOf } from '../common/sizes';
 import type { OwnEvent } from '../common/run-stream';
+import { PATCH_RUN_STREAM } from './plan-patches';
 
 const MAX_AUTO_EXTENSIONS = 3;
-/** Runs that start on this code let their stream's readers go before they end; older ones ended without. */
-const PATCH_RUN_STREAM = 'run-stream';
 
 type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 

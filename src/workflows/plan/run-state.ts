@@ -28,23 +28,8 @@ import { sizeOf } from '../common/sizes';
 import { WorktreeLeases } from './worktrees';
 import { recordFinishedRun } from './analytics';
 import { RunStream } from '../common/run-stream';
-import { PlanPatches } from './plan-patches';
+import { PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PlanPatches } from './plan-patches';
 
-const PATCH_STEP_ACTIVITY_IDS = 'step-activity-ids';
-/**
- * Runs that start on this code get: strict templates (a missing value fails its step), first
- * answer wins, failures of the run instead of workflow-task failures for plan data, local
- * activities for cheap tools. Runs recorded before replay without it.
- */
-const PATCH_HARDENED = 'engine-hardening';
-/**
- * Runs that start on this code start a step's successors as the step settles, in the same microtask,
- * instead of waking the scheduler's `condition` after every step, and attach no audit handler to
- * tools that start no process: a chain's step made four promises and one call into the workflow's
- * sandbox more, each of which the SDK makes costly (docs/benchmarks.md, plan overhead). Runs
- * recorded before replay without.
- */
-const PATCH_LEAN_STEPS = 'lean-steps';
 const MAX_SIGNAL_ERRORS = 50;
 /** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
 export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
