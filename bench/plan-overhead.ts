@@ -36,7 +36,7 @@ import { scaled } from './scale';
 import { createCadreWorker } from '../src/worker/worker';
 import type { BaselineCall, BaselineOptions, baselineSteps } from './baseline-workflow';
 import { BARE_ACTIVITY, createBareWorker } from './bare-worker';
-import { loadAverage, median, pidCpuMs, processCpuMs, round, spread, timestampMs } from './stats';
+import { eventMs, loadAverage, median, pidCpuMs, processCpuMs, round, spread } from './stats';
 import { groupedBars, writePlot } from './plot';
 
 const STEPS = 50;
@@ -78,7 +78,6 @@ interface Run {
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-const eventMs = (event: HistoryEvent) => timestampMs(event.eventTime);
 
 /**
  * Time the worker held workflow tasks: what the workflow code itself (cadre's scheduler,

@@ -24,7 +24,7 @@ import { runHistories } from '../test/support/history';
 import { type Plots, lines } from './plot';
 import { analyticsSettled, runMain } from './run-main';
 import { type ScaleEnv, type WorkerProcess, lostWorkflowTasks, runScaleBench, scratch, withWorkerProcesses } from './scale-env';
-import { mean, processCpuSeconds, round, timestampMs } from './stats';
+import { eventMs, mean, processCpuSeconds, round, timestampMs } from './stats';
 
 export const FULL_SIZES = [1_000, 10_000, 100_000];
 export const SMOKE_SIZES = [200, 1_200];
@@ -36,7 +36,6 @@ const WINDOWS = 40;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
-const eventMs = (event: HistoryEvent) => timestampMs(event.eventTime);
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);

@@ -24,7 +24,7 @@ import type { CompiledPlan } from '../src/spec/types';
 import { type Plots, distribution } from './plot';
 import { analyticsSettled, runMain } from './run-main';
 import { type ScaleEnv, lostWorkflowTasks, runScaleBench, withWorkerProcesses } from './scale-env';
-import { machine, percentiles, processCpuSeconds, round, timestampMs } from './stats';
+import { eventMs, machine, percentiles, processCpuSeconds, round } from './stats';
 
 export interface RunsSize {
   runs: number;
@@ -41,7 +41,6 @@ const FETCH_AT_ONCE = 20;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
-const eventMs = (event: HistoryEvent) => timestampMs(event.eventTime);
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);

@@ -2,9 +2,13 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import type { temporal } from '@temporalio/proto';
 
 /** A protobuf timestamp (seconds as a Long or a number) in milliseconds, its sub-millisecond part kept: the SDK's tsToMs floors it, which biases sums of short workflow tasks. */
 export const timestampMs = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+
+/** A history event's server time, in milliseconds with their fraction. */
+export const eventMs = (event: temporal.api.history.v1.IHistoryEvent): number => timestampMs(event.eventTime);
 
 export const round = (value: number, digits = 1) => Number(value.toFixed(digits));
 
