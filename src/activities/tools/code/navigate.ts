@@ -12,6 +12,7 @@ import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import type { ToolContext } from '../context';
 import { type CodeLocation, type CodeProject, identifiersNamed, isInProject, locationAt } from './project';
 import { implementationsOf } from './implementations';
+import { type CallerItem, incomingCalls } from './incoming-calls';
 import { openProject } from './warm';
 
 /**
@@ -133,32 +134,30 @@ export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolCo
   const { project, source } = params.file ? await projectWithFile(ctx, params.file) : { project: openProject(ctx.boundary, ctx.boundary.root), source: undefined };
   const start = functionNamed(project, params.symbol, source?.fileName);
   const service = project.service;
-  const [item] = ([] as ts.CallHierarchyItem[]).concat(service.prepareCallHierarchy(start.getSourceFile().fileName, start.getStart()) ?? []);
-  if (!item) throw permanent(ErrorTypes.BadToolInput, `symbol: "${params.symbol}" is not something that is called`);
+  const [prepared] = ([] as ts.CallHierarchyItem[]).concat(service.prepareCallHierarchy(start.getSourceFile().fileName, start.getStart()) ?? []);
+  if (!prepared) throw permanent(ErrorTypes.BadToolInput, `symbol: "${params.symbol}" is not something that is called`);
+  const item: CallerItem = { name: prepared.name, file: prepared.file, selectionStart: prepared.selectionSpan.start };
   const direction = params.direction ?? 'both';
   const maxDepth = params.maxDepth ?? 3;
   const walk = (towards: 'backward' | 'forward'): CallEdge[] => {
     const edges: CallEdge[] = [];
-    const visited = new Set<string>([`${item.file}:${item.selectionSpan.start}`]);
+    const visited = new Set<string>([`${item.file}:${item.selectionStart}`]);
     let frontier = [item];
     for (let depth = 1; depth <= maxDepth && frontier.length > 0; depth++) {
-      const next: ts.CallHierarchyItem[] = [];
+      const next: CallerItem[] = [];
       for (const current of frontier) {
-        const calls =
-          towards === 'backward'
-            ? service.provideCallHierarchyIncomingCalls(current.file, current.selectionSpan.start).map((c) => ({ other: c.from, spans: c.fromSpans, file: c.from.file }))
-            : service.provideCallHierarchyOutgoingCalls(current.file, current.selectionSpan.start).map((c) => ({ other: c.to, spans: c.fromSpans, file: current.file }));
-        for (const { other, spans, file } of calls) {
+        const calls = towards === 'backward' ? callsInto(project, current) : callsFrom(project, current);
+        for (const { other, callStarts, file } of calls) {
           if (!isInProject(project, other.file)) continue;
-          for (const span of spans) {
+          for (const callStart of callStarts) {
             edges.push({
               caller: towards === 'backward' ? other.name : current.name,
               callee: towards === 'backward' ? current.name : other.name,
-              at: locationAt(project, file, span.start),
+              at: locationAt(project, file, callStart),
               depth,
             });
           }
-          const key = `${other.file}:${other.selectionSpan.start}`;
+          const key = `${other.file}:${other.selectionStart}`;
           if (!visited.has(key)) {
             visited.add(key);
             next.push(other);
@@ -167,7 +166,8 @@ export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolCo
       }
       frontier = next;
     }
-    return edges;
+    // One order whichever search answered: by depth, then where the call is.
+    return edges.sort((a, b) => a.depth - b.depth || a.at.file.localeCompare(b.at.file) || a.at.line - b.at.line || a.at.column - b.at.column || a.caller.localeCompare(b.caller) || a.callee.localeCompare(b.callee));
   };
   return {
     symbol: params.symbol,
@@ -175,6 +175,20 @@ export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolCo
     ...(direction !== 'forward' && { backward: walk('backward') }),
     ...(direction !== 'backward' && { forward: walk('forward') }),
   };
+}
+
+/** The callers of an item, and the file each call is in (the caller's). */
+function callsInto(project: CodeProject, item: CallerItem) {
+  return incomingCalls(project, item.file, item.selectionStart).calls.map(({ from, callStarts }) => ({ other: from, callStarts, file: from.file }));
+}
+
+/** What an item calls, and the file each call is in (the item's). */
+function callsFrom(project: CodeProject, item: CallerItem) {
+  return project.service.provideCallHierarchyOutgoingCalls(item.file, item.selectionStart).map((call) => ({
+    other: { name: call.to.name, file: call.to.file, selectionStart: call.to.selectionSpan.start },
+    callStarts: call.fromSpans.map((span) => span.start),
+    file: item.file,
+  }));
 }
 
 /** The declaration name of a function, method or function-valued variable called `symbol`. */
