@@ -5,14 +5,16 @@
  * overrides in derived classes and interfaces, unions, generics, private and static members,
  * overloads, decorators, tagged templates, default exports, destructuring, a JavaScript require)
  * and of cadre's own source, both answer the same callers at the same places; the shapes the
- * index models are answered by it, the others by TypeScript.
+ * index models are answered by it, the others by TypeScript. trace_data_flow lists each call once.
  */
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
 import { PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
 import { type IncomingCall, incomingCalls } from '../../src/activities/tools/code/incoming-calls';
+import { runTool } from '../../src/activities/tools/run-tool';
 import type { CodeProject } from '../../src/activities/tools/code/project';
 import { evictAll, openProject } from '../../src/activities/tools/code/warm';
 
@@ -32,11 +34,13 @@ export const named = function inner(): number { return local(); };
 export function tag(strings: TemplateStringsArray): string { return strings.join(''); }
 export function logged<T>(value: T, _context: ClassMethodDecoratorContext): T { return value; }
 export function untouched(): number { return 0; }
+export function shared(): number { return 1; }
 `,
   'src/index.ts': `
 export { double, compute as calculate, overloaded } from './core';
 export * as core from './core';
 export { tag as default } from './core';
+export { shared } from './core';
 `,
   'src/shapes.ts': `
 import { logged } from './core';
@@ -76,7 +80,7 @@ export function run(): number {
   const fromNamespace = everything.core.compute(1) + everything.calculate(2) + everything['double'](3);
   return calculate(1) + twice(2) + main() + d.area() + b.area() + sized.area() + Base.create().area() + destructured(4) + shorthand.twice(5)
     + fromNamespace + tagged\`x\`.length + tag\`y\`.length + either.run() + both.run() + new Twin().run() + new Generic<number>().get(6)
-    + overloaded(7) + alias() + new Merged().own() + (twice)(8) + twice!(9);
+    + overloaded(7) + alias() + new Merged().own() + (twice)(8) + twice!(9) + everything['shared'](16);
 }
 const arrow = (): number => calculate(9) + twice(10);
 export const handler = { method(): number { return calculate(10) + arrow(); } };
@@ -88,8 +92,8 @@ export class Holder {
 calculate(14);
 `,
   'src/legacy.js': `
-const { compute } = require('./core');
-module.exports = { again: () => compute(15) };
+const { compute, shared } = require('./core');
+module.exports = { again: () => compute(15) + shared() };
 `,
 };
 
@@ -149,7 +153,23 @@ describe('the call index of trace_data_flow', () => {
     }
     expect(answered.untouched).toEqual({ by: 'index', callers: 0 });
     // Left to TypeScript: a default export, a function re-exported as the default, one a JavaScript file requires, a named function expression, one an import-equals names, classes with a heritage clause.
-    for (const name of ['main', 'tag', 'compute', 'named', 'inner', 'Derived.area', 'Twin.run', 'Merged.own']) expect([name, answered[name]?.by]).toEqual([name, 'typescript']);
+    for (const name of ['main', 'tag', 'compute', 'shared', 'named', 'inner', 'Derived.area', 'Twin.run', 'Merged.own']) expect([name, answered[name]?.by]).toEqual([name, 'typescript']);
+  });
+
+  test('trace_data_flow lists each call once, though TypeScript lists an element access through a namespace import twice', async () => {
+    const ws = fixture();
+    const project = openProject(await openBoundary(ws, { name: 'workspace', deny: PROTECTED_PATHS }), ws);
+    const core = path.join(ws, 'src', 'core.ts');
+    const position = project.program.getSourceFile(core)!.text.indexOf('shared(): number');
+    const starts = typescriptAnswer(project, core, position).flatMap((call) => call.callStarts);
+    expect(starts.length).toBeGreaterThan(new Set(starts).size);
+    const ctx = { workspace: ws, stepId: 'nav', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() };
+    const out = (await runTool('code.trace_data_flow', { symbol: 'shared', file: 'src/core.ts', direction: 'backward', maxDepth: 1 }, ctx)) as { backward: { at: { file: string; line: number; column: number } }[] };
+    const places = out.backward.map((edge) => `${edge.at.file}:${edge.at.line}:${edge.at.column}`);
+    expect(places).toEqual([...new Set(places)]);
+    const lines = FILES['src/app.ts'].split('\n');
+    const line = lines.findIndex((l) => l.includes("['shared']"));
+    expect(places).toContain(`src/app.ts:${line + 1}:${lines[line].indexOf("'shared'") + 1}`);
   });
 
   test("answers as TypeScript does for every declaration of cadre's own source", async () => {

@@ -166,8 +166,10 @@ export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolCo
       }
       frontier = next;
     }
-    // One order whichever search answered: by depth, then where the call is.
-    return edges.sort((a, b) => a.depth - b.depth || a.at.file.localeCompare(b.at.file) || a.at.line - b.at.line || a.at.column - b.at.column || a.caller.localeCompare(b.caller) || a.callee.localeCompare(b.callee));
+    // One order whichever search answered, by depth and then where the call is, each edge once (TypeScript's search can list a call twice).
+    const sorted = edges.sort((a, b) => a.depth - b.depth || a.at.file.localeCompare(b.at.file) || a.at.line - b.at.line || a.at.column - b.at.column || a.caller.localeCompare(b.caller) || a.callee.localeCompare(b.callee));
+    const key = (e: CallEdge) => `${e.depth}\0${e.at.file}\0${e.at.line}\0${e.at.column}\0${e.caller}\0${e.callee}`;
+    return sorted.filter((edge, i) => i === 0 || key(edge) !== key(sorted[i - 1]));
   };
   return {
     symbol: params.symbol,
