@@ -7,7 +7,7 @@
  * and of cadre's own source, both answer the same callers at the same places; the shapes the
  * index models are answered by it, the others by TypeScript. trace_data_flow lists each call once.
  */
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
@@ -170,6 +170,26 @@ describe('the call index of trace_data_flow', () => {
     const lines = FILES['src/app.ts'].split('\n');
     const line = lines.findIndex((l) => l.includes("['shared']"));
     expect(places).toContain(`src/app.ts:${line + 1}:${lines[line].indexOf("'shared'") + 1}`);
+  });
+
+  test('after a file is edited, added or removed, the index answers from the new text', async () => {
+    const ws = fixture();
+    const ctx = { workspace: ws, stepId: 'nav', attempt: 1, signal: new AbortController().signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() };
+    const callers = async () => {
+      const out = (await runTool('code.trace_data_flow', { symbol: 'untouched', file: 'src/core.ts', direction: 'backward', maxDepth: 1 }, ctx)) as { backward: { caller: string }[] };
+      return out.backward.map((edge) => edge.caller).sort();
+    };
+    expect(await callers()).toEqual([]);
+    // A command's plain writes: a new file, an edit to one already indexed, then both undone.
+    const added = path.join(ws, 'src', 'added.ts');
+    writeFileSync(added, "import { untouched } from './core';\nexport function fresh(): number { return untouched(); }\n");
+    expect(await callers()).toEqual(['fresh']);
+    const app = path.join(ws, 'src', 'app.ts');
+    writeFileSync(app, `${FILES['src/app.ts']}\nimport { untouched as gone } from './core';\nexport function edited(): number { return gone(); }\n`);
+    expect(await callers()).toEqual(['edited', 'fresh']);
+    unlinkSync(added);
+    writeFileSync(app, FILES['src/app.ts']);
+    expect(await callers()).toEqual([]);
   });
 
   test("answers as TypeScript does for every declaration of cadre's own source", async () => {
