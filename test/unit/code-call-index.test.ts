@@ -195,13 +195,14 @@ describe('the call index of trace_data_flow', () => {
   test("answers as TypeScript does for every declaration of cadre's own source", async () => {
     const repo = realpathSync(path.join(__dirname, '..', '..'));
     const project = openProject(await openBoundary(repo, { name: 'workspace', deny: PROTECTED_PATHS }), path.join(repo, 'src'));
-    // A third of the files (TypeScript's answers take about 2 ms each), against the whole program.
+    // A fifth of the files (TypeScript's answers take about 2 ms each), against the whole program.
     const { compared, answered } = compareAll(
       project,
-      project.files.filter((_, i) => i % 3 === 0),
+      project.files.filter((_, i) => i % 5 === 0),
     );
     const byIndex = Object.values(answered).filter((a) => a.by === 'index' && a.callers > 0).length;
-    expect(compared).toBeGreaterThan(1_000);
-    expect(byIndex).toBeGreaterThan(150);
+    process.stdout.write(`call index against TypeScript: ${compared} declarations of cadre's src, ${byIndex} with callers answered by the index\n`);
+    expect(compared).toBeGreaterThan(600);
+    expect(byIndex).toBeGreaterThan(80);
   }, 120_000);
 });
