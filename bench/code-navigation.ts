@@ -7,9 +7,11 @@
  *   CADRE_BENCH=full node dist/bench/code-navigation.js   (the 2,000 files docs/benchmarks.md quotes)
  *   node dist/bench/code-navigation.js generate <dir>     (only the project, to profile by hand)
  *
- * - cold: the tool's first call in a fresh worker process (TypeScript loaded, nothing parsed yet),
- *   against TypeScript alone building the same program and checker (which the first call cannot
- *   beat), and once with the DOM's declarations in the lib;
+ * - cold: the tool's first call in a fresh worker process (the tools' thread started and TypeScript
+ *   loaded in it, as an agent's toolset starts it; nothing parsed yet), against TypeScript alone
+ *   building the same program and checker (which the first call cannot beat), and once with the
+ *   DOM's declarations in the lib; beside it, the thread's start and the longest the main thread
+ *   was held up (it runs the worker's activities; the tools' work is in their thread);
  * - warm: later calls on the unchanged project, interleaved (each round calls each tool once);
  * - after a change: a call after a file was edited (by a plain write, as a command would), added
  *   or removed, with the answer checked to show the change;
@@ -29,7 +31,7 @@ import ts from 'typescript';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { JSDOC_PARSING } from '../src/activities/tools/code/service-host';
-import { evictAll, warmProjects } from '../src/activities/tools/code/warm';
+import { codeThreadState, evictCodeThread, stopCodeThread } from '../src/activities/tools/code/thread';
 import { groupedBars, writePlot } from './plot';
 import { resultsFile, runMain, writeResults } from './run-main';
 import { BENCH_SCALE, scaled } from './scale';
@@ -128,7 +130,24 @@ function query(ws: string, name: string): Promise<Record<string, unknown>> {
   return runTool(tool, params, { workspace: ws, stepId: 'bench', attempt: 1, signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() }) as Promise<Record<string, unknown>>;
 }
 
-/** Wall time, and this process's CPU time, which the machine's other load inflates less. */
+/** The longest the main thread went without running a 5 ms timer, from now until `stop`: what a call held up the worker's activities. */
+function mainThreadWatch(): { stop: () => number } {
+  let last = performance.now();
+  let longest = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  }, 5);
+  return {
+    stop: () => {
+      clearInterval(tick);
+      return Math.max(longest, performance.now() - last);
+    },
+  };
+}
+
+/** Wall time, and this process's CPU time (all its threads), which the machine's other load inflates less. */
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; cpuMs: number; value: T }> {
   const cpu = process.cpuUsage();
   const start = performance.now();
@@ -148,8 +167,12 @@ const MB = 1024 * 1024;
 /** In a child process: one cold call, or the memory figures. Prints JSON. */
 async function child(mode: string, ws: string, name?: string): Promise<void> {
   if (mode === 'cold') {
+    // The tools' thread started first, as an agent's toolset starts it while the model takes its turn (and as TypeScript
+    // was loaded with the activities before the tools had a thread): the call builds the service, TypeScript is loaded.
+    const thread = await timed(() => codeThreadState());
+    const loop = mainThreadWatch();
     const { ms, cpuMs, value } = await timed(() => query(ws, name!));
-    process.stdout.write(`${JSON.stringify({ ms, cpuMs, count: QUERIES[name!].count(value) })}\n`);
+    process.stdout.write(`${JSON.stringify({ ms, cpuMs, count: QUERIES[name!].count(value), threadStartMs: thread.ms, mainThreadMaxGapMs: loop.stop() })}\n`);
     return;
   }
   if (mode === 'bare') {
@@ -171,14 +194,25 @@ async function child(mode: string, ws: string, name?: string): Promise<void> {
     for (let i = 0; i < 3; i++) gc();
     return process.memoryUsage();
   };
+  // The service lives in the tools' thread: its heap there, against the thread's own with nothing warm; RSS is the whole process's.
   const before = settle();
+  const idle = await codeThreadState(true);
   for (const q of Object.keys(QUERIES)) await query(ws, q);
+  const held = await codeThreadState(true);
   const warm = settle();
-  const held = warmProjects();
-  evictAll();
+  await evictCodeThread();
+  const emptied = await codeThreadState(true);
   const evicted = settle();
-  const delta = (m: NodeJS.MemoryUsage) => ({ heapUsedMB: round((m.heapUsed - before.heapUsed) / MB), externalMB: round((m.external - before.external) / MB), rssMB: round((m.rss - before.rss) / MB) });
-  process.stdout.write(`${JSON.stringify({ warm: delta(warm), afterEviction: delta(evicted), sourceChars: held.reduce((s, p) => s + p.sourceChars, 0), services: held.length })}\n`);
+  const process_ = (m: NodeJS.MemoryUsage) => ({ rssMB: round((m.rss - before.rss) / MB), mainHeapUsedMB: round((m.heapUsed - before.heapUsed) / MB) });
+  process.stdout.write(
+    `${JSON.stringify({
+      warm: { heapUsedMB: round((held.heapUsed - idle.heapUsed) / MB), ...process_(warm) },
+      afterEviction: { heapUsedMB: round((emptied.heapUsed - idle.heapUsed) / MB), ...process_(evicted) },
+      threadHeapIdleMB: round(idle.heapUsed / MB),
+      sourceChars: held.projects.reduce((s, p) => s + p.sourceChars, 0),
+      services: held.projects.length,
+    })}\n`,
+  );
 }
 
 function inChild(args: string[]): Record<string, unknown> {
@@ -212,13 +246,17 @@ async function main(): Promise<void> {
     const counts: Record<string, number> = {};
     const bare: number[] = [];
     const bareCpu: number[] = [];
+    const threadStarts: number[] = [];
+    const coldMainGaps: number[] = [];
     for (let r = 0; r < COLD_REPETITIONS; r++) {
       for (const q of Object.keys(QUERIES)) {
-        const { ms, cpuMs, count } = inChild(['cold', ws, q]) as { ms: number; cpuMs: number; count: number };
+        const { ms, cpuMs, count, threadStartMs, mainThreadMaxGapMs } = inChild(['cold', ws, q]) as { ms: number; cpuMs: number; count: number; threadStartMs: number; mainThreadMaxGapMs: number };
         (cold[q] ??= []).push(ms);
         (coldCpu[q] ??= []).push(cpuMs);
+        threadStarts.push(threadStartMs);
+        coldMainGaps.push(mainThreadMaxGapMs);
         counts[q] = count;
-        log(`cold ${q}: ${round(ms, 0)} ms, ${round(cpuMs, 0)} ms CPU (${count} answers)`);
+        log(`cold ${q}: ${round(ms, 0)} ms, ${round(cpuMs, 0)} ms CPU (${count} answers; the tools' thread started in ${round(threadStartMs, 0)} ms; main thread held up ${round(mainThreadMaxGapMs, 0)} ms at most)`);
       }
       const baseline = inChild(['bare', ws]) as { ms: number; cpuMs: number };
       bare.push(baseline.ms);
@@ -242,6 +280,7 @@ async function main(): Promise<void> {
     log(`first call in this process: ${round(first.ms, 0)} ms`);
     const warm: Record<string, number[]> = {};
     const warmCpu: Record<string, number[]> = {};
+    const warmLoop = mainThreadWatch();
     for (let r = 0; r < WARM_ROUNDS; r++) {
       for (const q of Object.keys(QUERIES)) {
         const { ms, cpuMs, value } = await timed(() => query(ws, q));
@@ -250,6 +289,8 @@ async function main(): Promise<void> {
         (warmCpu[q] ??= []).push(cpuMs);
       }
     }
+
+    const warmMainThreadMaxGapMs = warmLoop.stop();
 
     // Changes made as a command makes them (plain writes), each followed by a query that must see it.
     const refs = counts.find_references;
@@ -271,6 +312,8 @@ async function main(): Promise<void> {
       coldMs: Object.fromEntries(Object.entries(cold).map(([q, v]) => [q, percentiles(v)])),
       coldCpuMs: Object.fromEntries(Object.entries(coldCpu).map(([q, v]) => [q, percentiles(v)])),
       typescriptAloneMs: { wall: percentiles(bare), cpu: percentiles(bareCpu) },
+      threadStartMs: percentiles(threadStarts),
+      mainThreadMaxGapMs: { cold: percentiles(coldMainGaps), warmRounds: round(warmMainThreadMaxGapMs) },
       ...(withDom && { coldWithDomLibMs: { find_references: { wall: round(withDom.ms), cpu: round(withDom.cpuMs) } } }),
       warmMs: Object.fromEntries(Object.entries(warm).map(([q, v]) => [q, percentiles(v)])),
       warmCpuMs: Object.fromEntries(Object.entries(warmCpu).map(([q, v]) => [q, percentiles(v)])),
@@ -306,7 +349,7 @@ async function main(): Promise<void> {
       ],
     }));
   } finally {
-    evictAll();
+    await stopCodeThread();
     rmSync(home, { recursive: true, force: true });
   }
 }

@@ -15,6 +15,7 @@ import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn'
 import { type ModelDeps, lazyCustomTools, lazyModelSettings } from './models';
 import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
+import { startCodeThread } from './tools/code/thread';
 import { teamRoles } from './roles';
 import { repairWorktree } from '../git/repair';
 import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
@@ -123,7 +124,11 @@ export function createActivities(deps: ActivityDeps = {}) {
       }),
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
-    agentToolset: (request: { tools: string[] }) => agentToolset(request.tools, customTools),
+    // With code tools among them, their thread starts loading TypeScript while the model takes its first turn.
+    agentToolset: (request: { tools: string[] }) => {
+      if (request.tools.some((tool) => tool.startsWith('code.'))) startCodeThread();
+      return agentToolset(request.tools, customTools);
+    },
 
     // A team worker's infrastructure recovery: stale git locks of its worktree removed.
     repairWorktree: (request: { worktree: string }) => repairWorktree(request.worktree),

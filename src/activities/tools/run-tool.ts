@@ -7,8 +7,7 @@ import { ErrorTypes, permanent } from '../../errors/application-failures';
 import type { ToolContext } from './context';
 import { readWorkspaceFile, writeWorkspaceFile } from './fs';
 import { httpRequest } from './http';
-import { findImplementations, findReferences, navigateImports, traceDataFlow } from './code/navigate';
-import { searchCode } from './code/search';
+import { inCodeThread } from './code/thread';
 import { gitCommitTool, gitMergeTool, gitResetTool, gitStatusTool } from './git';
 import { runShell } from './shell';
 
@@ -28,11 +27,12 @@ const handlers: { [T in ToolName]: Handler<T> } = {
   'git.commit': gitCommitTool,
   'git.merge': gitMergeTool,
   'git.reset': gitResetTool,
-  'code.navigate_imports': navigateImports,
-  'code.find_implementations': findImplementations,
-  'code.find_references': findReferences,
-  'code.trace_data_flow': traceDataFlow,
-  'code.search': searchCode,
+  // In a thread of their own: their TypeScript work would hold up the worker's main thread.
+  'code.navigate_imports': inCodeThread('code.navigate_imports'),
+  'code.find_implementations': inCodeThread('code.find_implementations'),
+  'code.find_references': inCodeThread('code.find_references'),
+  'code.trace_data_flow': inCodeThread('code.trace_data_flow'),
+  'code.search': inCodeThread('code.search'),
 };
 
 /** Checks the resolved parameters against the tool's schema, then runs it inside the workspace. */

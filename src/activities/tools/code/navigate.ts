@@ -9,8 +9,7 @@ import ts from 'typescript';
 import type { CodeFindImplementationsParams, CodeFindReferencesParams, CodeNavigateImportsParams, CodeTraceDataFlowParams } from '../../../spec/tools';
 import { resolveInside } from '../../confinement';
 import { ErrorTypes, permanent } from '../../../errors/application-failures';
-import type { ToolContext } from '../context';
-import { type CodeLocation, type CodeProject, identifiersNamed, isInProject, locationAt } from './project';
+import { type CodeLocation, type CodeProject, type CodeToolContext, identifiersNamed, isInProject, locationAt } from './project';
 import { implementationsOf } from './implementations';
 import { type CallerItem, incomingCalls } from './incoming-calls';
 import { openProject } from './warm';
@@ -20,7 +19,7 @@ import { openProject } from './warm';
  * before the project is opened: from there on a query runs without awaiting, so no other call
  * refreshes the service under it.
  */
-async function projectWithFile(ctx: ToolContext, file: string): Promise<{ project: CodeProject; source: ts.SourceFile }> {
+async function projectWithFile(ctx: CodeToolContext, file: string): Promise<{ project: CodeProject; source: ts.SourceFile }> {
   const resolved = await resolveInside(ctx.boundary, file, 'file');
   const project = openProject(ctx.boundary, ctx.boundary.root);
   const source = project.program.getSourceFile(resolved.path);
@@ -48,7 +47,7 @@ function at(project: CodeProject, node: ts.Node): CodeLocation {
 
 type Hop = CodeLocation & { kind: 'import' | 're-export' | 'declaration' };
 
-export async function navigateImports(params: CodeNavigateImportsParams, ctx: ToolContext) {
+export async function navigateImports(params: CodeNavigateImportsParams, ctx: CodeToolContext) {
   const { project, source } = await projectWithFile(ctx, params.file);
   const checker = project.program.getTypeChecker();
   const id = firstNamed(source, params.symbol, params.file);
@@ -75,7 +74,7 @@ export async function navigateImports(params: CodeNavigateImportsParams, ctx: To
   };
 }
 
-export async function findImplementations(params: CodeFindImplementationsParams, ctx: ToolContext) {
+export async function findImplementations(params: CodeFindImplementationsParams, ctx: CodeToolContext) {
   const root = params.dir ? (await resolveInside(ctx.boundary, params.dir, 'dir')).path : ctx.boundary.root;
   const project = openProject(ctx.boundary, root);
   const declarations: ts.Identifier[] = [];
@@ -103,7 +102,7 @@ export async function findImplementations(params: CodeFindImplementationsParams,
   return { typeName: params.typeName, declarations: declarations.map((d) => at(project, d)), implementations };
 }
 
-export async function findReferences(params: CodeFindReferencesParams, ctx: ToolContext) {
+export async function findReferences(params: CodeFindReferencesParams, ctx: CodeToolContext) {
   const { project, source } = await projectWithFile(ctx, params.file);
   const id = firstNamed(source, params.symbol, params.file);
   const references: (CodeLocation & { definition: boolean })[] = [];
@@ -130,7 +129,7 @@ interface CallEdge {
  * Which calls pass values on: backward, the callers that pass values into the function (and
  * their callers, to maxDepth); forward, the calls the function passes its values to.
  */
-export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: ToolContext) {
+export async function traceDataFlow(params: CodeTraceDataFlowParams, ctx: CodeToolContext) {
   const { project, source } = params.file ? await projectWithFile(ctx, params.file) : { project: openProject(ctx.boundary, ctx.boundary.root), source: undefined };
   const start = functionNamed(project, params.symbol, source?.fileName);
   const service = project.service;

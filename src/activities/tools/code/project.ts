@@ -5,6 +5,10 @@
 import path from 'node:path';
 import ts from 'typescript';
 import { isInside } from '../../confinement';
+import type { ToolContext } from '../context';
+
+/** What the code tools use of a tool's context: the workspace (they run in their own thread, thread.ts). */
+export type CodeToolContext = Pick<ToolContext, 'boundary'>;
 
 /** The files a project is made of (declaration files are read but not listed). */
 export const SOURCE_FILE = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;

@@ -7,14 +7,13 @@ import path from 'node:path';
 import type { CodeSearchParams } from '../../../spec/tools';
 import { walkTree } from '../../confined-tree';
 import { resolveInside } from '../../confinement';
-import type { ToolContext } from '../context';
-import { type CodeLocation, SKIPPED_DIRS } from './project';
+import { type CodeLocation, type CodeToolContext, SKIPPED_DIRS } from './project';
 
 const MAX_MATCHES = 500;
 const MAX_FILE_BYTES = 1024 * 1024;
 const TYPESCRIPT = /\.(ts|tsx|mts|cts)$/;
 
-export async function searchCode(params: CodeSearchParams, ctx: ToolContext) {
+export async function searchCode(params: CodeSearchParams, ctx: CodeToolContext) {
   const dir = params.dir ? (await resolveInside(ctx.boundary, params.dir, 'dir')).path : ctx.boundary.root;
   const needle = params.ignoreCase ? params.text.toLowerCase() : params.text;
   const matches: CodeLocation[] = [];

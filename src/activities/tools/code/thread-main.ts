@@ -1,0 +1,52 @@
+/**
+ * The code tools' own thread (./thread.ts starts it): the warm language services live here, and
+ * their work (seconds to build one, tens of milliseconds a warm query, all synchronous) never
+ * holds up the worker's main thread, where activities, heartbeats and streamed turns run.
+ * One request at a time reaches the TypeScript work: a query checks its paths (awaiting), then
+ * runs to its end without awaiting, as on the main thread before.
+ */
+import { parentPort, threadId } from 'node:worker_threads';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Boundary } from '../../confinement';
+import type { CodeToolContext } from './project';
+import { findImplementations, findReferences, navigateImports, traceDataFlow } from './navigate';
+import { searchCode } from './search';
+import type { CodeReply, CodeRequest, CodeThreadState, CodeTool, ThreadFailure } from './thread-protocol';
+import { evictAll, warmProjects } from './warm';
+
+const tools: Record<CodeTool, (params: never, ctx: CodeToolContext) => Promise<unknown>> = {
+  'code.navigate_imports': navigateImports,
+  'code.find_implementations': findImplementations,
+  'code.find_references': findReferences,
+  'code.trace_data_flow': traceDataFlow,
+  'code.search': searchCode,
+};
+
+async function answer(request: CodeRequest): Promise<unknown> {
+  switch (request.kind) {
+    case 'call':
+      return tools[request.tool](request.params as never, { boundary: request.boundary as Boundary });
+    case 'warm': {
+      const gc = (globalThis as { gc?: () => void }).gc;
+      for (let i = 0; request.settle && gc && i < 3; i++) gc();
+      return { projects: warmProjects(), heapUsed: process.memoryUsage().heapUsed, threadId } satisfies CodeThreadState;
+    }
+    case 'evict':
+      evictAll();
+      return undefined;
+  }
+}
+
+function failureOf(err: unknown): ThreadFailure {
+  if (err instanceof ApplicationFailure) return { message: err.message, type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined };
+  return { message: err instanceof Error ? err.message : String(err) };
+}
+
+const port = parentPort;
+if (!port) throw new Error('thread-main.ts runs as the code tools thread (thread.ts starts it)');
+port.on('message', (request: CodeRequest) => {
+  answer(request).then(
+    (result) => port.postMessage({ id: request.id, result } satisfies CodeReply),
+    (err: unknown) => port.postMessage({ id: request.id, error: failureOf(err) } satisfies CodeReply),
+  );
+});

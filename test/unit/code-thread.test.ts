@@ -1,0 +1,84 @@
+/**
+ * The code tools' thread (src/activities/tools/code/thread.ts): the tools run and keep their warm
+ * services there, not on the worker's main thread; a thread that ends or runs out of its heap fails
+ * the calls waiting on it and the next call starts another; an idle one ends; a cancelled call stops
+ * waiting.
+ */
+import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isMainThread, threadId } from 'node:worker_threads';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
+import { PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
+import { CODE_THREAD, codeThreadState, evictCodeThread, inCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
+import { warmProjects } from '../../src/activities/tools/code/warm';
+import { runTool } from '../../src/activities/tools/run-tool';
+
+const defaults = { ...CODE_THREAD };
+afterEach(async () => {
+  Object.assign(CODE_THREAD, defaults);
+  await stopCodeThread();
+});
+
+function workspace(): string {
+  const ws = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'cadre-code-thread-')));
+  writeFileSync(path.join(ws, 'tsconfig.json'), JSON.stringify({ compilerOptions: { lib: ['ES2022'], strict: true } }));
+  writeFileSync(path.join(ws, 'a.ts'), 'export function twice(x: number): number {\n  return x * 2;\n}\n');
+  writeFileSync(path.join(ws, 'b.ts'), "import { twice } from './a';\nexport const four = twice(2);\n");
+  return ws;
+}
+
+const references = (ws: string, signal = new AbortController().signal) =>
+  runTool('code.find_references', { file: 'a.ts', symbol: 'twice' }, { workspace: ws, stepId: 'nav', attempt: 1, signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() }) as Promise<{ references: { file: string }[] }>;
+
+describe("the code tools' thread", () => {
+  test('the tools run there and keep their warm service there, not on the main thread', async () => {
+    const ws = workspace();
+    expect((await references(ws)).references.map((r) => r.file)).toEqual(['a.ts', 'b.ts', 'b.ts']);
+    const state = await codeThreadState();
+    expect(isMainThread).toBe(true);
+    expect(state.threadId).not.toBe(threadId);
+    expect(state.projects.map((p) => p.root)).toEqual([ws]);
+    expect(warmProjects()).toEqual([]);
+    await evictCodeThread();
+    expect((await codeThreadState()).projects).toEqual([]);
+  }, 60_000);
+
+  test('a thread that ends under a call fails it; the next call starts another', async () => {
+    const ws = workspace();
+    // Asked straight away (runTool would open the workspace first): the new thread is still loading TypeScript when it ends.
+    const boundary = await openBoundary(ws, { name: 'workspace', deny: PROTECTED_PATHS });
+    const cut = inCodeThread('code.find_references')({ file: 'a.ts', symbol: 'twice' }, { boundary, signal: new AbortController().signal });
+    await stopCodeThread();
+    await expect(cut).rejects.toThrow("the code tools' thread ended");
+    expect((await references(ws)).references).toHaveLength(3);
+  }, 60_000);
+
+  test('a thread out of its heap fails the call as TooLarge, and the worker goes on', async () => {
+    CODE_THREAD.heapMb = 8;
+    await expect(references(workspace())).rejects.toMatchObject({ type: 'TooLarge', nonRetryable: true, message: expect.stringContaining('8 MB heap') });
+    Object.assign(CODE_THREAD, defaults);
+    expect((await references(workspace())).references).toHaveLength(3);
+  }, 60_000);
+
+  test('a thread no call has used for CODE_THREAD.idleMs ends; the next call starts another', async () => {
+    CODE_THREAD.idleMs = 300;
+    const ws = workspace();
+    expect((await references(ws)).references).toHaveLength(3);
+    const used = await codeThreadState();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const next = await codeThreadState();
+    expect(next.threadId).not.toBe(used.threadId);
+    expect(next.projects).toEqual([]);
+  }, 60_000);
+
+  test('a cancelled call stops waiting; the thread goes on', async () => {
+    const ws = workspace();
+    const boundary = await openBoundary(ws, { name: 'workspace', deny: PROTECTED_PATHS });
+    const controller = new AbortController();
+    const call = inCodeThread('code.find_references')({ file: 'a.ts', symbol: 'twice' }, { boundary, signal: controller.signal });
+    controller.abort(new Error('step cancelled'));
+    await expect(call).rejects.toThrow('step cancelled');
+    expect((await references(ws)).references).toHaveLength(3);
+  }, 60_000);
+});
