@@ -10,7 +10,8 @@ import path from 'node:path';
 import { isMainThread, threadId } from 'node:worker_threads';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
 import { PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
-import { CODE_THREAD, codeThreadState, evictCodeThread, inCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
+import { createActivities } from '../../src/activities';
+import { CODE_THREAD, codeThreadStarted, codeThreadState, evictCodeThread, inCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
 import { warmProjects } from '../../src/activities/tools/code/warm';
 import { runTool } from '../../src/activities/tools/run-tool';
 
@@ -41,6 +42,15 @@ describe("the code tools' thread", () => {
     expect(state.projects.map((p) => p.root)).toEqual([ws]);
     expect(warmProjects()).toEqual([]);
     await evictCodeThread();
+    expect((await codeThreadState()).projects).toEqual([]);
+  }, 60_000);
+
+  test("an agent's toolset with code tools starts the thread; one without does not", async () => {
+    const { agentToolset } = createActivities();
+    await agentToolset({ tools: ['fs.read', 'shell'] });
+    expect(codeThreadStarted()).toBe(false);
+    await agentToolset({ tools: ['fs.read', 'code.find_references'] });
+    expect(codeThreadStarted()).toBe(true);
     expect((await codeThreadState()).projects).toEqual([]);
   }, 60_000);
 

@@ -44,6 +44,11 @@ export function startCodeThread(): void {
   thread ??= start();
 }
 
+/** Whether the thread is up (or starting). */
+export function codeThreadStarted(): boolean {
+  return thread !== undefined;
+}
+
 /** What the thread keeps warm; `settle` collects its garbage first when it can (run with --expose-gc). */
 export function codeThreadState(settle = false): Promise<CodeThreadState> {
   return ask({ kind: 'warm', settle }) as Promise<CodeThreadState>;
@@ -56,7 +61,9 @@ export async function evictCodeThread(): Promise<void> {
 
 /** Ends the thread: the calls waiting on it fail, the next call starts another. */
 export async function stopCodeThread(): Promise<void> {
-  await thread?.worker.terminate();
+  const current = thread;
+  thread = undefined;
+  await current?.worker.terminate();
 }
 
 function ask(request: Request, signal?: AbortSignal): Promise<unknown> {
