@@ -1,5 +1,5 @@
 /**
- * The code tools' language services, kept warm in the worker: one per directory analysed (a
+ * The code tools' language services, kept warm in their thread (thread.ts): one per directory analysed (a
  * workspace, a worktree, or a `dir` inside one), refreshed from the disk before each query
  * (service-host.ts) instead of built again, which took seconds. The services share one document
  * registry, so TypeScript's lib files and files that two of them read are parsed once.
