@@ -2,8 +2,8 @@
  * The code tools' own thread (./thread.ts starts it): the warm language services live here, and
  * their work (seconds to build one, tens of milliseconds a warm query, all synchronous) never
  * holds up the worker's main thread, where activities, heartbeats and streamed turns run.
- * One request at a time reaches the TypeScript work: a query checks its paths (awaiting), then
- * runs to its end without awaiting, as on the main thread before.
+ * Requests interleave only where a query awaits (checking its paths); from there it runs to its end
+ * without awaiting, so no other request refreshes a service under it, as on the main thread before.
  */
 import { parentPort, threadId } from 'node:worker_threads';
 import { ApplicationFailure } from '@temporalio/common';
@@ -38,7 +38,7 @@ async function answer(request: CodeRequest): Promise<unknown> {
 }
 
 function failureOf(err: unknown): ThreadFailure {
-  if (err instanceof ApplicationFailure) return { message: err.message, type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined };
+  if (err instanceof ApplicationFailure) return { message: err.message, type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined, details: err.details ?? undefined };
   return { message: err instanceof Error ? err.message : String(err) };
 }
 

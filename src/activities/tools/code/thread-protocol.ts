@@ -14,6 +14,7 @@ export interface ThreadFailure {
   message: string;
   type?: string;
   nonRetryable?: boolean;
+  details?: unknown[];
 }
 
 /** What the thread keeps warm, its heap and its id (for the benchmark and tests). */

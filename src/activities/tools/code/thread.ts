@@ -131,7 +131,7 @@ function spawn(): Worker {
 
 function rebuilt(failure: ThreadFailure): Error {
   if (failure.type === undefined) return new Error(failure.message);
-  return ApplicationFailure.create({ message: failure.message, type: failure.type, nonRetryable: failure.nonRetryable ?? false });
+  return ApplicationFailure.create({ message: failure.message, type: failure.type, nonRetryable: failure.nonRetryable ?? false, details: failure.details });
 }
 
 /** The thread ended under the calls waiting on it: out of memory, the project is too big for it (not retried); otherwise retried, on a new thread. */
