@@ -15,7 +15,8 @@ import type { ModelTurnRequest, ModelTurnResult } from '../providers/model-turn'
 import { type ModelDeps, lazyCustomTools, lazyModelSettings } from './models';
 import { isCustomTool } from './tools/custom/registry';
 import { agentToolset } from './tools/agent-toolset';
-import { startCodeThread } from './tools/code/thread';
+import { prewarmCodeThread, startCodeThread } from './tools/code/thread';
+import { PROTECTED_PATHS, openBoundary } from './confinement';
 import { teamRoles } from './roles';
 import { repairWorktree } from '../git/repair';
 import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
@@ -86,6 +87,13 @@ export type ActivityDeps = StoreOptions &
     analytics?: AnalyticsTarget;
   };
 
+/** Starts the code tools' thread and, with the agent's workspace, its service; not awaited (the toolset answers at once), never failing. */
+function prewarmCode(workspace: string | undefined, worktree: boolean | undefined): void {
+  startCodeThread();
+  if (workspace === undefined) return;
+  openBoundary(workspace, { name: worktree ? 'worktree' : 'workspace', deny: PROTECTED_PATHS }).then(prewarmCodeThread, () => undefined);
+}
+
 export function createActivities(deps: ActivityDeps = {}) {
   const modelSettings = lazyModelSettings(deps);
   // Provider keys and codec keys are secrets whatever the config says: known once the settings are read.
@@ -124,9 +132,9 @@ export function createActivities(deps: ActivityDeps = {}) {
       }),
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
-    // With code tools among them, their thread starts loading TypeScript while the model takes its first turn.
-    agentToolset: (request: { tools: string[] }) => {
-      if (request.tools.some((tool) => tool.startsWith('code.'))) startCodeThread();
+    // With code tools among them, their thread builds the workspace's service while the model takes its first turn.
+    agentToolset: (request: { tools: string[]; workspace?: string; worktree?: boolean }) => {
+      if (request.tools.some((tool) => tool.startsWith('code.'))) prewarmCode(request.workspace, request.worktree);
       return agentToolset(request.tools, customTools);
     },
 

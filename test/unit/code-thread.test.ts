@@ -45,13 +45,22 @@ describe("the code tools' thread", () => {
     expect((await codeThreadState()).projects).toEqual([]);
   }, 60_000);
 
-  test("an agent's toolset with code tools starts the thread; one without does not", async () => {
+  test("an agent's toolset with code tools starts the thread and builds its workspace's service; one without does not", async () => {
     const { agentToolset } = createActivities();
-    await agentToolset({ tools: ['fs.read', 'shell'] });
+    const ws = workspace();
+    await agentToolset({ tools: ['fs.read', 'shell'], workspace: ws });
     expect(codeThreadStarted()).toBe(false);
     await agentToolset({ tools: ['fs.read', 'code.find_references'] });
     expect(codeThreadStarted()).toBe(true);
     expect((await codeThreadState()).projects).toEqual([]);
+    // With the workspace, the service is built while the toolset's answer goes back (and the model takes its turn).
+    await agentToolset({ tools: ['code.find_references'], workspace: ws });
+    let state = await codeThreadState();
+    for (let i = 0; i < 100 && state.projects.length === 0; i++) state = await codeThreadState();
+    expect(state.projects.map((p) => p.root)).toEqual([ws]);
+    // A workspace that is not there: nothing built, nothing thrown (the first call will say why).
+    await agentToolset({ tools: ['code.find_references'], workspace: path.join(ws, 'missing') });
+    expect((await codeThreadState()).projects.map((p) => p.root)).toEqual([ws]);
   }, 60_000);
 
   test('a thread that ends under a call fails it; the next call starts another', async () => {

@@ -148,7 +148,11 @@ export class AgentLoop {
 
   /** The tools offered, fixed the first time they are needed (history keeps the list for replay). */
   private tools(): Promise<AgentTool[]> {
-    this.offered ??= this.spec.tools.length > 0 ? toolset.agentToolset({ tools: this.spec.tools }) : Promise.resolve([]);
+    if (!this.offered) {
+      // The workspace goes along so a worker can ready the code tools for it while the model takes its first turn.
+      const request = { tools: this.spec.tools, workspace: this.spec.workspace, ...(this.spec.worktree && { worktree: true }) };
+      this.offered = this.spec.tools.length > 0 ? toolset.agentToolset(request) : Promise.resolve([]);
+    }
     return this.offered;
   }
 

@@ -12,7 +12,7 @@ import type { CodeToolContext } from './project';
 import { findImplementations, findReferences, navigateImports, traceDataFlow } from './navigate';
 import { searchCode } from './search';
 import type { CodeReply, CodeRequest, CodeThreadState, CodeTool, ThreadFailure } from './thread-protocol';
-import { evictAll, warmProjects } from './warm';
+import { evictAll, openProject, warmProjects } from './warm';
 
 const tools: Record<CodeTool, (params: never, ctx: CodeToolContext) => Promise<unknown>> = {
   'code.navigate_imports': navigateImports,
@@ -34,6 +34,14 @@ async function answer(request: CodeRequest): Promise<unknown> {
     case 'evict':
       evictAll();
       return undefined;
+    case 'prewarm':
+      try {
+        openProject(request.boundary, request.boundary.root);
+        return true;
+      } catch {
+        // Not a project TypeScript can analyse, or gone: the first call says why.
+        return false;
+      }
   }
 }
 

@@ -7,7 +7,9 @@ export type CodeRequest =
   | { id: number; kind: 'call'; tool: CodeTool; params: unknown; boundary: Boundary }
   /** What is kept warm, and the thread's heap (after collecting its garbage, with `settle`, when it can): for the benchmark and tests. */
   | { id: number; kind: 'warm'; settle?: boolean }
-  | { id: number; kind: 'evict' };
+  | { id: number; kind: 'evict' }
+  /** Builds the workspace's service ahead of its first call (an agent with code tools starting); answers whether it could. */
+  | { id: number; kind: 'prewarm'; boundary: Boundary };
 
 /** An error thrown in the thread, as the activity rethrows it (an ApplicationFailure keeps its type and retry). */
 export interface ThreadFailure {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorTypes, permanent } from '../../../errors/application-failures';
+import type { Boundary } from '../../confinement';
 import type { ToolContext } from '../context';
 import type { CodeReply, CodeRequest, CodeThreadState, CodeTool, ThreadFailure } from './thread-protocol';
 
@@ -42,6 +43,15 @@ export function inCodeThread(tool: CodeTool) {
 /** Starts the thread ahead of a first call (an agent with code tools starting): TypeScript loads meanwhile, off the main thread. */
 export function startCodeThread(): void {
   thread ??= start();
+}
+
+/**
+ * Builds the service of a workspace in the thread ahead of its first call: an agent with code tools
+ * starting, whose model's first turn usually takes longer than the build. A call that comes sooner
+ * waits for the rest of it, as it would have built it. Failures are left for that call to report.
+ */
+export function prewarmCodeThread(boundary: Boundary): Promise<boolean> {
+  return (ask({ kind: 'prewarm', boundary }) as Promise<boolean>).catch(() => false);
 }
 
 /** Whether the thread is up (or starting). */
