@@ -12,6 +12,8 @@
  *   building the same program and checker (which the first call cannot beat), and once with the
  *   DOM's declarations in the lib; beside it, the thread's start and the longest the main thread
  *   was held up (it runs the worker's activities; the tools' work is in their thread);
+ * - an agent's first call: its toolset made with the workspace (which builds the service in the
+ *   tools' thread while the model takes its first turn), a turn as long as the build, then the call;
  * - warm: later calls on the unchanged project, interleaved (each round calls each tool once);
  * - after a change: a call after a file was edited (by a plain write, as a command would), added
  *   or removed, with the answer checked to show the change;
@@ -31,6 +33,7 @@ import ts from 'typescript';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
 import { JSDOC_PARSING } from '../src/activities/tools/code/service-host';
+import { createActivities } from '../src/activities';
 import { codeThreadState, evictCodeThread, stopCodeThread } from '../src/activities/tools/code/thread';
 import { groupedBars, writePlot } from './plot';
 import { resultsFile, runMain, writeResults } from './run-main';
@@ -175,6 +178,19 @@ async function child(mode: string, ws: string, name?: string): Promise<void> {
     process.stdout.write(`${JSON.stringify({ ms, cpuMs, count: QUERIES[name!].count(value), threadStartMs: thread.ms, mainThreadMaxGapMs: loop.stop() })}\n`);
     return;
   }
+  if (mode === 'agent') {
+    // An agent with code tools starting: its toolset is made, and the tools' thread builds the workspace's service while the
+    // model takes its first turn, here a turn as long as the build. Then the agent's first call.
+    const started = performance.now();
+    await createActivities().agentToolset({ tools: [QUERIES[name!].tool], workspace: ws });
+    let state = await codeThreadState();
+    while (state.projects.length === 0 && performance.now() - started < 120_000) state = await codeThreadState();
+    const readyMs = performance.now() - started;
+    const loop = mainThreadWatch();
+    const { ms, cpuMs, value } = await timed(() => query(ws, name!));
+    process.stdout.write(`${JSON.stringify({ ms, cpuMs, count: QUERIES[name!].count(value), readyMs, mainThreadMaxGapMs: loop.stop() })}\n`);
+    return;
+  }
   if (mode === 'bare') {
     // TypeScript alone: the program and its checker over the same files, which the first call cannot beat.
     const files = execFileSync('find', [path.join(ws, 'src'), '-name', '*.ts'], { encoding: 'utf8' }).trim().split('\n');
@@ -231,7 +247,7 @@ async function afterChange(ws: string, change: () => void, name: string, expecte
 
 async function main(): Promise<void> {
   const [mode, wsArg, name] = process.argv.slice(2);
-  if (mode === 'cold' || mode === 'bare' || mode === 'memory') return child(mode, wsArg, name);
+  if (mode === 'cold' || mode === 'agent' || mode === 'bare' || mode === 'memory') return child(mode, wsArg, name);
   if (mode === 'generate') return generateProject(wsArg);
   const loadBefore = os.loadavg();
   const home = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-nav-'));
@@ -248,6 +264,8 @@ async function main(): Promise<void> {
     const bareCpu: number[] = [];
     const threadStarts: number[] = [];
     const coldMainGaps: number[] = [];
+    const agentFirst: Record<string, number[]> = {};
+    const agentReady: number[] = [];
     for (let r = 0; r < COLD_REPETITIONS; r++) {
       for (const q of Object.keys(QUERIES)) {
         const { ms, cpuMs, count, threadStartMs, mainThreadMaxGapMs } = inChild(['cold', ws, q]) as { ms: number; cpuMs: number; count: number; threadStartMs: number; mainThreadMaxGapMs: number };
@@ -257,6 +275,13 @@ async function main(): Promise<void> {
         coldMainGaps.push(mainThreadMaxGapMs);
         counts[q] = count;
         log(`cold ${q}: ${round(ms, 0)} ms, ${round(cpuMs, 0)} ms CPU (${count} answers; the tools' thread started in ${round(threadStartMs, 0)} ms; main thread held up ${round(mainThreadMaxGapMs, 0)} ms at most)`);
+      }
+      for (const q of Object.keys(QUERIES)) {
+        const { ms, count, readyMs } = inChild(['agent', ws, q]) as { ms: number; count: number; readyMs: number };
+        if (count !== counts[q]) throw new Error(`${q} after an agent's start gave ${count} answers, cold ${counts[q]}`);
+        (agentFirst[q] ??= []).push(ms);
+        agentReady.push(readyMs);
+        log(`${q}, an agent's first call once its start built the service (in ${round(readyMs, 0)} ms): ${round(ms, 0)} ms`);
       }
       const baseline = inChild(['bare', ws]) as { ms: number; cpuMs: number };
       bare.push(baseline.ms);
@@ -313,6 +338,8 @@ async function main(): Promise<void> {
       coldCpuMs: Object.fromEntries(Object.entries(coldCpu).map(([q, v]) => [q, percentiles(v)])),
       typescriptAloneMs: { wall: percentiles(bare), cpu: percentiles(bareCpu) },
       threadStartMs: percentiles(threadStarts),
+      agentFirstCallMs: Object.fromEntries(Object.entries(agentFirst).map(([q, v]) => [q, percentiles(v)])),
+      agentServiceReadyMs: percentiles(agentReady),
       mainThreadMaxGapMs: { cold: percentiles(coldMainGaps), warmRounds: round(warmMainThreadMaxGapMs) },
       ...(withDom && { coldWithDomLibMs: { find_references: { wall: round(withDom.ms), cpu: round(withDom.cpuMs) } } }),
       warmMs: Object.fromEntries(Object.entries(warm).map(([q, v]) => [q, percentiles(v)])),
