@@ -195,14 +195,15 @@ describe('the call index of trace_data_flow', () => {
   test("answers as TypeScript does for every declaration of cadre's own source", async () => {
     const repo = realpathSync(path.join(__dirname, '..', '..'));
     const project = openProject(await openBoundary(repo, { name: 'workspace', deny: PROTECTED_PATHS }), path.join(repo, 'src'));
-    // A fifth of the files (TypeScript's answers take about 2 ms each), against the whole program.
+    // A tenth of the files (TypeScript's answers take about 2 ms each), against the whole program; the whole, and other
+    // projects' sources, were compared by hand (docs/benchmarks.md).
     const { compared, answered } = compareAll(
       project,
-      project.files.filter((_, i) => i % 5 === 0),
+      project.files.filter((_, i) => i % 10 === 0),
     );
     const byIndex = Object.values(answered).filter((a) => a.by === 'index' && a.callers > 0).length;
     process.stdout.write(`call index against TypeScript: ${compared} declarations of cadre's src, ${byIndex} with callers answered by the index\n`);
-    expect(compared).toBeGreaterThan(600);
-    expect(byIndex).toBeGreaterThan(80);
+    expect(compared).toBeGreaterThan(300);
+    expect(byIndex).toBeGreaterThan(40);
   }, 120_000);
 });
