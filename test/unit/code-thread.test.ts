@@ -2,7 +2,7 @@
  * The code tools' thread (src/activities/tools/code/thread.ts): the tools run and keep their warm
  * services there, not on the worker's main thread; a thread that ends or runs out of its heap fails
  * the calls waiting on it and the next call starts another; an idle one ends; a cancelled call stops
- * waiting.
+ * waiting; an agent's start builds its workspace's service ahead, into a free place only.
  */
 import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import { isMainThread, threadId } from 'node:worker_threads';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
 import { PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
 import { createActivities } from '../../src/activities';
-import { CODE_THREAD, codeThreadStarted, codeThreadState, evictCodeThread, inCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
+import { CODE_THREAD, codeThreadStarted, codeThreadState, evictCodeThread, inCodeThread, prewarmCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
 import { warmProjects } from '../../src/activities/tools/code/warm';
 import { runTool } from '../../src/activities/tools/run-tool';
 
@@ -61,6 +61,17 @@ describe("the code tools' thread", () => {
     // A workspace that is not there: nothing built, nothing thrown (the first call will say why).
     await agentToolset({ tools: ['code.find_references'], workspace: path.join(ws, 'missing') });
     expect((await codeThreadState()).projects.map((p) => p.root)).toEqual([ws]);
+  }, 60_000);
+
+  test('building ahead takes a free place only: it evicts no service that calls use', async () => {
+    const used = [workspace(), workspace(), workspace(), workspace()];
+    for (const ws of used) await references(ws);
+    const ahead = await openBoundary(workspace(), { name: 'workspace', deny: PROTECTED_PATHS });
+    expect(await prewarmCodeThread(ahead)).toBe(false);
+    expect((await codeThreadState()).projects.map((p) => p.root).sort()).toEqual([...used].sort());
+    await evictCodeThread();
+    expect(await prewarmCodeThread(ahead)).toBe(true);
+    expect((await codeThreadState()).projects.map((p) => p.root)).toEqual([ahead.root]);
   }, 60_000);
 
   test('a thread that ends under a call fails it; the next call starts another', async () => {

@@ -12,7 +12,7 @@ import type { CodeToolContext } from './project';
 import { findImplementations, findReferences, navigateImports, traceDataFlow } from './navigate';
 import { searchCode } from './search';
 import type { CodeReply, CodeRequest, CodeThreadState, CodeTool, ThreadFailure } from './thread-protocol';
-import { evictAll, openProject, warmProjects } from './warm';
+import { WARM_LIMITS, evictAll, openProject, warmProjects } from './warm';
 
 const tools: Record<CodeTool, (params: never, ctx: CodeToolContext) => Promise<unknown>> = {
   'code.navigate_imports': navigateImports,
@@ -35,6 +35,9 @@ async function answer(request: CodeRequest): Promise<unknown> {
       evictAll();
       return undefined;
     case 'prewarm':
+      // Speculative: only into a free place, never evicting a service that calls use (twenty agents of a team starting
+      // in worktrees of their own would otherwise build twenty and keep four).
+      if (warmProjects().length >= WARM_LIMITS.services) return false;
       try {
         openProject(request.boundary, request.boundary.root);
         return true;

@@ -48,7 +48,8 @@ export function startCodeThread(): void {
 /**
  * Builds the service of a workspace in the thread ahead of its first call: an agent with code tools
  * starting, whose model's first turn usually takes longer than the build. A call that comes sooner
- * waits for the rest of it, as it would have built it. Failures are left for that call to report.
+ * waits for the rest of it, as it would have built it. Only into a free place among the services
+ * kept (WARM_LIMITS): it evicts none. Failures are left for that call to report.
  */
 export function prewarmCodeThread(boundary: Boundary): Promise<boolean> {
   return (ask({ kind: 'prewarm', boundary }) as Promise<boolean>).catch(() => false);
