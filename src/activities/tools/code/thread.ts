@@ -136,8 +136,10 @@ function spawn(): Worker {
   const options = { resourceLimits: { maxOldGenerationSizeMb: CODE_THREAD.heapMb }, stdout: false, stderr: false };
   const compiled = path.join(__dirname, 'thread-main.js');
   if (existsSync(compiled)) return new Worker(compiled, options);
+  // Resolved here: the thread's own require would look from the process's working directory.
+  const loader = require.resolve('tsx/cjs');
   const source = path.join(__dirname, 'thread-main.ts');
-  return new Worker(`require('tsx/cjs'); require(${JSON.stringify(source)});`, { ...options, eval: true });
+  return new Worker(`require(${JSON.stringify(loader)}); require(${JSON.stringify(source)});`, { ...options, eval: true });
 }
 
 function rebuilt(failure: ThreadFailure): Error {
