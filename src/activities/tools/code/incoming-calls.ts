@@ -8,8 +8,9 @@
  *
  * Targets and callers whose answer TypeScript finds by rules not modelled here (default exports,
  * `export =`, import-equals, classes with heritage clauses, accessors and class properties, a
- * name used in JavaScript (CommonJS, JSDoc heritage), callers without a plain name) are asked of TypeScript, so every answer is
- * TypeScript's: test/code-call-index.test.ts compares the two on cadre's own source.
+ * name used in JavaScript (CommonJS, JSDoc heritage), callers without a plain name) are asked of
+ * TypeScript, so every answer is TypeScript's: test/unit/code-call-index.test.ts compares the two
+ * on a fixture of those shapes and on cadre's own source.
  */
 import ts from 'typescript';
 import type { CodeProject } from './project';
