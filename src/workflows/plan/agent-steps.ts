@@ -21,7 +21,6 @@ import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../p
 const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
 const WORKER_STATE_SIGNAL = shape({ workflowId: text, seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text, step: optional(text), role: optional(text) });
 
-
 /** A failed agent is not re-run unless the step asks: every turn would be paid again. */
 const DEFAULT_AGENT_ATTEMPTS = 1;
 
