@@ -78,7 +78,6 @@ interface Run {
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-
 /**
  * Time the worker held workflow tasks: what the workflow code itself (cadre's scheduler,
  * or the baseline's loop) costs, apart from the server's dispatch latency, which all pay alike.
