@@ -6,17 +6,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { cacheDir } from '../cache-dir';
 
 /** Newer tags carry a `replace` directive that `go install` refuses. */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
-
-export function cacheDir(): string {
-  if (process.env.CADRE_CACHE_DIR) return process.env.CADRE_CACHE_DIR;
-  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(base, 'cadre');
-}
 
 export function cachedCliPath(): string {
   return path.join(cacheDir(), 'bin', 'temporal');

@@ -10,7 +10,8 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { cacheDir, type FindOptions, goAvailable, goInstall, isExecutable, onPath } from './temporal-cli';
+import { cacheDir } from '../cache-dir';
+import { type FindOptions, goAvailable, goInstall, isExecutable, onPath } from './temporal-cli';
 
 /** docker-compose.yml runs temporalio/auto-setup:1.29.1. */
 export const TEMPORAL_SERVER_VERSION = '1.29.1';

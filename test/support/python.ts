@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { cacheDir } from '../../src/worker/temporal-cli';
+import { cacheDir } from '../../src/cache-dir';
 
 /** Pinned, as package-lock.json pins the TypeScript side. */
 export const PYTHON_TEMPORALIO = '1.35.0';
