@@ -2,9 +2,10 @@
  * The code tools' thread (src/activities/tools/code/thread.ts): the tools run and keep their warm
  * services there, not on the worker's main thread; a thread that ends or runs out of its heap fails
  * the calls waiting on it and the next call starts another; an idle one ends; a cancelled call stops
- * waiting; an agent's start builds its workspace's service ahead, into a free place only.
+ * waiting; an agent's start builds its workspace's service ahead, into a free place only; a new
+ * thread loads TypeScript from the code cache an earlier one wrote.
  */
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isMainThread, threadId } from 'node:worker_threads';
@@ -110,5 +111,24 @@ describe("the code tools' thread", () => {
     controller.abort(new Error('step cancelled'));
     await expect(call).rejects.toThrow('step cancelled');
     expect((await references(ws)).references).toHaveLength(3);
+  }, 60_000);
+
+  test('TypeScript loads from the code cache a thread wrote once it built a service', async () => {
+    const before = process.env.CADRE_CACHE_DIR;
+    const cache = mkdtempSync(path.join(os.tmpdir(), 'cadre-code-cache-'));
+    // A thread takes the environment as it starts.
+    process.env.CADRE_CACHE_DIR = cache;
+    try {
+      const ws = workspace();
+      const answer = (await references(ws)).references;
+      expect((await codeThreadState()).typescript).toMatchObject({ cache: 'miss', written: true });
+      expect(readdirSync(path.join(cache, 'v8'))).toEqual([expect.stringMatching(/^typescript-[0-9a-f]{24}\.v8$/)]);
+      await stopCodeThread();
+      expect((await references(ws)).references).toEqual(answer);
+      expect((await codeThreadState()).typescript).toMatchObject({ cache: 'hit', written: false });
+    } finally {
+      if (before === undefined) delete process.env.CADRE_CACHE_DIR;
+      else process.env.CADRE_CACHE_DIR = before;
+    }
   }, 60_000);
 });

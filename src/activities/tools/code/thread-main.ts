@@ -5,6 +5,8 @@
  * Requests interleave only where a query awaits (checking its paths); from there it runs to its end
  * without awaiting, so no other request refreshes a service under it, as on the main thread before.
  */
+// First: TypeScript through its code cache, before the tools' modules below require it.
+import { typescriptLoad } from './typescript-cached';
 import { parentPort, threadId } from 'node:worker_threads';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Boundary } from '../../confinement';
@@ -29,7 +31,7 @@ async function answer(request: CodeRequest): Promise<unknown> {
     case 'warm': {
       const gc = (globalThis as { gc?: () => void }).gc;
       for (let i = 0; request.settle && gc && i < 3; i++) gc();
-      return { projects: warmProjects(), heapUsed: process.memoryUsage().heapUsed, threadId } satisfies CodeThreadState;
+      return { projects: warmProjects(), heapUsed: process.memoryUsage().heapUsed, threadId, typescript: { cache: typescriptLoad.cache, loadMs: typescriptLoad.loadMs, written: cacheWritten ?? false } } satisfies CodeThreadState;
     }
     case 'evict':
       evictAll();
@@ -53,11 +55,28 @@ function failureOf(err: unknown): ThreadFailure {
   return { message: err instanceof Error ? err.message : String(err) };
 }
 
+/** Whether this thread wrote TypeScript's code cache; undefined until it tried. */
+let cacheWritten: boolean | undefined;
+
+/**
+ * Once a service is built: TypeScript's code cache, with what the build compiled, for the next
+ * thread. Before the reply, once per TypeScript (a thread that loaded from the cache writes none):
+ * the process may end as soon as it has its answer, and the thread with it.
+ */
+function saveCodeCache(): void {
+  if (cacheWritten !== undefined || typescriptLoad.cache === 'hit' || warmProjects().length === 0) return;
+  cacheWritten = typescriptLoad.save();
+}
+
 const port = parentPort;
 if (!port) throw new Error('thread-main.ts runs as the code tools thread (thread.ts starts it)');
+const reply = (message: CodeReply) => {
+  saveCodeCache();
+  port.postMessage(message);
+};
 port.on('message', (request: CodeRequest) => {
   answer(request).then(
-    (result) => port.postMessage({ id: request.id, result } satisfies CodeReply),
-    (err: unknown) => port.postMessage({ id: request.id, error: failureOf(err) } satisfies CodeReply),
+    (result) => reply({ id: request.id, result }),
+    (err: unknown) => reply({ id: request.id, error: failureOf(err) }),
   );
 });

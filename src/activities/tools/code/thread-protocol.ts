@@ -1,5 +1,6 @@
 /** What the worker's main thread and the code tools' thread (thread.ts, thread-main.ts) send each other. */
 import type { Boundary } from '../../confinement';
+import type { CodeCacheUse } from './compile-cache';
 
 export type CodeTool = 'code.navigate_imports' | 'code.find_implementations' | 'code.find_references' | 'code.trace_data_flow' | 'code.search';
 
@@ -24,6 +25,8 @@ export interface CodeThreadState {
   projects: { root: string; files: number; sourceChars: number }[];
   heapUsed: number;
   threadId: number;
+  /** How the thread loaded TypeScript (./compile-cache.ts), and whether it wrote its cache since (after its first build). */
+  typescript: { cache: CodeCacheUse; loadMs: number; written: boolean };
 }
 
 export type CodeReply = { id: number; result: unknown } | { id: number; error: ThreadFailure };

@@ -133,7 +133,8 @@ function start(): NonNullable<typeof thread> {
 
 /** Compiled (dist/), the thread runs thread-main.js; from TypeScript sources (tests, `tsx`), it loads them through tsx. */
 function spawn(): Worker {
-  const options = { resourceLimits: { maxOldGenerationSizeMb: CODE_THREAD.heapMb }, stdout: false, stderr: false };
+  // The environment as the process has it now (CADRE_CACHE_DIR: where TypeScript's code cache is), named since a test runner's may be its own.
+  const options = { resourceLimits: { maxOldGenerationSizeMb: CODE_THREAD.heapMb }, stdout: false, stderr: false, env: process.env };
   const compiled = path.join(__dirname, 'thread-main.js');
   if (existsSync(compiled)) return new Worker(compiled, options);
   // Resolved here: the thread's own require would look from the process's working directory.
