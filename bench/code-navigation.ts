@@ -9,9 +9,10 @@
  *
  * - cold: the tool's first call in a fresh worker process (the tools' thread started and TypeScript
  *   loaded in it, as an agent's toolset starts it; nothing parsed yet), against TypeScript alone
- *   building the same program and checker (which the first call cannot beat), and once with the
- *   DOM's declarations in the lib; beside it, the thread's start and the longest the main thread
- *   was held up (it runs the worker's activities; the tools' work is in their thread);
+ *   building the same program and checker, and once with the DOM's declarations in the lib; beside
+ *   it, the thread's start (TypeScript from its code cache, which this run's first start finds
+ *   empty and writes) and the longest the main thread was held up (it runs the worker's
+ *   activities; the tools' work is in their thread);
  * - an agent's first call: its toolset made with the workspace (which builds the service in the
  *   tools' thread while the model takes its first turn), a turn as long as the build, then the call;
  * - warm: later calls on the unchanged project, interleaved (each round calls each tool once);
@@ -34,7 +35,8 @@ import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tool
 import { runTool } from '../src/activities/tools/run-tool';
 import { JSDOC_PARSING } from '../src/activities/tools/code/service-host';
 import { createActivities } from '../src/activities';
-import { codeThreadState, evictCodeThread, stopCodeThread } from '../src/activities/tools/code/thread';
+import type { CodeCacheUse } from '../src/activities/tools/code/compile-cache';
+import { type CodeThreadState, codeThreadState, evictCodeThread, stopCodeThread } from '../src/activities/tools/code/thread';
 import { groupedBars, writePlot } from './plot';
 import { resultsFile, runMain, writeResults } from './run-main';
 import { BENCH_SCALE, scaled } from './scale';
@@ -167,6 +169,15 @@ function percentiles(values: number[]) {
 
 const MB = 1024 * 1024;
 
+interface ColdCall {
+  ms: number;
+  cpuMs: number;
+  count: number;
+  threadStartMs: number;
+  typescript: CodeThreadState['typescript'];
+  mainThreadMaxGapMs: number;
+}
+
 /** In a child process: one cold call, or the memory figures. Prints JSON. */
 async function child(mode: string, ws: string, name?: string): Promise<void> {
   if (mode === 'cold') {
@@ -175,7 +186,7 @@ async function child(mode: string, ws: string, name?: string): Promise<void> {
     const thread = await timed(() => codeThreadState());
     const loop = mainThreadWatch();
     const { ms, cpuMs, value } = await timed(() => query(ws, name!));
-    process.stdout.write(`${JSON.stringify({ ms, cpuMs, count: QUERIES[name!].count(value), threadStartMs: thread.ms, mainThreadMaxGapMs: loop.stop() })}\n`);
+    process.stdout.write(`${JSON.stringify({ ms, cpuMs, count: QUERIES[name!].count(value), threadStartMs: thread.ms, typescript: thread.value.typescript, mainThreadMaxGapMs: loop.stop() })}\n`);
     return;
   }
   if (mode === 'agent') {
@@ -252,6 +263,8 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg();
   const home = mkdtempSync(path.join(os.tmpdir(), 'cadre-bench-nav-'));
   const ws = path.join(home, 'ws');
+  // A code cache of this run's own (children take the environment): its first cold call finds none, as on a machine's first.
+  process.env.CADRE_CACHE_DIR = path.join(home, 'cache');
   try {
     const generating = performance.now();
     generateProject(ws);
@@ -263,18 +276,27 @@ async function main(): Promise<void> {
     const bare: number[] = [];
     const bareCpu: number[] = [];
     const threadStarts: number[] = [];
+    const withThreadStart: number[] = [];
+    const typescriptLoads: Partial<Record<CodeCacheUse, number[]>> = {};
+    const threadStartsBy: Partial<Record<CodeCacheUse, number[]>> = {};
     const coldMainGaps: number[] = [];
     const agentFirst: Record<string, number[]> = {};
     const agentReady: number[] = [];
     for (let r = 0; r < COLD_REPETITIONS; r++) {
       for (const q of Object.keys(QUERIES)) {
-        const { ms, cpuMs, count, threadStartMs, mainThreadMaxGapMs } = inChild(['cold', ws, q]) as { ms: number; cpuMs: number; count: number; threadStartMs: number; mainThreadMaxGapMs: number };
+        const { ms, cpuMs, count, threadStartMs, typescript, mainThreadMaxGapMs } = inChild(['cold', ws, q]) as unknown as ColdCall;
         (cold[q] ??= []).push(ms);
         (coldCpu[q] ??= []).push(cpuMs);
         threadStarts.push(threadStartMs);
+        withThreadStart.push(threadStartMs + ms);
+        (threadStartsBy[typescript.cache] ??= []).push(threadStartMs);
+        (typescriptLoads[typescript.cache] ??= []).push(typescript.loadMs);
         coldMainGaps.push(mainThreadMaxGapMs);
         counts[q] = count;
-        log(`cold ${q}: ${round(ms, 0)} ms, ${round(cpuMs, 0)} ms CPU (${count} answers; the tools' thread started in ${round(threadStartMs, 0)} ms; main thread held up ${round(mainThreadMaxGapMs, 0)} ms at most)`);
+        log(
+          `cold ${q}: ${round(ms, 0)} ms, ${round(cpuMs, 0)} ms CPU (${count} answers; the tools' thread started in ${round(threadStartMs, 0)} ms, ` +
+            `TypeScript's code cache ${typescript.cache}, loaded in ${round(typescript.loadMs, 0)} ms; main thread held up ${round(mainThreadMaxGapMs, 0)} ms at most)`,
+        );
       }
       for (const q of Object.keys(QUERIES)) {
         const { ms, count, readyMs } = inChild(['agent', ws, q]) as { ms: number; count: number; readyMs: number };
@@ -338,6 +360,11 @@ async function main(): Promise<void> {
       coldCpuMs: Object.fromEntries(Object.entries(coldCpu).map(([q, v]) => [q, percentiles(v)])),
       typescriptAloneMs: { wall: percentiles(bare), cpu: percentiles(bareCpu) },
       threadStartMs: percentiles(threadStarts),
+      // By how TypeScript loaded in the thread: the first cold call of the run found no code cache (a machine's first), the others the one it wrote.
+      threadStartMsByCodeCache: Object.fromEntries(Object.entries(threadStartsBy).map(([use, v]) => [use, percentiles(v)])),
+      typescriptLoadMsByCodeCache: Object.fromEntries(Object.entries(typescriptLoads).map(([use, v]) => [use, percentiles(v)])),
+      // A plan's first code step in a fresh worker: no agent started the thread ahead.
+      coldWithThreadStartMs: percentiles(withThreadStart),
       agentFirstCallMs: Object.fromEntries(Object.entries(agentFirst).map(([q, v]) => [q, percentiles(v)])),
       agentServiceReadyMs: percentiles(agentReady),
       mainThreadMaxGapMs: { cold: percentiles(coldMainGaps), warmRounds: round(warmMainThreadMaxGapMs) },
