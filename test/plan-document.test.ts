@@ -35,9 +35,10 @@ async function failureOf(h: Harness, workflowId: string): Promise<{ message: str
   return cause;
 }
 
-async function workflowTaskFailures(h: Harness, workflowId: string): Promise<number> {
+/** The workflow tasks that failed, each with its cause and message (a failing test says why). */
+async function workflowTaskFailures(h: Harness, workflowId: string): Promise<string[]> {
   const history = await h.client.client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
+  return (history.events ?? []).flatMap((e) => (e.workflowTaskFailedEventAttributes ? [`${e.eventId}: cause ${e.workflowTaskFailedEventAttributes.cause}: ${e.workflowTaskFailedEventAttributes.failure?.message ?? ''}`] : []));
 }
 
 test('the temporal CLI starts a plan from its document, with inputs; the run is found by its plan name', async () => {
@@ -65,7 +66,7 @@ test('the temporal CLI starts a plan from its document, with inputs; the run is 
     expect(step(d, 'read').status).toBe('completed');
     const listed = await h.client.list({ plan: 'from-anywhere' });
     expect(listed.map((run) => run.workflowId)).toContain(workflowId);
-    expect(await workflowTaskFailures(h, workflowId)).toBe(0);
+    expect(await workflowTaskFailures(h, workflowId)).toEqual([]);
   });
 });
 
@@ -124,7 +125,7 @@ test('a document that does not validate fails the run with every problem and its
       // The problems come as data too, for clients that show them their own way.
       const issues = (failure.details?.[0] as { issues: { path: string; message: string }[] }).issues;
       expect(issues.length).toBeGreaterThanOrEqual(expected.length);
-      expect(await workflowTaskFailures(h, workflowId)).toBe(0);
+      expect(await workflowTaskFailures(h, workflowId)).toEqual([]);
       const d = await h.client.diagnostics(workflowId);
       expect(d.status).toBe('failed');
       // Any client's query says the same.
@@ -162,7 +163,7 @@ test('every workflow type refuses bad input from the temporal CLI with a failure
     for (const [i, [type, , problem]] of cases.entries()) {
       const failure = await failureOf(h, ids[i]);
       expect({ type: failure.type, nonRetryable: failure.nonRetryable, message: failure.message }).toEqual({ type: 'BadWorkflowInput', nonRetryable: true, message: `${type}: bad input: ${problem}` });
-      expect(await workflowTaskFailures(h, ids[i])).toBe(0);
+      expect(await workflowTaskFailures(h, ids[i])).toEqual([]);
     }
   });
 });
@@ -244,7 +245,7 @@ test('malformed signals from the temporal CLI are dropped and malformed updates 
     const d = await h.client.result(id);
     expect(d.status).toBe('completed');
     expect(readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('hi');
-    expect(await workflowTaskFailures(h, id)).toBe(0);
-    expect(await workflowTaskFailures(h, agentId)).toBe(0);
+    expect(await workflowTaskFailures(h, id)).toEqual([]);
+    expect(await workflowTaskFailures(h, agentId)).toEqual([]);
   });
 });
