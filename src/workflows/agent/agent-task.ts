@@ -37,6 +37,12 @@ const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', 
 /** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
 const PATCH_STUCK_WATCH = 'stuck-watch';
 /**
+ * An agent ends only once its signals to the plan run about its waits are delivered: a delivery
+ * recorded while its last workflow task ran made the server fail that task (UnhandledCommand) and
+ * hand it out again. Older histories ended without waiting.
+ */
+const PATCH_WAITS_DELIVERED = 'agent-waits-delivered';
+/**
  * The watch beats: a lost worker's watch is retried on a live one within 3 s. With no worker for
  * activities within 3 s more, the workflow's own timers watch instead (still before a silence of
  * the default 10 s is due). It returns each hour, to start afresh.
@@ -72,6 +78,8 @@ class AgentRun {
   private readonly reporter: WorkerReporter;
   /** A team worker's questions and subtasks under way. */
   private readonly busy = { questions: 0, subtasks: 0 };
+  /** `agentWaits` signals to the plan run not yet delivered (PATCH_WAITS_DELIVERED). */
+  private readonly telling = new Set<Promise<void>>();
   /** Recoveries so far: the fallback model taken, servers restarted, people asked to fix something. */
   private readonly recovery: WorkerRecovery;
   /** Stuck detection: when the worker last moved on, and whether it is blocked for want of progress. */
@@ -172,6 +180,7 @@ class AgentRun {
       watchdog.cancel();
       this.publish();
       await this.reporter.flush();
+      if (this.telling.size > 0 && patched(PATCH_WAITS_DELIVERED)) while (this.telling.size > 0) await Promise.all([...this.telling]);
     }
   }
 
@@ -348,9 +357,11 @@ class AgentRun {
     const parent = workflowInfo().parent;
     if (!parent) return;
     // A parent that has ended cannot be told; the agent goes on either way.
-    getExternalWorkflowHandle(parent.workflowId, parent.runId)
+    const sent: Promise<void> = getExternalWorkflowHandle(parent.workflowId, parent.runId)
       .signal(agentWaitsSignal, { workflowId: workflowInfo().workflowId, waits: this.loop.waiting() })
-      .catch(() => undefined);
+      .catch(() => undefined)
+      .then(() => void this.telling.delete(sent));
+    this.telling.add(sent);
   }
 
   private summary(): AgentSummary {
