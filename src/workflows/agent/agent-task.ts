@@ -28,6 +28,7 @@ import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
 import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';
+import { SentSignals } from '../common/sent-signals';
 import { WorkerRecovery } from './recovery';
 import { checkInput, count, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
 
@@ -36,11 +37,7 @@ const PATCH_WORKER_STATES = 'worker-states';
 const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
 /** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
 const PATCH_STUCK_WATCH = 'stuck-watch';
-/**
- * An agent ends only once its signals to the plan run about its waits are delivered: a delivery
- * recorded while its last workflow task ran made the server fail that task (UnhandledCommand) and
- * hand it out again. Older histories ended without waiting.
- */
+/** An agent ends once its agentWaits signals are delivered (common/sent-signals.ts); older histories ended without waiting. */
 const PATCH_WAITS_DELIVERED = 'agent-waits-delivered';
 /**
  * The watch beats: a lost worker's watch is retried on a live one within 3 s. With no worker for
@@ -79,7 +76,7 @@ class AgentRun {
   /** A team worker's questions and subtasks under way. */
   private readonly busy = { questions: 0, subtasks: 0 };
   /** `agentWaits` signals to the plan run not yet delivered (PATCH_WAITS_DELIVERED). */
-  private readonly telling = new Set<Promise<void>>();
+  private readonly telling = new SentSignals();
   /** Recoveries so far: the fallback model taken, servers restarted, people asked to fix something. */
   private readonly recovery: WorkerRecovery;
   /** Stuck detection: when the worker last moved on, and whether it is blocked for want of progress. */
@@ -180,7 +177,7 @@ class AgentRun {
       watchdog.cancel();
       this.publish();
       await this.reporter.flush();
-      if (this.telling.size > 0 && patched(PATCH_WAITS_DELIVERED)) while (this.telling.size > 0) await Promise.all([...this.telling]);
+      if (this.telling.size > 0 && patched(PATCH_WAITS_DELIVERED)) await this.telling.flush();
     }
   }
 
@@ -357,11 +354,7 @@ class AgentRun {
     const parent = workflowInfo().parent;
     if (!parent) return;
     // A parent that has ended cannot be told; the agent goes on either way.
-    const sent: Promise<void> = getExternalWorkflowHandle(parent.workflowId, parent.runId)
-      .signal(agentWaitsSignal, { workflowId: workflowInfo().workflowId, waits: this.loop.waiting() })
-      .catch(() => undefined)
-      .then(() => void this.telling.delete(sent));
-    this.telling.add(sent);
+    this.telling.track(getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(agentWaitsSignal, { workflowId: workflowInfo().workflowId, waits: this.loop.waiting() }));
   }
 
   private summary(): AgentSummary {

@@ -5,12 +5,13 @@
  */
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { isoAt, nowMs } from '../common/clock';
+import { SentSignals } from '../common/sent-signals';
 import { CadreWorkerState, workerStateSignal } from '../../protocol/definitions';
 import { type WorkerState, WorkerStateMachine, type WorkerTransition } from '../../protocol/worker-state';
 
 export class WorkerReporter {
   readonly machine = new WorkerStateMachine();
-  private readonly sending = new Set<Promise<void>>();
+  private readonly sending = new SentSignals();
   /**
    * Where the signals go, and the one scope they are sent in, made at the first move: a scope and a
    * handle for each move cost a dozen promises, each of which the SDK makes costly (it records its
@@ -49,8 +50,8 @@ export class WorkerReporter {
   }
 
   /** Waits until every state signal sent so far has been delivered (or found its parent gone). */
-  async flush(): Promise<void> {
-    while (this.sending.size > 0) await Promise.all([...this.sending]);
+  flush(): Promise<void> {
+    return this.sending.flush();
   }
 
   private report(transition: WorkerTransition): void {
@@ -58,9 +59,7 @@ export class WorkerReporter {
     const target = (this.target ??= this.teamRun());
     if (!target) return;
     // Sent even while the worker is being cancelled (the scope cannot be), so the team sees it go; a team run that ended cannot be told.
-    const done = () => void this.sending.delete(sent);
-    const sent: Promise<void> = target.scope.run(() => target.handle.signal(workerStateSignal, { ...target.who, ...transition })).then(done, done);
-    this.sending.add(sent);
+    this.sending.track(target.scope.run(() => target.handle.signal(workerStateSignal, { ...target.who, ...transition })));
   }
 
   private teamRun(): NonNullable<WorkerReporter['target']> | null {
