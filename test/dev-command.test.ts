@@ -28,25 +28,50 @@ function env(): NodeJS.ProcessEnv {
   return copy;
 }
 
-/** Starts `cadre dev` and resolves with its printed gRPC address and Web UI URL once both are up. */
+/**
+ * Starts `cadre dev` and resolves with its printed gRPC address and Web UI URL once both are up;
+ * rejects with all it printed when it exits first or is not up within a minute.
+ */
 function startDev(cwd: string, port: number, uiPort: number): Promise<{ child: ChildProcess; address: string; ui: string }> {
   const child = spawnCadre(['dev', '--port', String(port), '--ui-port', String(uiPort)], cwd, env());
   let stdout = '';
+  let printed = '';
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`cadre dev exited early (${code}): ${stdout}`)));
+    const late = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`cadre dev was not up within 60 s: ${printed}`));
+    }, 60_000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(late);
+      reject(new Error(`cadre dev exited early (${code ?? signal}): ${printed}`));
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
+      printed += chunk.toString();
       const address = /Temporal gRPC: (\S+)/.exec(stdout)?.[1];
       const ui = /Web UI:\s+(\S+)/.exec(stdout)?.[1];
-      if (address && ui && stdout.includes('Ctrl-C')) resolve({ child, address, ui });
+      if (address && ui && stdout.includes('Ctrl-C')) {
+        clearTimeout(late);
+        resolve({ child, address, ui });
+      }
     });
   });
 }
 
+/** Ctrl-C, and its exit code; one that has exited already gives its code (a failed restart must not hang the test's cleanup). */
 function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve, reject) => {
     child.removeAllListeners('exit');
-    child.once('exit', (code) => resolve(code));
+    const late = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('cadre dev did not stop within 30 s of Ctrl-C'));
+    }, 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(late);
+      resolve(code);
+    });
     child.kill('SIGINT');
   });
 }

@@ -65,7 +65,7 @@ export function requireWithCodeCache(id: string, dir: string): CachedModule {
     save: () => {
       if (saved) return false;
       saved = true;
-      return write(dir, file, name, script.createCachedData());
+      return write(dir, file, name, () => script.createCachedData());
     },
   };
 }
@@ -99,14 +99,14 @@ function ownOnly(target: string | number): boolean {
 }
 
 /** Whole or not at all (a temporary file renamed over it: processes and threads may write at once); older caches of the module go. */
-function write(dir: string, file: string, name: string, data: Buffer): boolean {
+function write(dir: string, file: string, name: string, data: () => Buffer): boolean {
   const temporary = `${file}.${process.pid}.${threadId}.tmp`;
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(temporary, data, { mode: 0o600 });
+    writeFileSync(temporary, data(), { mode: 0o600 });
     renameSync(temporary, file);
   } catch {
-    // A cache: a read-only or full disk costs the next start its compile, nothing else.
+    // A cache: a read-only or full disk (or a V8 that cannot serialize) costs the next start its compile, nothing else.
     attempt(() => rmSync(temporary, { force: true }));
     return false;
   }
