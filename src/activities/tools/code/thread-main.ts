@@ -31,7 +31,7 @@ async function answer(request: CodeRequest): Promise<unknown> {
     case 'warm': {
       const gc = (globalThis as { gc?: () => void }).gc;
       for (let i = 0; request.settle && gc && i < 3; i++) gc();
-      return { projects: warmProjects(), heapUsed: process.memoryUsage().heapUsed, threadId, typescript: { cache: typescriptLoad.cache, loadMs: typescriptLoad.loadMs, written: cacheWritten ?? false } } satisfies CodeThreadState;
+      return { projects: warmProjects(), heapUsed: process.memoryUsage().heapUsed, threadId, typescript: { cache: typescriptLoad.cache, loadMs: typescriptLoad.loadMs, written: cacheWritten } } satisfies CodeThreadState;
     }
     case 'evict':
       evictAll();
@@ -55,8 +55,8 @@ function failureOf(err: unknown): ThreadFailure {
   return { message: err instanceof Error ? err.message : String(err) };
 }
 
-/** Whether this thread wrote TypeScript's code cache; undefined until it tried. */
-let cacheWritten: boolean | undefined;
+/** Whether this thread wrote TypeScript's code cache. */
+let cacheWritten = false;
 
 /**
  * Once a service is built: TypeScript's code cache, with what the build compiled, for the next
@@ -64,8 +64,8 @@ let cacheWritten: boolean | undefined;
  * the process may end as soon as it has its answer, and the thread with it.
  */
 function saveCodeCache(): void {
-  if (cacheWritten !== undefined || typescriptLoad.cache === 'hit' || warmProjects().length === 0) return;
-  cacheWritten = typescriptLoad.save();
+  // save() writes at most once, and never after a hit.
+  if (warmProjects().length > 0) cacheWritten ||= typescriptLoad.save();
 }
 
 const port = parentPort;
