@@ -13,7 +13,11 @@
  *    WorkflowTaskStarted after it), that task (→ its WorkflowTaskCompleted), the watcher's poll (→ seen).
  * 2. History cost: the events (the run's and its agent child's) and `__temporal_workflow_stream_publish`
  *    signals a streamed answer adds, against the same run whose model sends the answer as one chunk.
- * 3. Memory: the byte size of `WorkflowStream.getState()` (JSON) after 10,000 typical text_delta
+ * 3. What a run can take (docs/streaming.md): AGENTS agents of one plan run stream at once for
+ *    AGENT_SECONDS each while a stock Workflow Streams follower (this SDK's `subscribe`, the poll
+ *    update Python's client uses) reads the run's stream and each agent's; events, signals and
+ *    updates per agent-second of streaming at the run (target ≤ 2 events) and at each agent.
+ * 4. Memory: the byte size of `WorkflowStream.getState()` (JSON) after 10,000 typical text_delta
  *    events, measured in a workflow on the dev server; the V8 heap (+ external) the same 10,000 log
  *    items take in a plain Node heap; and that a cadre run's log stays bounded: a session sent
  *    10,000 events through the stream's publish signal holds at most 3,000.
@@ -66,6 +70,10 @@ const PUBLISH_BATCH = 500;
 const PUBLISH_SIGNAL = '__temporal_workflow_stream_publish';
 const POLL_MS = Number(process.env.CADRE_BENCH_POLL_MS) > 0 ? Number(process.env.CADRE_BENCH_POLL_MS) : undefined;
 const LOOP_SAMPLE_MS = 10;
+/** Agents streaming at once, and for how long each, for the run's limits. */
+const AGENTS = scaled(16, 4);
+const AGENT_SECONDS = scaled(60, 10);
+const TARGET_ROOT_EVENTS_PER_AGENT_SECOND = 2;
 const RESULTS_FILE = resultsFile('streaming');
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -245,7 +253,8 @@ async function main(): Promise<void> {
       let pending: { signaledMs: number; taskStartMs: number; taskDoneMs: number }[] = [];
       let inTask: typeof pending = [];
       let signals = 0;
-      for (const event of events as HistoryEvent[]) {
+      // The text goes to the agent's own workflow (its stream), so its signals are in the agent's history.
+      for (const event of childEvents as HistoryEvent[]) {
         const attrs = event.workflowExecutionSignaledEventAttributes;
         if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && attrs?.signalName === PUBLISH_SIGNAL) {
           signals++;
@@ -325,6 +334,67 @@ async function main(): Promise<void> {
 
     const chunksOf = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}c${i} `);
 
+    /** AGENTS agents streaming at once for AGENT_SECONDS, followed by a stock poll-update reader: what the run and each agent take. */
+    const limitsUnderLoad = async () => {
+      const yaml = `name: streaming-limits\nsteps:\n  - { id: write, forEach: "{{ inputs.items }}", concurrency: ${AGENTS}, agent: { prompt: "write part {{ item }}", model: "openai:gpt-4o-mini" } }\ninputs:\n  items: { type: json }\n`;
+      const validated = validatePlan(YAML.parse(yaml), { baseDir: tmp });
+      if (!validated.ok) throw new Error(formatIssues(validated.issues));
+      const perAgent = (AGENT_SECONDS * 1000) / 50;
+      for (let i = 0; i < AGENTS; i++) fake.enqueue({ chunks: chunksOf(`l${i}`, perAgent), chunkDelayMs: 50, usage: { inputTokens: 5, outputTokens: perAgent } });
+      const items = Array.from({ length: AGENTS }, (_, i) => i);
+      const { workflowId } = await client.start(validated.plan, { items }, { workflowId: `bench-streaming-limits-${process.pid}`, taskQueue });
+      const agentIds = items.map((i) => `${workflowId}/write[${i}]`);
+      // The stock follower: one long-poll subscription a stream, as Python's client reads (updates, not queries).
+      const follow = async (id: string, last: string) => {
+        for (;;) {
+          try {
+            await client.client.workflow.getHandle(id).describe();
+            break;
+          } catch {
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+        let items = 0;
+        for await (const item of WorkflowStreamClient.create(client.client, id).subscribe([STREAM_TOPIC], 0)) {
+          items++;
+          if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === last) break;
+        }
+        return items;
+      };
+      const followed = await Promise.all([follow(workflowId, 'run_completed'), ...agentIds.map((id) => follow(id, 'agent_ended'))]);
+      await client.client.workflow.getHandle(workflowId).result();
+      const count = (events: HistoryEvent[]) => ({
+        events: events.length,
+        signals: events.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
+        updates: events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length,
+      });
+      const root = count((await client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []);
+      const agents = await Promise.all(agentIds.map(async (id) => count((await client.client.workflow.getHandle(id).fetchHistory()).events ?? [])));
+      const streamedSeconds = agentIds.map((id) => {
+        const times = fake.chunkTimes.filter((c) => c.text.startsWith(`l${agentIds.indexOf(id)}c`)).map((c) => c.at);
+        return (Math.max(...times) - Math.min(...times)) / 1000;
+      });
+      const agentSeconds = streamedSeconds.reduce((a, b) => a + b, 0);
+      const mean = (key: keyof typeof root) => agents.reduce((n, a) => n + a[key], 0) / agents.length;
+      const perSecond = (n: number, seconds: number) => round(n / seconds, 2);
+      const agentSecondsEach = agentSeconds / agents.length;
+      return {
+        what: `${AGENTS} agents of one run stream at once for ${AGENT_SECONDS} s each (a chunk every 50 ms), followed by a stock poll-update reader of every stream`,
+        agents: AGENTS,
+        agentSeconds: round(agentSeconds),
+        itemsFollowed: followed.reduce((a, b) => a + b, 0),
+        root: { ...root, perAgentSecond: { events: perSecond(root.events, agentSeconds), signals: perSecond(root.signals, agentSeconds), updates: perSecond(root.updates, agentSeconds) } },
+        perAgent: {
+          events: round(mean('events')),
+          signals: round(mean('signals')),
+          updates: round(mean('updates')),
+          perSecondOfStreaming: { events: perSecond(mean('events'), agentSecondsEach), signals: perSecond(mean('signals'), agentSecondsEach), updates: perSecond(mean('updates'), agentSecondsEach) },
+        },
+        targetRootEventsPerAgentSecond: TARGET_ROOT_EVENTS_PER_AGENT_SECOND,
+        met: root.events / agentSeconds <= TARGET_ROOT_EVENTS_PER_AGENT_SECOND,
+      };
+    };
+
     /** A session sent MEMORY_EVENTS events through its stream's publish signal, as activities send them: what its log still holds. */
     const boundedSession = async () => {
       const sessionId = `bench-streaming-session-${process.pid}`;
@@ -370,6 +440,8 @@ async function main(): Promise<void> {
         const whole = await answer('whole', [chunksOf('b', CHUNKS).join('')], 0, false);
         log(`a session sent ${MEMORY_EVENTS} events...`);
         const session = await boundedSession();
+        log(`${AGENTS} agents streaming at once for ${AGENT_SECONDS} s, followed by poll updates...`);
+        const limits = await limitsUnderLoad();
         log(`a bare WorkflowStream given ${MEMORY_EVENTS} events (workflow on the dev server)...`);
         const probe = (await client.client.workflow.execute('streamStateProbe', { args: [MEMORY_EVENTS], taskQueue, workflowId: `bench-streaming-probe-${process.pid}` })) as {
           items: number;
@@ -386,14 +458,14 @@ async function main(): Promise<void> {
         }
         loopDelay.disable();
         log('stopping the worker...');
-        return { answers, whole, session, probe };
+        return { answers, whole, session, probe, limits };
       })(),
     );
     await client.close();
     await connection.close();
     await fake.close();
 
-    const { answers, whole, session, probe } = measured;
+    const { answers, whole, session, probe, limits } = measured;
     const latencies = answers.flatMap((a) => a.latencies);
     const latency = stats(latencies);
     const part = (key: keyof AnswerResult['parts']) => stats(answers.flatMap((a) => a.parts[key]));
@@ -440,7 +512,7 @@ async function main(): Promise<void> {
         eventLoopDelayMs: { p50: late(loopDelay.percentile(50)), p99: late(loopDelay.percentile(99)), max: late(loopDelay.max) },
       },
       history: {
-        what: 'events of the run and its agent child: a streamed answer against the same answer sent as one chunk',
+        what: "events of the run and its agent child: a streamed answer against the same answer sent as one chunk (the text's signals go to the agent)",
         chunksPerSecond: round(sum((a) => a.chunksPerSecond) / answers.length),
         childWorkflowsPerRun: whole.children,
         streamedRunEvents: round(streamedEvents),
@@ -452,6 +524,7 @@ async function main(): Promise<void> {
         oneChunkSignals: whole.signals,
         textDeltasPerAnswer: round(sum((a) => a.textDeltas) / answers.length),
       },
+      limits,
       memory: {
         events: MEMORY_EVENTS,
         eventJsonChars: JSON.stringify(typicalEvent(0, Date.now())).length,

@@ -1,13 +1,15 @@
 /**
- * bench/team-signals: each `workerState` signal's way, read from the histories of the team run and
- * its workers (server-stamped times): the worker's task that made the move, the signal sent when
- * that task completed, recorded in the team run, the team run's task that applied it (its start is
- * the board's `seenAt`) and that task's completion, after which a query of the board shows the move.
+ * bench/team-signals: each move's way to the team run, read from the histories of the team run and
+ * its workers (server-stamped times): the worker's task that made the move, the signal that carried
+ * it sent when a task of the worker completed (workers send their moves in batches, `workerMoves`;
+ * runs recorded before sent a `workerState` signal a move), recorded in the team run, the team run's
+ * task that applied it (its start is the board's `seenAt`) and that task's completion, after which a
+ * query of the board shows the move.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import type { WorkerStateSignal } from '../src/protocol/definitions';
+import type { WorkerMovesSignal, WorkerStateSignal } from '../src/protocol/definitions';
 
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -43,7 +45,9 @@ export function signalTimings(teamEvents: HistoryEvent[], workerEvents: HistoryE
   const sentMs = new Map<string, number>();
   for (const event of workerEvents) {
     const attrs = event.signalExternalWorkflowExecutionInitiatedEventAttributes;
-    if (attrs?.signalName === 'workerState') sentMs.set(signalKey(defaultPayloadConverter.fromPayload<WorkerStateSignal>(attrs.input!.payloads![0])), tsToMs(event.eventTime));
+    if (attrs?.signalName === 'workerState' || attrs?.signalName === 'workerMoves') {
+      for (const move of movesOf(attrs.signalName, attrs.input!.payloads![0])) sentMs.set(signalKey(move), tsToMs(event.eventTime));
+    }
   }
   type Pending = Omit<SignalTiming, 'startedMs' | 'completedMs'> & { startedMs?: number };
   let pending: Pending[] = [];
@@ -61,16 +65,17 @@ export function signalTimings(teamEvents: HistoryEvent[], workerEvents: HistoryE
     const attrs = event.workflowExecutionSignaledEventAttributes;
     const type = event.eventType;
     if (attrs?.signalName) signalsByName[attrs.signalName] = (signalsByName[attrs.signalName] ?? 0) + 1;
-    if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && attrs?.signalName === 'workerState') {
-      const signal = defaultPayloadConverter.fromPayload<WorkerStateSignal>(attrs.input!.payloads![0]);
-      // History order is the order the handler gets them: each worker's seq must go up by exactly 1
-      // (a swapped pair counts twice, the one after it not at all: we compare with the highest seen).
-      const next = (highestSeq.get(signal.workflowId) ?? 0) + 1;
-      if (signal.seq !== next) outOfOrder++;
-      if (signal.seq > next) early.push(signal);
-      highestSeq.set(signal.workflowId, Math.max(next - 1, signal.seq));
-      seen.set(signalKey(signal), signal);
-      pending.push({ signal, atMs: Date.parse(signal.at), sentMs: sentMs.get(signalKey(signal)) ?? NaN, signalledMs: tsToMs(event.eventTime) });
+    if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && (attrs?.signalName === 'workerState' || attrs?.signalName === 'workerMoves')) {
+      for (const signal of movesOf(attrs.signalName, attrs.input!.payloads![0])) {
+        // History order is the order the handler gets them: each worker's seq must go up by exactly 1
+        // (a swapped pair counts twice, the one after it not at all: we compare with the highest seen).
+        const next = (highestSeq.get(signal.workflowId) ?? 0) + 1;
+        if (signal.seq !== next) outOfOrder++;
+        if (signal.seq > next) early.push(signal);
+        highestSeq.set(signal.workflowId, Math.max(next - 1, signal.seq));
+        seen.set(signalKey(signal), signal);
+        pending.push({ signal, atMs: Date.parse(signal.at), sentMs: sentMs.get(signalKey(signal)) ?? NaN, signalledMs: tsToMs(event.eventTime) });
+      }
     } else if (type === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
       taskStartedMs = tsToMs(event.eventTime);
       for (const p of pending) p.startedMs ??= taskStartedMs;
@@ -88,4 +93,11 @@ export function signalTimings(teamEvents: HistoryEvent[], workerEvents: HistoryE
   }
   const unapplied = pending.length + inTask.length;
   return { timings, tasks, seen, early, outOfOrder, unapplied, signalsByName };
+}
+
+/** The moves a state signal carries: one (`workerState`), or a batch (`workerMoves`), each with who made it. */
+function movesOf(name: string, payload: temporal.api.common.v1.IPayload): WorkerStateSignal[] {
+  if (name === 'workerState') return [defaultPayloadConverter.fromPayload<WorkerStateSignal>(payload)];
+  const { moves, ...who } = defaultPayloadConverter.fromPayload<WorkerMovesSignal>(payload);
+  return moves.map((move) => ({ ...who, ...move }));
 }

@@ -1,14 +1,18 @@
 /**
- * Benchmark: how fast a team run sees its workers' state changes. Twenty scripted team workers (the
- * plan of test/teams.test.ts) each go blocked → running CYCLES times and then complete, all at once
- * (their waits end together), every move a `workerState` signal to the plan run: 20 × 27 signals at
- * CI scale, 20 × 103 at full. From the histories we take, for each signal, the time from the move
- * being recorded (the worker's workflow task that made it completed and sent the signal) to:
- *  - the start of the first workflow task of the team run after the signal, when its code ran with
- *    it (the board's `seenAt`): `latencyMs`, as earlier figures were taken;
- *  - that task's completion, from when a query of the board shows the move: `visibleMs`, the target.
+ * Benchmark: what a team's moves cost and how fast its team run sees them. Twenty scripted team
+ * workers (the plan of test/teams.test.ts) each go blocked → running CYCLES times and then complete,
+ * all at once (their waits end together): 20 × 27 moves at CI scale, 20 × 103 at full. Workers send
+ * their moves to the team run in batches, spaced out the more they have sent (worker-reporter.ts), so
+ * the team run takes a bounded number of signals however often its workers move; clients read a
+ * running worker's state from its own query. The target is the CPU a move costs in all (this process,
+ * which runs the workers, and the server): at most 15 ms (docs/benchmarks.md, "Teams").
+ * From the histories we take, for each move, the time from its being recorded (the worker's
+ * workflow task that made it) to:
+ *  - the start of the first workflow task of the team run after the signal that carried it, when its
+ *    code ran with it (the board's `seenAt`): `latencyMs`;
+ *  - that task's completion, from when a query of the board shows the move: `visibleMs`.
  * Each in parts: the worker's task, the server's delivery, the wait for a team-run task, that task.
- * Fails when a signal is lost or applied out of order; a missed latency target is only reported.
+ * Fails when a move is lost or applied out of order; a missed target is only reported.
  *
  *   npm run bench        (TEMPORAL_ADDRESS=host:port to use an existing server)
  *
@@ -35,7 +39,8 @@ const CYCLES = scaled(50, 12);
 const WARMUP_CYCLES = 5;
 /** Each worker's moves: running, then blocked/running per cycle, then completing and completed (103 for 50). */
 const movesFor = (cycles: number): WorkerState[] => ['running', ...Array.from({ length: cycles }, () => ['blocked', 'running'] as WorkerState[]).flat(), 'completing', 'completed'];
-const TARGET_P99_MS = 50;
+/** Worker and server CPU a move costs, in all (issue 38: a machine of any size can hold it). */
+const TARGET_CPU_MS_PER_MOVE = 15;
 const RESULTS_FILE = resultsFile('team-signals');
 
 const diff = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : a - b);
@@ -82,7 +87,7 @@ async function main(): Promise<void> {
         log(`warm-up: ${WORKERS} workers, ${WARMUP_CYCLES} cycles each`);
         await teamRun('warm-team', WARMUP_CYCLES);
         await analyticsSettled(log);
-        log(`measuring: ${WORKERS} workers, ${CYCLES} cycles each (${WORKERS * movesFor(CYCLES).length} signals)`);
+        log(`measuring: ${WORKERS} workers, ${CYCLES} cycles each (${WORKERS * movesFor(CYCLES).length} moves)`);
         delay.enable();
         const cpu0 = { worker: processCpuMs(), server: pidCpuMs(server.pid) };
         try {
@@ -152,17 +157,20 @@ async function main(): Promise<void> {
       splitMs: Object.fromEntries(Object.entries(parts).map(([part, values]) => [part, distribution(values)])),
       // How the team run took them: signals a task applied, and how long its tasks took (server-stamped).
       teamTasks: { count: tasks.length, signalsByName, signalsPerTask: { p50: pct(batch, 50), p99: pct(batch, 99), max: batch.at(-1) }, ms: distribution(tasks.map((t) => t.ms)) },
-      // CPU per state signal, which other work on the machine inflates far less than latency: this process (the
+      // The signals that carried the moves to the team run: workers send them in batches, spaced out.
+      teamRunSignalsForMoves: (signalsByName.workerMoves ?? 0) + (signalsByName.workerState ?? 0),
+      signalsPerMove: round(((signalsByName.workerMoves ?? 0) + (signalsByName.workerState ?? 0)) / seen.size, 3),
+      // CPU per move, which other work on the machine inflates far less than latency: this process (the
       // workers' workflows and activities, the client) and the server, over the measured run.
-      cpuMsPerSignal: { worker: round(cpu.worker / seen.size, 2), ...(cpu.server !== undefined && { server: round(cpu.server / seen.size, 2) }) },
+      cpuMsPerMove: { worker: round(cpu.worker / seen.size, 2), ...(cpu.server !== undefined && { server: round(cpu.server / seen.size, 2) }) },
       // Whether this process's main thread (activities, the scripted model, the SDK's bridge) was held up.
       mainThreadDelayMs: loopDelay,
       wallSeconds: round(wallMs / 1000, 2),
       // The load: how fast the signals came. Each blocked wait is 10 ms as asked, or the server's
       // timer precision (about 1 s when its timer queue is busy), which sets the pace more than cadre does.
       signalsPerSecond: round(seen.size / (wallMs / 1000)),
-      target: `p99 of visibleMs <= ${TARGET_P99_MS} ms`,
-      meetsTarget: visibleMs.p99 <= TARGET_P99_MS,
+      target: `worker + server CPU <= ${TARGET_CPU_MS_PER_MOVE} ms a move`,
+      meetsTarget: cpu.server !== undefined && (cpu.worker + cpu.server) / seen.size <= TARGET_CPU_MS_PER_MOVE,
       workers: WORKERS,
       cycles: CYCLES,
       teamRunEvents: events.length,
@@ -190,11 +198,11 @@ async function main(): Promise<void> {
         ...curve('of which: wait for a team-run task', parts.teamQueue),
         ...curve("of which: the team run's task", parts.teamTask),
       ],
-      rules: [{ value: TARGET_P99_MS, label: `target: p99 ≤ ${TARGET_P99_MS} ms` }],
+      rules: [],
     }));
     // Signals sent in one workflow task may arrive in any order (`outOfOrder` counts them as they
     // arrived); what must hold is that none is lost and the board applied each once, in order.
-    if (report.lost !== 0 || !board.appliedInOrder) throw new Error(`state signals lost or applied out of order: ${JSON.stringify({ lost: report.lost, outOfOrder, board })}`);
+    if (report.lost !== 0 || !board.appliedInOrder) throw new Error(`moves lost or applied out of order: ${JSON.stringify({ lost: report.lost, outOfOrder, board })}`);
   } finally {
     await server.stop();
     rmSync(tmp, { recursive: true, force: true });

@@ -46,7 +46,8 @@ export { analyticsTarget, withAnalytics, type AnalyticsTarget } from './analytic
 export { estimateRun, readStats, type HumanWaitStats, type PlanStats, type RunEstimate, type StatsFilter, type StepStats } from './analytics/stats';
 // A run's stream (docs/streaming.md): its events' schema, and the reader behind CadreClient.events().
 export { STREAM_EVENT_TYPES, STREAM_TOPIC, TOOL_RESULT_PREVIEW_CHARS, streamEventSchema, type EventOf, type StreamEvent, type StreamEventAt, type StreamEventType } from './streaming/events';
-export type { EventCallbacks, EventsOptions } from './streaming/reader';
+export type { EventCallbacks, EventsOptions, StreamCursor } from './streaming/reader';
+export { advance as advanceCursor } from './streaming/reader';
 export { streamQuery, type StreamPage, type StreamRead } from './protocol/stream';
 // The browser bridge (docs/streaming.md): a Node http handler speaking the AI SDK's UI message stream protocol to sessions.
 export { createChatHandler, type ChatHandlerOptions } from './client/serve';

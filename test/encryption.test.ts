@@ -25,7 +25,7 @@ import { step, tempWorkspace, uniqueId } from './support/harness';
 const PATCH_IDS = new Set(
   readdirSync(path.join(__dirname, '../src/workflows'), { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.ts'))
-    .flatMap((file) => [...readFileSync(path.join(__dirname, '../src/workflows', file), 'utf8').matchAll(/\bPATCH_\w+ = '([a-z-]+)'/g)].map((m) => m[1])),
+    .flatMap((file) => [...readFileSync(path.join(__dirname, '../src/workflows', file), 'utf8').matchAll(/\bPATCH_\w+ = '([a-z0-9-]+)'/g)].map((m) => m[1])),
 );
 
 const OLD = 'old=' + Buffer.alloc(32, 1).toString('base64');

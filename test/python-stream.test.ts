@@ -1,16 +1,18 @@
 /**
  * A run's stream from Python with nothing of cadre installed: examples/clients/follow_run.py
- * subscribes with Temporal's Python SDK (`temporalio.contrib.workflow_streams`) and sees an agent's
- * text while the model is still sending it, every offset once and in order, the run's end, and
- * resumes from an offset with exactly what it had not printed.
+ * subscribes with Temporal's Python SDK (`temporalio.contrib.workflow_streams`) to the run's stream
+ * and its agent's, and sees the agent's text while the model is still sending it, every offset of
+ * each stream once and in order, the run's end, and resumes from where it stopped with exactly what
+ * it had not printed.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { modelSettings } from '../src/providers/config';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
 import { pythonWithTemporal } from './support/python';
-import { type Harness, compile, startPlan, tempWorkspace, withWorker } from './support/harness';
+import { type Harness, compile, startPlan, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
 const SCRIPT = path.join(__dirname, '..', 'examples', 'clients', 'follow_run.py');
 let python: string;
@@ -23,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 interface Line {
-  event: { type: string; offset: number; text?: string; status?: string } & Record<string, unknown>;
+  event: { type: string; offset: number; stream?: string; text?: string; status?: string } & Record<string, unknown>;
   /** Date.now() when the line reached us. */
   at: number;
 }
@@ -35,14 +37,14 @@ interface Followed {
 }
 
 /** Runs follow_run.py at once (not awaited here), reading its stdout line by line as it comes. */
-function follow(workflowId: string, extra: string[] = []): Promise<Followed> {
+function follow(workflowId: string, extra: string[] = [], limitMs = 25_000): Promise<Followed> {
   const env = { ...process.env, TEMPORAL_ADDRESS: process.env.CADRE_TEST_ADDRESS, TEMPORAL_NAMESPACE: process.env.CADRE_TEST_NAMESPACE ?? 'default' };
   const child = spawn(python, [SCRIPT, workflowId, '--json', ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Line[] = [];
   let stderr = '';
   createInterface({ input: child.stdout }).on('line', (line) => lines.push({ event: JSON.parse(line), at: Date.now() }));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     // 'close', not 'exit': every line of stdout has been read by then.
@@ -80,9 +82,16 @@ test('Python follows a run live: the text before the model has finished, every o
     const firstPrinted = lines.find((l) => l.event.type === 'text_delta')?.at as number;
     expect(firstPrinted).toBeLessThan(lastSent);
 
-    const offsets = lines.map((l) => l.event.offset);
-    expect(offsets).toEqual(offsets.map((_, i) => i));
-    expect(lines.map((l) => l.event.type)).toEqual(expect.arrayContaining(['step_started', 'message_start', 'message_complete', 'step_completed']));
+    // The run's stream and its agent's, each offset once and in order; the agent's between its start and its step's end.
+    const own = lines.filter((l) => l.event.stream === undefined).map((l) => l.event.offset);
+    expect(own).toEqual(own.map((_, i) => i));
+    const started = lines.findIndex((l) => l.event.type === 'agent_started');
+    const agent = lines.filter((l) => l.event.stream !== undefined);
+    expect(agent.every((l) => l.event.stream === lines[started].event.workflowId)).toBe(true);
+    expect(agent.map((l) => l.event.offset)).toEqual(agent.map((_, i) => i));
+    expect(lines.indexOf(agent[0])).toBeGreaterThan(started);
+    expect(lines.indexOf(agent.at(-1) as Line)).toBeLessThan(lines.findIndex((l) => l.event.type === 'step_completed' && l.event.step === 'write'));
+    expect(lines.map((l) => l.event.type)).toEqual(expect.arrayContaining(['step_started', 'message_start', 'message_complete', 'step_completed', 'agent_ended']));
     expect(lines.at(-1)?.event).toMatchObject({ type: 'run_completed', status: 'completed' });
   });
 }, 60_000);
@@ -96,9 +105,52 @@ test('Python resumes from an offset after the run has ended: exactly the events 
     expect(first.code).toBe(0);
     expect(first.lines.at(-1)?.event).toMatchObject({ type: 'run_completed', status: 'completed' });
 
-    const from = first.lines[Math.floor(first.lines.length / 2)].event.offset;
-    const resumed = await follow(id, ['--from', String(from)]);
+    // Resumed in the middle of the agent's text: the run's offset and the agent's, as the script prints them on Ctrl-C.
+    const middle = first.lines.findIndex((l) => l.event.type === 'text_delta') + 2;
+    const before = first.lines.slice(0, middle);
+    const own = before.filter((l) => l.event.stream === undefined).at(-1)?.event.offset as number;
+    const agentLine = before.filter((l) => l.event.stream !== undefined).at(-1) as Line;
+    const resumed = await follow(id, ['--from', String(own + 1), '--from', `${agentLine.event.stream}=${agentLine.event.offset + 1}`]);
     expect({ code: resumed.code, stderr: resumed.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(resumed.lines.map((l) => l.event)).toEqual(first.lines.filter((l) => l.event.offset >= from).map((l) => l.event));
+    expect(resumed.lines.map((l) => l.event)).toEqual(first.lines.slice(middle).map((l) => l.event));
   });
 }, 60_000);
+
+test('a stock Python follower through ten minutes of streaming cannot use up the updates the answer at the end needs', async () => {
+  // Batches every 10 ms and a follower that polls every 10 ms once caught up: a minute here is ten at the defaults (100 ms).
+  const batchMs = process.env.CADRE_STREAM_BATCH_MS;
+  process.env.CADRE_STREAM_BATCH_MS = '10';
+  const ws = tempWorkspace();
+  writeFileSync(path.join(ws, 'notes.txt'), 'the notes');
+  const plan = `name: followed-for-long
+steps:
+  - { id: write, agent: { prompt: "write at length, then read notes.txt", model: "openai:gpt-4o-mini", tools: [fs.read], approvals: { fs.read: ask } } }
+`;
+  const chunks = words(3000, 'long');
+  server.enqueue({ chunks, chunkDelayMs: 20, toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] }, { text: 'The notes say: the notes.' });
+  try {
+    await withModels(async (h) => {
+      const id = await startPlan(h, compile(plan, ws));
+      const following = follow(id, ['--poll-cooldown', '10'], 240_000);
+      const waiting = await waitUntil(h, id, (d) => d.waiting.some((w) => w.kind === 'approval'), 200_000);
+      // The person's answer: an update, accepted.
+      await h.client.approve(id, waiting.waiting[0].id);
+      expect((await h.client.result(id)).status).toBe('completed');
+      const { code, lines, stderr } = await following;
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      // Every word, once, in order (compared whole, without printing 20 KB of it on failure).
+      const text = texts(lines);
+      expect({ length: text.length, same: text === `${chunks.join('')}The notes say: the notes.` }).toEqual({ length: chunks.join('').length + 25, same: true });
+      const updates = async (workflowId: string) =>
+        ((await h.client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+      const agent = lines.find((l) => l.event.type === 'agent_started')?.event.workflowId as string;
+      const [own, ofAgent] = [await updates(id), await updates(agent)];
+      console.log(`a follower through ${Math.round((server.chunkTimes.at(-1)!.at - server.chunkTimes[0].at) / 1000)} s of streaming: ${own} updates on the run, ${ofAgent} on its agent`);
+      expect(own).toBeLessThan(1000);
+      expect(ofAgent).toBeLessThan(1000);
+    });
+  } finally {
+    if (batchMs === undefined) delete process.env.CADRE_STREAM_BATCH_MS;
+    else process.env.CADRE_STREAM_BATCH_MS = batchMs;
+  }
+}, 300_000);

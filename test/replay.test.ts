@@ -11,7 +11,12 @@ import { AGENT_TASK_WORKFLOW } from '../src/workflows/agent/agent-task-contract'
 
 const dir = path.join(__dirname, 'histories');
 /** Workflows whose children's ids derive from their own replay under the id they were recorded with. */
-const RECORDED_IDS: Record<string, string> = { 'team-worker': 'run-plan-team/impl', 'team-worker-watch': 'run-plan-team-watch/impl' };
+const RECORDED_IDS: Record<string, string> = {
+  'team-worker': 'run-plan-team/impl',
+  'team-worker-watch': 'run-plan-team-watch/impl',
+  'team-worker-reports': 'run-plan-team-reports/impl',
+  'run-plan-continued-last': 'run-plan-continued',
+};
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .map((file) => file.replace(/\.json$/, ''))
@@ -30,9 +35,11 @@ describe('replay of recorded runPlan histories', () => {
       'agent-task',
       'agent-task-command-rules',
       'agent-task-decide',
+      'agent-task-own-stream',
       'agent-task-streamed',
       'agent-task-turn-guards',
       'run-items-chunk',
+      'run-plan-agent-streams',
       'run-plan-agents',
       'run-plan-analytics',
       'run-plan-analytics-cancelled',
@@ -40,6 +47,8 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-cancelled',
       'run-plan-command-rules',
       'run-plan-completed',
+      'run-plan-continued',
+      'run-plan-continued-last',
       'run-plan-document',
       'run-plan-foreach-chunk-timeout',
       'run-plan-foreach-chunks',
@@ -48,18 +57,23 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-step-activity-ids',
       'run-plan-streamed',
       'run-plan-team',
+      'run-plan-team-reports',
       'run-plan-team-watch',
       'run-plan-turn-guards',
       'run-plan-visible-waits',
       'run-plan-worktrees',
       'session-after-continue',
       'session-first-run',
+      'session-own-events-after-continue',
+      'session-own-events-first-run',
       'session-streamed-after-continue',
       'session-streamed-first-run',
       'team-specialist',
       'team-subtask',
+      'team-subtask-reports',
       'team-subtask-watch',
       'team-worker',
+      'team-worker-reports',
       'team-worker-watch',
     ]);
   });

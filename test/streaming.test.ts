@@ -1,7 +1,8 @@
 /**
  * A run's stream on the dev server (docs/streaming.md): an agent's text seen by a watcher while
- * the model is still sending it, every event type, resuming by offset with nothing missed or seen
- * twice, retried turns told apart by attempt, history growing by batches, and sessions' replies.
+ * the model is still sending it, on the agent's own stream and read as one feed with the run's,
+ * every event type, resuming by cursor with nothing missed or seen twice, retried turns told apart
+ * by attempt, history growing by batches (the agent's, not the run's), and sessions' replies.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { exited, spawnCadre, testServerEnv } from './support/cli';
 import { CadreClient } from '../src/client/client';
 import { STREAM_TOPIC, streamQuery } from '../src/protocol/stream';
 import { WorkflowStreamClient } from '@temporalio/workflow-streams/client';
+import { advance, startCursor } from '../src/streaming/reader';
 
 let server: FakeModelServer;
 beforeAll(async () => {
@@ -67,12 +69,24 @@ steps:
     const types = events.map((e) => e.type);
     expect(types[0]).toBe('step_started');
     expect(types.at(-1)).toBe('run_completed');
-    expect(events.map((e) => e.offset)).toEqual(events.map((_, i) => events[0].offset + i));
+    // The run's own stream says where the agent streams; the agent's events carry its workflow id.
+    const started = events.find((e) => e.type === 'agent_started') as StreamEventAt & { workflowId: string };
+    expect(started).toMatchObject({ step: 'read', kind: 'agent', workflowId: expect.stringContaining('/read') });
+    const ofAgent = events.filter((e) => e.stream !== undefined);
+    expect(ofAgent.length).toBeGreaterThan(5);
+    expect(ofAgent.every((e) => e.stream === started.workflowId && e.step === 'read')).toBe(true);
+    expect(events.indexOf(ofAgent[0])).toBeGreaterThan(events.indexOf(started));
+    expect(ofAgent.at(-1)).toMatchObject({ type: 'agent_ended', status: 'completed' });
+    expect(events.indexOf(ofAgent.at(-1) as StreamEventAt)).toBeLessThan(events.findIndex((e) => e.type === 'step_completed' && e.step === 'read'));
+    // Each stream's offsets count on by one, every event once.
+    const own = events.filter((e) => e.stream === undefined);
+    expect(own.map((e) => e.offset)).toEqual(own.map((_, i) => own[0].offset + i));
+    expect(ofAgent.map((e) => e.offset)).toEqual(ofAgent.map((_, i) => i));
     const text = events.filter((e) => e.type === 'text_delta' && e.turn === 2).map((e) => (e as { text: string }).text).join('');
     expect(text).toBe(chunks.join(''));
     const call = events.find((e) => e.type === 'tool_call');
     expect(call).toMatchObject({ step: 'read', turn: 1, attempt: 1, tool: 'fs_read', args: { path: 'notes.txt' } });
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ step: 'read', turn: 1, tool: 'fs.read', preview: expect.stringContaining('the notes') });
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ step: 'read', turn: 1, attempt: 1, tool: 'fs.read', preview: expect.stringContaining('the notes') });
     expect(events.filter((e) => e.type === 'message_complete').map((e) => (e as { usage: unknown }).usage)).toEqual([
       { inputTokens: 10, outputTokens: 5 },
       { inputTokens: 20, outputTokens: 30 },
@@ -80,10 +94,14 @@ steps:
     expect(events.filter((e) => e.type === 'step_completed').map((e) => e.step)).toEqual(['read', 'after']);
     expect(events.at(-1)).toMatchObject({ type: 'run_completed', status: 'completed' });
 
-    // Resuming from any offset gives exactly the rest: nothing missed, nothing twice.
-    const middle = events[Math.floor(events.length / 2)].offset;
-    const rest = await collect(h, id, middle);
-    expect(rest).toEqual(events.filter((e) => e.offset >= middle));
+    // Resuming from any point gives exactly the rest: nothing missed, nothing twice.
+    for (const at of [1, Math.floor(events.length / 2), events.length - 2]) {
+      const cursor = startCursor(0);
+      for (const e of events.slice(0, at)) advance(cursor, e);
+      const rest: StreamEventAt[] = [];
+      for await (const e of h.client.events(id, { from: cursor })) rest.push(e);
+      expect(rest).toEqual(events.slice(at));
+    }
   });
 });
 
@@ -129,8 +147,10 @@ steps:
       if (e.type === 'approval_requested') await h.client.answer(id, e.waitId, 'approve');
     }
     const types = new Set(events.map((e) => e.type));
-    expect([...STREAM_EVENT_TYPES].filter((t) => !types.has(t))).toEqual([]);
-    expect(new Set(STREAM_EVENT_TYPES).size).toBe(12);
+    // A stream that sheds its text, and a run near Temporal's limits: test/run-limits.test.ts.
+    const elsewhere = new Set(['stream_shed', 'limits_warning']);
+    expect([...STREAM_EVENT_TYPES].filter((t) => !types.has(t) && !elsewhere.has(t))).toEqual([]);
+    expect(new Set(STREAM_EVENT_TYPES).size).toBe(16);
     // The failed attempt and its retry are told apart: each starts with its own message_start.
     const turn1 = events.filter((e) => e.step === 'act' && e.turn === 1);
     expect(turn1.map((e) => [e.type, e.attempt])).toEqual(
@@ -212,7 +232,7 @@ test('the log stays bounded: past 3,000 events the oldest go, and a reader from 
     expect(first).toBe(page.base);
     expect(texts).toBe(end - page.base);
     expect(ended).toBe('completed');
-    expect(next).toBe(await handle.query<number>('__temporal_workflow_stream_offset'));
+    expect(next).toEqual({ from: await handle.query<number>('__temporal_workflow_stream_offset'), streams: {} });
   });
 });
 
@@ -244,15 +264,20 @@ test('history grows by batches, not chunks; readers (queries) add nothing to it'
     const events = await collect(h, id);
     expect(events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text).join('')).toBe(chunks.join(''));
     await h.client.client.workflow.getHandle(id).result();
-    const history = await h.client.client.workflow.getHandle(id).fetchHistory();
-    const all = history.events ?? [];
-    const publishes = all.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === '__temporal_workflow_stream_publish').length;
-    console.log(`600 chunks: ${publishes} publish signals, ${all.length} events in the run's history`);
+    const agent = (events.find((e) => e.type === 'agent_started') as { workflowId: string }).workflowId;
+    const publishesIn = (all: { workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null }[]) =>
+      all.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === '__temporal_workflow_stream_publish').length;
+    const run = (await h.client.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const all = (await h.client.client.workflow.getHandle(agent).fetchHistory()).events ?? [];
+    const publishes = publishesIn(all);
+    console.log(`600 chunks: ${publishes} publish signals, ${all.length} events in the agent's history; ${publishesIn(run)} signals and ${run.length} events in the run's`);
+    // The text goes to the agent's own workflow; the plan run takes none of it.
+    expect(publishesIn(run)).toBe(0);
     expect(publishes).toBeGreaterThan(0);
     expect(publishes).toBeLessThanOrEqual(30);
     expect(all.length).toBeLessThan(150);
     // Readers poll by query: reads add no event (each read of an ended run replays it on the worker: a few suffice).
-    for (let i = 0; i < 10; i++) await h.client.client.workflow.getHandle(id).query(streamQuery, { from: i });
-    expect((await h.client.client.workflow.getHandle(id).fetchHistory()).events?.length).toBe(all.length);
+    for (let i = 0; i < 10; i++) await h.client.client.workflow.getHandle(agent).query(streamQuery, { from: i });
+    expect((await h.client.client.workflow.getHandle(agent).fetchHistory()).events?.length).toBe(all.length);
   });
 });

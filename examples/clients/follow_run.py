@@ -1,15 +1,23 @@
 """Follows a cadre run's event stream live from Python, with only Temporal's Python SDK.
 
 Subscribes to the `events` topic of the Workflow Stream that every cadre run (a plan run or a
-session) hosts, by workflow id, and shows what happens as it happens: an agent's text as the model
-writes it, its tool calls and their results, steps starting and ending, approvals and questions
-waiting for an answer (with the wait id to answer), and the run's end. `--json` prints each event
-as one JSON object per line, with its `offset`; `--from OFFSET` resumes where an earlier reading
-stopped. Exits 0 when the run completed, 1 otherwise. See docs/streaming.md.
+session) hosts, by workflow id, and to the stream of each agent the run says it started
+(`agent_started`: an agent streams its turns on its own workflow), and shows them as one feed:
+an agent's text as the model writes it, its tool calls and their results, steps starting and
+ending, approvals and questions waiting for an answer (with the wait id to answer), and the run's
+end. An agent's events come after its `agent_started` and before the end of its step.
+
+`--json` prints each event as one JSON object per line, with its `offset` in its stream and, for
+an agent's events, `stream` (the agent's workflow id). `--from OFFSET` resumes the run's stream
+where an earlier reading stopped, `--from AGENT_ID=OFFSET` each agent stream still open then
+(Ctrl-C prints them). Exits 0 when the run completed, 1 otherwise. See docs/streaming.md.
+
+A run takes a share of its updates in long polls (docs/streaming.md, "What a run can take"); a
+poll it refuses (`StreamPollLimit`) is read on with cadre's `stream` query, which costs nothing.
 
     pip install temporalio
     python follow_run.py my-run
-    python follow_run.py my-run --json --from 42
+    python follow_run.py my-run --json --from 42 --from my-run/review=7
 """
 
 import argparse
@@ -17,8 +25,9 @@ import asyncio
 import json
 import os
 import sys
+from datetime import timedelta
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -30,6 +39,7 @@ ENDED = {
     WorkflowExecutionStatus.TERMINATED: "terminated",
     WorkflowExecutionStatus.TIMED_OUT: "timed out",
 }
+STEP_ENDS = ("step_completed", "step_failed")
 
 
 def short(value, limit=120):
@@ -83,9 +93,13 @@ class Printer:
         elif kind == "error":
             retry = " (will retry)" if e.get("retryable") else ""
             self.line(f"! {where} {e.get('errorType')}: {short(e.get('message', ''), 300)}{retry}")
+        elif kind == "stream_shed":
+            self.line(f"~ {where}: {e.get('reason')}")
+        elif kind == "limits_warning":
+            self.line(f"! {e.get('message')}")
         elif kind == "run_completed":
             self.line(f"run {e['status']}{': ' + e['error'] if e.get('error') else ''}")
-        # message_start and types newer than this script: nothing to show.
+        # message_start, agent_started, agent_ended and types newer than this script: nothing to show.
 
 
 async def ended_status(client, workflow_id):
@@ -102,69 +116,175 @@ async def ended_status(client, workflow_id):
     return status
 
 
-async def rest_of_ended_run(client, workflow_id, start, show):
-    """The events from `start` of a run that has ended, by cadre's `stream` query.
+async def by_query(client, workflow_id, start, ended):
+    """Events of a stream from `start` by cadre's `stream` query: (offset, event) pairs.
 
-    A subscription reads an ended run's retained events with the stream's
-    `__temporal_workflow_stream_poll` query, which workers on TypeScript's
-    @temporalio/workflow-streams 1.23 do not register (they serve only the poll update); cadre's
-    own `stream` query gives the same events with the same offsets.
+    Used where a long poll cannot serve: a run that ended (its worker, on TypeScript's
+    @temporalio/workflow-streams 1.23, has no poll query), or one that refused a poll to keep room
+    for people's answers. Stops after an event `ended` accepts, or once the workflow has ended and
+    nothing is left.
     """
     handle = client.get_workflow_handle(workflow_id)
     offset = start
     while True:
         page = await handle.query("stream", {"from": offset})
         for event in page["events"]:
-            if show(event, event.pop("offset")):
+            at = event.pop("offset")
+            yield at, event
+            if ended(event):
                 return
         offset = page["next"]
-        if not page["more"]:
+        if page["more"]:
+            continue
+        if ENDED.get((await handle.describe()).status) is not None:
+            page = await handle.query("stream", {"from": offset})
+            if not page["events"]:
+                return
+            continue
+        await asyncio.sleep(0.25)
+
+
+async def stream_events(client, workflow_id, start, ended, cooldown):
+    """A stream's events from `start`: long polls (the stock subscription), then the query when a poll cannot serve."""
+    stream = WorkflowStreamClient.create(client, workflow_id)
+    offset = start
+    try:
+        # A session or plan run that continued as new is followed on.
+        async for item in stream.subscribe([TOPIC], from_offset=start, poll_cooldown=cooldown):
+            offset = item.offset + 1
+            yield item.offset, item.data
+            if ended(item.data):
+                return
+    except WorkflowUpdateFailedError as err:
+        if getattr(err.cause, "type", None) != "StreamPollLimit":
+            raise
+    except WorkflowQueryFailedError:
+        # The workflow ended between two polls, and its worker has no poll query to read the rest.
+        pass
+    async for at, event in by_query(client, workflow_id, offset, ended):
+        yield at, event
+
+
+async def agent_step(client, workflow_id):
+    """An agent's step, from its own query: the end of that step waits for the agent's last events."""
+    try:
+        return (await client.get_workflow_handle(workflow_id).query("agentDiagnostics")).get("step")
+    except (RPCError, WorkflowQueryFailedError):
+        return None
+
+
+class Feed:
+    """The run's stream and its agents' as one feed: each event goes to `emit(stream, offset, event)` in order."""
+
+    def __init__(self, client, workflow_id, emit, cooldown):
+        self.client = client
+        self.workflow_id = workflow_id
+        self.emit = emit
+        self.cooldown = cooldown
+        # Agent workflow id -> (its step, set once its stream has ended, its task).
+        self.agents = {}
+
+    def follow_agent(self, workflow_id, step, start):
+        if workflow_id in self.agents:
             return
+        done = asyncio.Event()
+        task = asyncio.create_task(self.read_agent(workflow_id, start, done))
+        self.agents[workflow_id] = (step, done, task)
+
+    async def read_agent(self, workflow_id, start, done):
+        try:
+            async for offset, event in stream_events(self.client, workflow_id, start, lambda e: isinstance(e, dict) and e.get("type") == "agent_ended", self.cooldown):
+                if not isinstance(event, dict):
+                    continue
+                if event.get("type") == "agent_started":
+                    self.follow_agent(event["workflowId"], event.get("step"), 0)
+                step, _, _ = self.agents[workflow_id]
+                if step is None and event.get("step"):
+                    self.agents[workflow_id] = (event["step"], done, self.agents[workflow_id][2])
+                self.emit(workflow_id, offset, event)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+        finally:
+            done.set()
+
+    async def until_agents_end(self, event):
+        """Before the end of a step, its agents' last events; before the run's end, every agent's."""
+        if event.get("type") == "run_completed":
+            owned = list(self.agents.values())
+        else:
+            step = event.get("step", "")
+            owned = [a for a in self.agents.values() if a[0] is not None and (a[0] == step or a[0].startswith(step + "[") or a[0].startswith(step + "/"))]
+        for _, done, _ in owned:
+            await done.wait()
+
+    async def run(self, start):
+        ended = lambda e: isinstance(e, dict) and e.get("type") == "run_completed"
+        async for offset, event in stream_events(self.client, self.workflow_id, start, ended, self.cooldown):
+            if not isinstance(event, dict):
+                continue
+            if event.get("type") == "agent_started":
+                self.follow_agent(event["workflowId"], event.get("step"), 0)
+            if event.get("type") in STEP_ENDS or event.get("type") == "run_completed":
+                await self.until_agents_end(event)
+            self.emit(None, offset, event)
+        for _, done, task in list(self.agents.values()):
+            await done.wait()
+            await task
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workflow_id", help="the run's workflow id")
-    parser.add_argument("--from", dest="start", type=int, default=0, metavar="OFFSET", help="the first offset to show (default 0)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per event, with its offset")
+    parser.add_argument("--from", dest="start", action="append", default=[], metavar="OFFSET", help="where to resume: the run's offset, and AGENT_ID=OFFSET for each open agent stream")
+    parser.add_argument("--json", action="store_true", help="one JSON object per event, with its offset (and an agent's, its stream)")
+    parser.add_argument("--poll-cooldown", type=float, default=100, metavar="MS", help="the subscription's pause between polls once caught up (default 100)")
     parser.add_argument("--address", default=os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", "default"))
     args = parser.parse_args()
 
-    client = await Client.connect(args.address, namespace=args.namespace)
-    stream = WorkflowStreamClient.create(client, args.workflow_id)
-    printer = Printer()
-    seen = {"next": args.start, "status": None}
+    start, opened = 0, {}
+    for value in args.start:
+        agent, _, offset = value.rpartition("=")
+        if not offset.isdigit():
+            parser.error(f"--from takes OFFSET or AGENT_ID=OFFSET: {value}")
+        if agent:
+            opened[agent] = int(offset)
+        else:
+            start = int(offset)
 
-    def show(event, offset):
-        """Prints one event; True once the run has completed."""
-        seen["next"] = offset + 1
-        if not isinstance(event, dict):
-            return False
+    client = await Client.connect(args.address, namespace=args.namespace)
+    printer = Printer()
+    seen = {"status": None, "next": start, "streams": dict(opened)}
+
+    def emit(stream, offset, event):
+        if stream is None:
+            seen["next"] = offset + 1
+        elif event.get("type") == "agent_ended":
+            seen["streams"].pop(stream, None)
+        else:
+            seen["streams"][stream] = offset + 1
         if args.json:
-            print(json.dumps({**event, "offset": offset}, ensure_ascii=False), flush=True)
+            print(json.dumps({**event, "offset": offset, **({"stream": stream} if stream else {})}, ensure_ascii=False), flush=True)
         else:
             printer.show(event)
         if event.get("type") == "run_completed":
             seen["status"] = event.get("status")
-            return True
-        return False
 
+    feed = Feed(client, args.workflow_id, emit, timedelta(milliseconds=args.poll_cooldown))
+    for agent, offset in opened.items():
+        feed.follow_agent(agent, await agent_step(client, agent), offset)
     try:
-        try:
-            # Long polls (the stream's update) while the run goes on; once it has ended, the rest
-            # comes from its retained items; a session that continued as new is followed on.
-            async for item in stream.subscribe([TOPIC], from_offset=args.start):
-                if show(item.data, item.offset):
-                    break
-        except WorkflowQueryFailedError:
-            # The run ended between two polls, and its worker has no poll query to read the rest.
-            await rest_of_ended_run(client, args.workflow_id, seen["next"], show)
-    except (RPCError, WorkflowQueryFailedError) as err:
+        await feed.run(start)
+    except (RPCError, WorkflowQueryFailedError, WorkflowUpdateFailedError) as err:
         printer.end_line()
         gone = isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND
         print(f"{'no workflow' if gone else 'cannot follow'} {args.workflow_id}: {getattr(err, 'message', err)}", file=sys.stderr)
         return 1
+    except asyncio.CancelledError:
+        resume = " ".join([f"--from {seen['next']}"] + [f"--from {s}={o}" for s, o in seen["streams"].items()])
+        print(f"stopped following; resume with {resume}", file=sys.stderr)
+        return 130
     status = seen["status"]
     if status is None:
         # Ended without `run_completed`: terminated, say, or started before cadre had streams.

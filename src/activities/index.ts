@@ -115,14 +115,18 @@ export function createActivities(deps: ActivityDeps = {}) {
         let events: TurnStream | undefined;
         try {
           const redactor = containment().redactor;
-          events = stream && new TurnStream(stream, redactor, request.model ?? modelSettings().defaultModel);
+          // A host out of streaming budget (maxBatches 0) hears nothing of the turn but its result.
+          events = stream && stream.maxBatches !== 0 ? new TurnStream(stream, redactor, request.model ?? modelSettings().defaultModel) : undefined;
           // Tool results a session stored outside history are read back here, never into history.
           const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
           // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
           const turn = redactor.value(await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal, events));
           events?.completed(turn);
           // A big answer travels by reference: history, and gRPC's message limit, see a small one.
-          return await keepTurnSmall(turn, request.workspace ? lazyStore(request.workspace, deps) : undefined, request.model ?? modelSettings().defaultModel ?? 'the model');
+          const small = await keepTurnSmall(turn, request.workspace ? lazyStore(request.workspace, deps) : undefined, request.model ?? modelSettings().defaultModel ?? 'the model');
+          // What this attempt streamed, so the workflow publishes the turn's end to match.
+          const streamed = stream && (events?.streamed() ?? { attempt: Context.current().info.attempt, chars: 0, textChars: 0 });
+          return streamed ? { ...small, streamed } : small;
         } catch (err) {
           events?.failed(err);
           throw withJitter(err, Context.current().info.attempt);
@@ -190,11 +194,12 @@ export function createActivities(deps: ActivityDeps = {}) {
           const output = redactor.value(found);
           const unconfined = sandbox.profile.mode === 'none' && startsProcesses(request.tool);
           const result = { output: store ? await externalize(output, store, request.inlineLimit as number) : output, attempt, ...(unconfined && { unconfined: true as const }) };
-          if (request.stream) await publishToolResult(request.stream, redactor, request.tool, { output: result.output });
+          // Runs recorded before the workflow published tool results: the activity does.
+          if (request.stream && request.stream.lifecycle !== 'workflow') await publishToolResult(request.stream, redactor, request.tool, { output: result.output });
           return result;
         } catch (err) {
           const failure = await withAttempt(redactor ? redactFailure(err, redactor) : err, attempt, store, request.inlineLimit);
-          if (request.stream && redactor) await publishToolResult(request.stream, redactor, request.tool, { error: failure });
+          if (request.stream && request.stream.lifecycle !== 'workflow' && redactor) await publishToolResult(request.stream, redactor, request.tool, { error: failure });
           throw failure;
         }
       }),

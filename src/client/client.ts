@@ -23,7 +23,13 @@ import { CadreError } from '../errors/cadre-error';
 import { CONNECT_TIMEOUT_MS, refusesConnections } from './reach';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
 import { checkWorkflowId, workflowIdInterceptor } from './workflow-ids';
-import { type EventCallbacks, type EventsOptions, followEvents, readEvents } from '../streaming/reader';
+import { type EventCallbacks, type EventsOptions, type StreamCursor, followEvents, readEvents } from '../streaming/reader';
+import { runLimitReached } from './limit-errors';
+import { runLimitsFromEnv } from './run-limits-env';
+import type { RunLimitValues } from '../spec/limits';
+import { errorChain } from './error-chain';
+
+export { errorChain } from './error-chain';
 import type { StreamEventAt } from '../streaming/events';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
@@ -39,6 +45,8 @@ export { SERVER_TASK_CLOSES } from './run-diagnostics';
 export interface StartOptions {
   workflowId?: string;
   taskQueue?: string;
+  /** The cluster's per-run limits, when lower than Temporal's defaults (default: CADRE_RUN_LIMITS). */
+  limits?: Partial<RunLimitValues>;
 }
 
 export interface RunSummary {
@@ -117,11 +125,12 @@ export class CadreClient {
     const payload = checkStartPayload(plan, inputs.values, (name) => `input "${name}"`);
     if (payload.problem) throw new CadreError(`cannot start plan "${plan.name}": ${payload.problem.message}`);
     const workflowId = options.workflowId ?? defaultWorkflowId(plan, inputs.values);
+    const limits = options.limits ?? runLimitsFromEnv();
     try {
       const handle = await this.client.workflow.start('runPlan', {
         workflowId,
         taskQueue: options.taskQueue ?? defaultTaskQueue(),
-        args: [{ plan, inputs: inputs.values }],
+        args: [{ plan, inputs: inputs.values, ...(limits && { limits }) }],
         memo: { plan: plan.name },
         typedSearchAttributes: [
           { key: CadrePlan, value: plan.name },
@@ -237,16 +246,18 @@ export class CadreClient {
   /** Calls `onChange` with fresh diagnostics whenever they change, until the run ends. */
   /**
    * The run's events as they happen (docs/streaming.md): its steps, waits and end, and its agents'
-   * text, tool calls and results while the model is still writing. Resume with `from` (an event's
-   * offset + 1); the iterator ends after `run_completed`.
+   * text, tool calls and results while the model is still writing, as one feed (an agent's events
+   * carry `stream`, its workflow id). Resume with `from`: the run's next offset, or the cursor
+   * `followEvents` resolves with (`advance` keeps one from the events); the iterator ends after
+   * `run_completed`.
    */
   events(workflowId: string, options: EventsOptions = {}): AsyncGenerator<StreamEventAt, void, undefined> {
     checkWorkflowId(workflowId);
     return readEvents(this.client, workflowId, options);
   }
 
-  /** The same events through callbacks (`onTextDelta`, `onToolCall`, …); resolves with the offset to resume from. */
-  followEvents(workflowId: string, callbacks: EventCallbacks, options: EventsOptions = {}): Promise<number> {
+  /** The same events through callbacks (`onTextDelta`, `onToolCall`, …); resolves with the cursor to resume from. */
+  followEvents(workflowId: string, callbacks: EventCallbacks, options: EventsOptions = {}): Promise<StreamCursor> {
     checkWorkflowId(workflowId);
     return followEvents(this.client, workflowId, callbacks, options);
   }
@@ -296,6 +307,8 @@ export class CadreClient {
       return await bounded(this, UPDATE_TIMEOUT_MS, send);
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) throw new CadreError(err.cause?.message ?? err.message);
+      const limit = runLimitReached(err, workflowId);
+      if (limit) throw limit;
       if (err instanceof TimedOut) {
         throw new CadreError(
           `no worker took the request for run ${workflowId} within ${UPDATE_TIMEOUT_MS / 1000}s: ` +
@@ -307,13 +320,4 @@ export class CadreClient {
       throw err;
     }
   }
-}
-
-/** An error's message with its causes', which is where gRPC puts the server's reason. */
-export function errorChain(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err; e instanceof Error && parts.length < 5; e = (e as { cause?: unknown }).cause) {
-    if (!parts.includes(e.message)) parts.push(e.message);
-  }
-  return parts.join(': ');
 }

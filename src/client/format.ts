@@ -1,4 +1,5 @@
 /** Human-readable rendering of diagnostics for the CLI. */
+import { LIMIT_WORDS, type LimitName, runLimits } from '../spec/limits';
 import { formatMs } from '../spec/duration';
 import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../protocol/definitions';
 import { STEP_MARKS, describeWait } from '../protocol/details';
@@ -71,8 +72,22 @@ export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   if (d.consultations?.length) lines.push('  questions:', ...d.consultations.map((c) => `    ${consultationLine(c)}`));
   for (const w of d.waiting) lines.push(answerHint(workflowId, w));
   for (const c of d.compensations) lines.push(`  ↺ compensated ${c.step}: ${c.status}${c.error ? ` — ${c.error}` : ''}`);
+  const limits = limitsLine(d);
+  if (limits) lines.push(limits);
   if (d.output !== undefined) lines.push(`output: ${JSON.stringify(d.output, null, 2)}`);
   return lines.join('\n');
+}
+
+/** The run's use of Temporal's per-run limits, once any is past half (docs/streaming.md, "What a run can take"). */
+export function limitsLine(d: Pick<Diagnostics, 'limits' | 'continuedAsNew'>): string | undefined {
+  const usage = d.limits;
+  if (!usage) return undefined;
+  const max = runLimits(usage.max);
+  const near = (Object.keys(max) as LimitName[]).filter((name) => usage[name] >= max[name] / 2);
+  if (near.length === 0) return undefined;
+  const again = d.continuedAsNew ? ` (this run; it continued as new ${d.continuedAsNew} time${d.continuedAsNew === 1 ? '' : 's'})` : '';
+  const each = near.map((name) => `${usage[name].toLocaleString('en-US')} of ${max[name].toLocaleString('en-US')} ${LIMIT_WORDS[name]} (${Math.floor((100 * usage[name]) / max[name])}%)`);
+  return `  limits: ${each.join(', ')}${again}: Temporal's per-run limits, see docs/streaming.md`;
 }
 
 /** Prints what changed between two diagnostics: step transitions, new questions, the end. */

@@ -53,7 +53,8 @@ export async function liveDiagnostics(cadre: RunAccess, description: WorkflowExe
 
 /**
  * Running agent steps get their agent's turns, tool calls and running tools, and the team's
- * working workers their running tools (the plan learns them when the agent ends).
+ * working workers their running tools and, when newer than the team's board, their state (the
+ * plan learns the rest when the agent ends; a worker's moves reach the board in batches).
  */
 async function withAgentProgress(cadre: RunAccess, d: Diagnostics): Promise<void> {
   const live = d.steps.filter((s) => s.agent && (s.status === 'running' || s.status === 'waiting'));
@@ -76,7 +77,13 @@ async function withAgentProgress(cadre: RunAccess, d: Diagnostics): Promise<void
   }
   for (const worker of working) {
     const a = found.get(worker.workflowId);
-    if (a) worker.running = a.running;
+    if (!a) continue;
+    worker.running = a.running;
+    // Its own query is newer than what its team run last heard: moves go to the team in batches.
+    if (a.moves > worker.seq) {
+      const last = a.transitions.at(-1);
+      Object.assign(worker, { state: a.state, seq: a.moves, fingerprint: a.fingerprint, ...(last && { since: last.at, reason: last.reason }) });
+    }
   }
 }
 

@@ -3,6 +3,8 @@
  * ones join it, and the reply is the update's result), `end` and `diagnostics` talk to a running one.
  */
 import path from 'node:path';
+import { runLimitReached } from './limit-errors';
+import { runLimitsFromEnv } from './run-limits-env';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { StreamEventAt } from '../streaming/events';
 import { streamOffsetQuery } from '../protocol/stream';
@@ -44,6 +46,7 @@ export function sessionInput(options: SessionOptions): SessionInput {
   if (missing.length > 0) throw new UsageError(`--ask names tools the session does not have: ${missing.join(', ')} (add them to --tools)`);
   const approvals: Approvals = Object.fromEntries((options.ask ?? []).map((tool) => [tool, 'ask' as ApprovalPolicy]));
   const model = options.model ?? (process.env.CADRE_MODEL?.trim() || undefined);
+  const limits = runLimitsFromEnv();
   return {
     ...(model && { model: model.startsWith('scripted:') ? `scripted:${path.resolve(model.slice('scripted:'.length))}` : model }),
     ...(options.system && { system: options.system }),
@@ -52,6 +55,7 @@ export function sessionInput(options: SessionOptions): SessionInput {
     workspace: path.resolve(options.workspace ?? '.'),
     ...(options.keep !== undefined && { keep: options.keep }),
     ...(options.continueEvery !== undefined && { continueEvery: options.continueEvery }),
+    ...(limits && { limits }),
   };
 }
 
@@ -137,7 +141,12 @@ export async function streamOffset(cadre: CadreClient, sessionId: string): Promi
 
 export async function endSession(cadre: CadreClient, sessionId: string): Promise<void> {
   checkWorkflowId(sessionId);
-  await cadre.client.workflow.getHandle(sessionId).signal(endSessionSignal);
+  await cadre.client.workflow
+    .getHandle(sessionId)
+    .signal(endSessionSignal)
+    .catch((err: unknown) => {
+      throw runLimitReached(err, sessionId) ?? err;
+    });
 }
 
 export async function sessionDiagnostics(cadre: CadreClient, sessionId: string): Promise<SessionDiagnostics> {

@@ -76,6 +76,20 @@ export interface AgentSummary {
   running?: string[];
 }
 
+/**
+ * A run's use of Temporal's per-run limits: signals and updates it took (polls of its stream among
+ * the updates), and its history's events and bytes (docs/streaming.md, "What a run can take").
+ */
+export interface RunUsage {
+  signals: number;
+  updates: number;
+  polls: number;
+  events: number;
+  bytes: number;
+  /** The limits the run keeps within: Temporal's defaults, or its cluster's (`CADRE_RUN_LIMITS`). */
+  max?: import('../spec/limits').RunLimitValues;
+}
+
 export interface CompensationRecord {
   step: string;
   status: 'completed' | 'failed';
@@ -103,6 +117,10 @@ export interface Diagnostics {
   workers?: WorkerRecord[];
   /** Questions workers asked, and who answered them (the last 200). */
   consultations?: ConsultationRecord[];
+  /** This run's use of Temporal's per-run limits (a run that continued as new counts from its start). */
+  limits?: RunUsage;
+  /** How many times the run continued as new to stay within those limits (its steps and records go on). */
+  continuedAsNew?: number;
   /**
    * Something the record itself leaves out: set by the workflow when it shortened the record to fit
    * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
@@ -171,6 +189,8 @@ export interface AgentDiagnostics {
   fingerprint: string;
   /** The worktrees of its subtasks (spawn_subtask with worktree: true). */
   worktrees?: WorktreeRecord[];
+  /** The agent's use of Temporal's per-run limits: its stream's signals and polls among them. */
+  limits?: RunUsage;
 }
 
 /** A worker's state change, as it tells its team run. */
@@ -203,6 +223,16 @@ export interface WorkerRecord {
 }
 
 export const workerStateSignal = defineSignal<[WorkerStateSignal]>('workerState');
+
+/** A worker's moves since its last report, in order (workers since patch worker-reports send these in batches). */
+export interface WorkerMovesSignal {
+  workflowId: string;
+  step?: string;
+  role?: string;
+  moves: WorkerTransition[];
+}
+
+export const workerMovesSignal = defineSignal<[WorkerMovesSignal]>('workerMoves');
 
 /** A worker's question to its team run (`ask_question`). */
 export interface TeamQuestion {
@@ -276,6 +306,8 @@ export interface SessionInput {
   state?: SessionState;
   /** The session's stream, carried across continue-as-new so offsets keep counting. */
   streamState?: import('@temporalio/workflow-streams/workflow').WorkflowStreamState;
+  /** Its cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`). */
+  limits?: Partial<import('../spec/limits').RunLimitValues>;
 }
 
 export interface SessionState {
@@ -315,6 +347,8 @@ export interface SessionDiagnostics {
   queued: number;
   waiting: Waiting[];
   ending: boolean;
+  /** This run of the session's use of Temporal's per-run limits (it continues as new well before any). */
+  limits?: RunUsage;
 }
 
 export const sendUpdate = defineUpdate<SendResult, [{ text: string }]>('send');

@@ -114,3 +114,19 @@ export function newFingerprint(): number {
 function clip(text: string): string {
   return text.length > MAX_REASON_CHARS ? `${text.slice(0, MAX_REASON_CHARS)}…` : text;
 }
+
+/** A worker's reports of its moves to its team run: the first few at once (one in flight at a time)... */
+const PROMPT_REPORTS = 5;
+/** ...then spaced out, doubling every ten reports, up to a minute. */
+const FIRST_SPACING_MS = 500;
+const MAX_SPACING_MS = 60_000;
+
+/**
+ * How long after its last report a worker that has sent `reports` waits before the next: a worker
+ * that moves all day sends its team run a number of signals that grows with the log of how long it
+ * runs, not with its moves (workflows/agent/worker-reporter.ts).
+ */
+export function reportSpacing(reports: number): number {
+  if (reports < PROMPT_REPORTS) return 0;
+  return Math.min(MAX_SPACING_MS, FIRST_SPACING_MS * 2 ** Math.floor((reports - PROMPT_REPORTS) / 10));
+}

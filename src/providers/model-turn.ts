@@ -60,6 +60,11 @@ export interface ModelTurnResult {
    * sends one correction, then fails with ToolCallNotParsed): the tool it names, and the fix.
    */
   unparsedToolCall?: { tool: string; style: WrittenStyle; fix: string };
+  /**
+   * Set by the activity when the turn was asked to stream: the attempt, the characters of text it
+   * streamed, and those the model wrote as it streamed (more when the stream showed less).
+   */
+  streamed?: { attempt: number; chars: number; textChars: number };
 }
 
 /** Hears a turn as the provider streams it. */

@@ -23,6 +23,32 @@ export const HISTORY_EVENTS_WARN = 10 * 1024;
 export const HISTORY_BYTES_LIMIT = 50 * 1024 * 1024;
 /** `limit.historySize.warn`. */
 export const HISTORY_BYTES_WARN = 10 * 1024 * 1024;
+/** `history.maximumSignalsPerExecution`: a run refuses every signal past this many. */
+export const SIGNALS_PER_RUN = 10_000;
+/** `history.maxTotalUpdates`: a run refuses every update past this many accepted (rejected ones do not count). */
+export const UPDATES_PER_RUN = 2000;
+/** `history.maxInFlightUpdates`: updates a run holds at once (a long poll is one until it returns). */
+export const UPDATES_IN_FLIGHT = 10;
+/** Temporal's per-run limits by what they count (server defaults; a cluster may set them lower). */
+export const RUN_LIMITS = { signals: SIGNALS_PER_RUN, updates: UPDATES_PER_RUN, events: HISTORY_EVENTS_LIMIT, bytes: HISTORY_BYTES_LIMIT } as const;
+export type LimitName = keyof typeof RUN_LIMITS;
+export type RunLimitValues = Record<LimitName, number>;
+
+/**
+ * A run's limits: Temporal's defaults, or lower ones its cluster sets (`CADRE_RUN_LIMITS`, passed in
+ * the run's input, so the run keeps within what its server really takes). Not a number, or not
+ * above 0: the default.
+ */
+export function runLimits(given?: Partial<Record<string, unknown>>): RunLimitValues {
+  const pick = (name: LimitName) => {
+    const value = given?.[name];
+    return typeof value === 'number' && Number.isFinite(value) && value >= 1 ? Math.floor(value) : RUN_LIMITS[name];
+  };
+  return { signals: pick('signals'), updates: pick('updates'), events: pick('events'), bytes: pick('bytes') };
+}
+
+/** What each counts, as people read it. */
+export const LIMIT_WORDS: Readonly<Record<LimitName, string>> = { signals: 'signals', updates: 'updates', events: 'history events', bytes: 'bytes of history' };
 /** `limit.maxIDLength`: workflow, activity and timer ids, in UTF-8 bytes. */
 export const MAX_ID_BYTES = 1000;
 /** `limit.numPendingActivities.error`: more running activities and ScheduleActivityTask fails. */

@@ -1,5 +1,6 @@
 import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { CommandRuleSet } from '../commands/rule-set';
+import type { RunLimitValues } from './limits';
 
 /**
  * Plain data types of a validated plan. Workflows receive these (never zod schemas,
@@ -166,6 +167,8 @@ export const TEAM_MODEL_ATTEMPTS = 3;
 export interface RunPlanInput {
   plan: CompiledPlan;
   inputs: Record<string, unknown>;
+  /** The cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`); its agents keep within the same. */
+  limits?: Partial<RunLimitValues>;
 }
 
 /**
@@ -179,4 +182,6 @@ export interface PlanDocumentInput {
   inputs?: Record<string, unknown>;
   /** Where relative paths in the plan resolve, an absolute path on the worker; default the worker's working directory. */
   baseDir?: string;
+  /** The cluster's per-run limits, when lower than Temporal's defaults. */
+  limits?: Partial<RunLimitValues>;
 }

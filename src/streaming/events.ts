@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 
-export { STREAM_TOPIC } from '../protocol/stream';
+export { STREAM_TOPIC, TOOL_RESULT_PREVIEW_CHARS } from '../protocol/stream';
 
 const base = {
   /** The step (`review`, `review[2]`), or `session`; absent for the run's own events. */
@@ -53,16 +53,24 @@ export const streamEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('question_asked'), ...waitEvent }),
   z.strictObject({ type: z.literal('error'), ...base, errorType: z.string(), message: z.string(), retryable: z.boolean() }),
   z.strictObject({ type: z.literal('run_completed'), ...base, status: z.string(), error: z.string().optional() }),
+  /** An agent started: its turns stream on its own workflow, `workflowId` (readers follow it from here). */
+  z.strictObject({ type: z.literal('agent_started'), ...base, step: z.string(), workflowId: z.string(), kind: z.enum(['agent', 'decide']).optional() }),
+  /** The last event of an agent's own stream. */
+  z.strictObject({ type: z.literal('agent_ended'), ...base, step: z.string(), status: z.enum(['completed', 'failed', 'cancelled']) }),
+  /** This stream shows no more text from here on, only what the workflow itself sees (turns' ends, tool calls and results), and why. */
+  z.strictObject({ type: z.literal('stream_shed'), ...base, reason: z.string() }),
+  /** The workflow hosting this stream has used 80% of one of Temporal's per-run limits. */
+  z.strictObject({ type: z.literal('limits_warning'), ...base, limit: z.enum(['signals', 'updates', 'events', 'bytes']), used: z.number(), max: z.number(), message: z.string() }),
 ]);
 
 export type StreamEvent = z.infer<typeof streamEventSchema>;
 export type StreamEventType = StreamEvent['type'];
-/** An event as a reader sees it: with its place in the stream. */
-export type StreamEventAt = StreamEvent & { offset: number };
+/**
+ * An event as a reader sees it: with its place in its stream, and which stream that is when it is
+ * not the run's own (an agent's workflow id).
+ */
+export type StreamEventAt = StreamEvent & { offset: number; stream?: string };
 /** Events of one type. */
 export type EventOf<T extends StreamEventType> = Extract<StreamEvent, { type: T }>;
 
 export const STREAM_EVENT_TYPES = streamEventSchema.options.map((o) => o.shape.type.value) as StreamEventType[];
-
-/** A tool result shown in the stream: enough to follow along, never a whole file. */
-export const TOOL_RESULT_PREVIEW_CHARS = 2000;

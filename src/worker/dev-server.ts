@@ -38,6 +38,8 @@ export interface DevServerOptions {
   codecEndpoint?: string;
   /** Start the server again (same port, same database) when it dies, with backoff (`cadre dev`). */
   supervise?: boolean;
+  /** Dynamic config values beside cadre's own (`history.maximumSignalsPerExecution: 1000`): a server with other limits. */
+  dynamicConfig?: Record<string, string | number | boolean>;
   log?: (line: string) => void;
 }
 
@@ -65,6 +67,7 @@ export const PERSISTENT_SQLITE_ARGS = ['--sqlite-pragma', 'journal_mode=wal', '-
 function serverArgs(options: DevServerOptions): string[] {
   return [
     ...TUNED_SERVER_ARGS,
+    ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
     ...(options.codecEndpoint ? ['--ui-codec-endpoint', options.codecEndpoint] : []),
     ...(options.ephemeral ? [] : ['--db-filename', path.join(options.dataDir, 'temporal.db'), ...PERSISTENT_SQLITE_ARGS]),
   ];

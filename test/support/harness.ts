@@ -34,14 +34,14 @@ export interface Harness {
   taskQueue: string;
 }
 
-/** What a test may give its worker: model settings, an audit directory. */
-export type WorkerSetup = Pick<CadreWorkerOptions, 'activityDeps' | 'auditDir' | 'overrides'>;
+/** What a test may give its worker: model settings, an audit directory, another server (default the test run's). */
+export type WorkerSetup = Pick<CadreWorkerOptions, 'activityDeps' | 'auditDir' | 'overrides'> & { address?: string };
 
 export async function startWorker(taskQueue: string, setup: WorkerSetup = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
   // Failed attempts are expected in these tests and asserted on; keep worker logs to errors.
   installConciseLogging('ERROR');
   return createCadreWorker({
-    address: process.env.CADRE_TEST_ADDRESS as string,
+    address: setup.address ?? (process.env.CADRE_TEST_ADDRESS as string),
     namespace: process.env.CADRE_TEST_NAMESPACE as string,
     taskQueue,
     workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string },
@@ -56,7 +56,7 @@ export async function startWorker(taskQueue: string, setup: WorkerSetup = {}): P
 export async function withWorker<T>(fn: (h: Harness) => Promise<T>, setup: WorkerSetup = {}): Promise<T> {
   const taskQueue = uniqueId('tq');
   const { worker, connection } = await startWorker(taskQueue, setup);
-  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  const client = await CadreClient.connect({ address: setup.address ?? process.env.CADRE_TEST_ADDRESS });
   try {
     return await worker.runUntil(fn({ client, taskQueue }));
   } finally {

@@ -32,6 +32,10 @@ interface Scenario {
   document?: true;
   /** Follow the run's stream with Temporal's own client (poll updates, as Python's does) while it runs. */
   followStream?: true;
+  /** Follow these children's streams too (agents with streams of their own), by the suffix of their ids. */
+  followChildren?: string[];
+  /** Record every run of a run that continued as new: file names of its first and last runs. */
+  runs?: { first: string; last: string };
 }
 
 /** Reads a run's stream as other languages' clients do, with the poll update: its accepted polls are in the history. */
@@ -40,6 +44,24 @@ async function followWithPolls(client: CadreClient, workflowId: string): Promise
   for await (const item of WorkflowStreamClient.create(client.client, workflowId).subscribe(['events'], 0)) {
     items++;
     if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === 'run_completed') break;
+  }
+  return items;
+}
+
+/** Follows a child's stream by poll updates once the child has started (and ended: its last event is `agent_ended`). */
+async function followChildWithPolls(client: CadreClient, workflowId: string): Promise<number> {
+  for (;;) {
+    try {
+      await client.client.workflow.getHandle(workflowId).describe();
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  let items = 0;
+  for await (const item of WorkflowStreamClient.create(client.client, workflowId).subscribe(['events'], 0)) {
+    items++;
+    if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === 'agent_ended') break;
   }
   return items;
 }
@@ -340,6 +362,45 @@ output: "{{ steps.act.output }}"
     children: { 'team-worker-watch': '/impl', 'team-subtask-watch': '/impl/sub-1' },
     setup: teamScenarios,
   },
+  // Agents with streams of their own (patch agent-streams, in plan-baseline-2): the run's stream says
+  // where, each agent's holds its turns; both read by poll updates while they run, which pins what
+  // each publishes. The worker's moves go to the run in batches (patch worker-reports).
+  {
+    name: 'run-plan-agent-streams',
+    plan: `
+name: replay-agent-streams
+steps:
+  - { id: act, agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } } }
+output: "{{ steps.act.output }}"
+`,
+    answers: { 'act/call-2.1': ['approve'] },
+    children: { 'agent-task-own-stream': '/act' },
+    setup: agentScenarios,
+    followStream: true,
+    followChildren: ['/act'],
+  },
+  // A team whose workers report their moves in batches (patch worker-reports) and stream on their own.
+  {
+    name: 'run-plan-team-reports',
+    plan: teamPlan('replay-team-reports'),
+    answers: {},
+    children: { 'team-worker-reports': '/impl', 'team-subtask-reports': '/impl/sub-1' },
+    setup: teamScenarios,
+  },
+  // A run past its history budget (the recorder's server suggests continuing as new at 150 events)
+  // continues as new between steps (patch plan-continue-as-new): its first run, and its last.
+  {
+    name: 'run-plan-continued',
+    plan: `
+name: replay-continued
+steps:
+${Array.from({ length: 40 }, (_, i) => `  - { id: s${i}, ${i > 0 ? `dependsOn: [s${i - 1}], ` : ''}tool: shell, with: { command: "echo ${i}" } }`).join('\n')}
+  - { id: last, dependsOn: [s39], echo: { first: "{{ steps.s0.output.stdout }}", last: "{{ steps.s39.output.stdout }}" } }
+output: "{{ steps.last.output }}"
+`,
+    answers: {},
+    runs: { first: 'run-plan-continued', last: 'run-plan-continued-last' },
+  },
   // Started with the plan document (as the temporal CLI or Python would): validated by a local activity.
   {
     name: 'run-plan-document',
@@ -409,6 +470,8 @@ const SESSIONS: SessionScenario[] = [
   { files: { first: 'session-first-run', last: 'session-after-continue' }, id: 'replay-session', reply: 'noted', messages: 7, continueEvery: 3 },
   // Streamed: its stream carried across continue-as-new, and read by poll updates while it runs.
   { files: { first: 'session-streamed-first-run', last: 'session-streamed-after-continue' }, id: 'replay-session-streamed', reply: 'streamed and noted', messages: 5, continueEvery: 2, follow: true },
+  // The session publishes its turns' ends itself, its activities only the text (patch session-own-events).
+  { files: { first: 'session-own-events-first-run', last: 'session-own-events-after-continue' }, id: 'replay-session-own-events', reply: 'noted in its own words', messages: 5, continueEvery: 2, follow: true },
 ];
 
 async function recordSession(client: CadreClient, scenario: SessionScenario): Promise<void> {
@@ -438,7 +501,8 @@ async function recordSession(client: CadreClient, scenario: SessionScenario): Pr
 async function main(): Promise<void> {
   installConciseLogging('ERROR');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-'));
-  const embedded = await startEmbedded({ dataDir: dir, ephemeral: true, taskQueue: 'record', log: (l) => console.error(l) });
+  // Temporal suggests continuing as new at 150 events, not 4,096: runs recorded now that pass that continue as new (run-plan-continued).
+  const embedded = await startEmbedded({ dataDir: dir, ephemeral: true, taskQueue: 'record', log: (l) => console.error(l), dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 150 } });
   const client = await CadreClient.connect({ address: embedded.server.address, namespace: embedded.server.namespace });
   try {
     for (const scenario of scenarios) {
@@ -455,6 +519,7 @@ async function main(): Promise<void> {
         ? await client.client.workflow.start('runPlan', { workflowId: scenario.name, taskQueue: 'record', args: [{ document: YAML.parse(scenario.plan), baseDir: workspace }] })
         : await client.start(result.plan, {}, { workflowId: scenario.name, taskQueue: 'record' });
       const following = scenario.followStream ? followWithPolls(client, workflowId) : undefined;
+      const children = (scenario.followChildren ?? []).map((suffix) => followChildWithPolls(client, `${workflowId}${suffix}`));
       const pending = Object.fromEntries(Object.entries(scenario.answers).map(([k, v]) => [k, [...v]]));
       await client.watch(workflowId, (d) => {
         for (const w of d.waiting) {
@@ -464,9 +529,26 @@ async function main(): Promise<void> {
         }
       });
       if (following) console.error(`read ${await following} stream items by poll update`);
-      const records = { [scenario.name]: workflowId, ...Object.fromEntries(Object.entries(scenario.children ?? {}).map(([name, suffix]) => [name, `${workflowId}${suffix}`])) };
-      for (const [name, id] of Object.entries(records)) {
-        const history = await client.client.workflow.getHandle(id).fetchHistory();
+      for (const child of children) console.error(`read ${await child} items of a child's stream by poll update`);
+      const records: Record<string, [string, string?]> = {
+        [scenario.name]: [workflowId],
+        ...Object.fromEntries(Object.entries(scenario.children ?? {}).map(([name, suffix]) => [name, [`${workflowId}${suffix}`]])),
+      };
+      if (scenario.runs) {
+        // Back from the last run to the first, by the run each continued.
+        let first: string | undefined;
+        for (let runId: string | undefined; ; ) {
+          const history = await client.client.workflow.getHandle(workflowId, runId).fetchHistory();
+          const before = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+          if (!before) break;
+          first = runId = before;
+        }
+        if (!first) throw new Error(`${scenario.name} did not continue as new`);
+        records[scenario.runs.first] = [workflowId, first];
+        records[scenario.runs.last] = [workflowId];
+      }
+      for (const [name, [id, runId]] of Object.entries(records)) {
+        const history = await client.client.workflow.getHandle(id, runId).fetchHistory();
         const target = path.join(__dirname, '..', 'histories', `${name}.json`);
         writeFileSync(target, `${historyToJSON(history)}\n`);
         console.error(`wrote ${target} (${history.events?.length} events)`);

@@ -4,10 +4,11 @@ import { renderDiagnostics } from '../format';
 import { printPaged } from '../pager';
 import { RUN_STATUSES } from '../run-status';
 import { colourOn, paintStatus } from '../style';
-import { exitCodeOf, follow, leaveRunOnCtrlC, offset, out, positive, withClient, withRun } from './shared';
+import { exitCodeOf, follow, info, leaveRunOnCtrlC, out, positive, withClient, withRun } from './shared';
 import { EventPrinter } from '../event-printer';
 import { streamOffsetQuery } from '../../protocol/stream';
 import { type CadreClient, CadreError, UsageError } from '../client';
+import { type StreamCursor, advance, formatCursor, parseCursor, startCursor } from '../../streaming/reader';
 
 export function registerStatusCommands(program: Command): void {
   program
@@ -47,24 +48,43 @@ export function registerStatusCommands(program: Command): void {
     .command('watch <id>')
     .description("follow a run live until it ends: its steps, and its agents' text as they write it")
     .option('--json', 'print its events (docs/streaming.md) as JSON lines as they come')
-    .option('--from <offset>', 'with --json: start at this offset, to resume where a reader left off', offset)
-    .addHelpText('after', '\nExamples:\n  cadre watch plan-triage-1a2b3c\n  cadre watch plan-triage-1a2b3c --json | jq -c \'select(.type == "tool_call")\'\n  cadre watch plan-triage-1a2b3c --json --from 120')
-    .action(async (id: string, opts: { json?: boolean; from?: number }) => {
+    .option(
+      '--from <position>',
+      "with --json: resume where a reader left off: the run's offset, and <agent id>=<offset> for each agent's stream still open (repeat --from); Ctrl-C prints them",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  cadre watch plan-triage-1a2b3c\n  cadre watch plan-triage-1a2b3c --json | jq -c \'select(.type == "tool_call")\'\n  cadre watch plan-triage-1a2b3c --json --from 120 --from plan-triage-1a2b3c/review=45',
+    )
+    .action(async (id: string, opts: { json?: boolean; from?: string[] }) => {
       await withRun(id, async (client) => {
-        leaveRunOnCtrlC(id);
         if (opts.from !== undefined && !opts.json) throw new UsageError('--from needs --json (the human view follows the run from its start)');
-        const final = opts.json ? await printEvents(client, id, opts.from ?? 0) : await followWithText(client, id);
-        process.exitCode = exitCodeOf(final);
+        const from = parseCursor(opts.from ?? []);
+        if (!from) throw new UsageError(`--from takes the run's offset (a whole number, 0 or more) and <agent id>=<offset>: ${opts.from?.join(' ')}`);
+        if (opts.json) {
+          const final = await printEvents(client, id, from);
+          process.exitCode = exitCodeOf(final);
+          return;
+        }
+        leaveRunOnCtrlC(id);
+        process.exitCode = exitCodeOf(await followWithText(client, id));
       });
     });
 }
 
-/** --json: every event as a line as it comes; the run's status once it ended. */
-async function printEvents(client: CadreClient, id: string, from: number): Promise<string> {
+/** --json: every event as a line as it comes; the run's status once it ended. Ctrl-C says where to resume. */
+async function printEvents(client: CadreClient, id: string, from: StreamCursor): Promise<string> {
   let status: string | undefined;
+  const cursor = startCursor(from);
+  process.once('SIGINT', () => {
+    info(`\nstopped following; resume with: cadre watch ${id} --json ${formatCursor(cursor).map((c) => `--from ${c}`).join(' ')}`);
+    process.exit(130);
+  });
   try {
     for await (const event of client.events(id, { from })) {
       out(JSON.stringify(event));
+      advance(cursor, event);
       if (event.type === 'run_completed') status = event.status;
     }
   } catch (err) {
@@ -82,7 +102,8 @@ async function followWithText(client: CadreClient, id: string): Promise<string> 
   // A run from before streams shows its steps only.
   const text = (async () => {
     for await (const event of client.events(id, { signal: stop.signal })) {
-      seen = event.offset + 1;
+      // Agents' events have offsets of their own streams: only the run's count towards its end.
+      if (event.stream === undefined) seen = event.offset + 1;
       printer.print(event);
     }
   })().catch(() => undefined);

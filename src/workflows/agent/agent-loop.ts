@@ -20,6 +20,7 @@ import type { StreamTarget } from '../../protocol/stream';
 import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
+import { TurnEvents } from './turn-events';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
@@ -48,6 +49,8 @@ export class AgentLoop {
   private readonly gate?: ApprovalGate;
   /** Runs from before the turn guards took any answer as an answer and let loops run to maxTurns. */
   private readonly guarded: boolean;
+  /** What the loop publishes itself to its host's stream (turns' ends, tool results); absent, its activities publish all. */
+  private readonly events?: TurnEvents;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -62,6 +65,7 @@ export class AgentLoop {
       this.gate = new ApprovalGate(gate, this.waits, () => hooks.waitsChanged(), (event) => this.record(event));
     }
     this.guarded = patched(PATCH_TURN_GUARDS);
+    if (hooks.publish) this.events = new TurnEvents(spec.label, hooks.publish);
   }
 
   /** Tools running now. */
@@ -173,6 +177,7 @@ export class AgentLoop {
           ...this.streamTo(),
         });
         this.hooks.progressed?.();
+        this.events?.turnEnded(this.turnNumber(), turn, this.model);
         this.usage.inputTokens += turn.usage.inputTokens;
         this.usage.outputTokens += turn.usage.outputTokens;
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok' });
@@ -187,10 +192,29 @@ export class AgentLoop {
     }
   }
 
-  /** Where this turn's (or tool call's) events go: the activity publishes them as they happen. */
+  /**
+   * Where this turn's (or tool call's) events go. With a host that publishes what the workflow sees,
+   * the activity sends only the text as it comes, within the host's budget for this turn.
+   */
   private streamTo(callId?: string): { stream?: StreamTarget } {
     const to = this.spec.stream;
-    return to ? { stream: { workflowId: to.workflowId, step: this.spec.label, turn: (to.turnBase ?? 0) + this.turns, ...(callId !== undefined && { callId }) } } : {};
+    if (!to) return {};
+    const budget = this.events && callId === undefined ? this.hooks.streamBudget?.() : undefined;
+    return {
+      stream: {
+        workflowId: to.workflowId,
+        step: this.spec.label,
+        turn: this.turnNumber(),
+        ...(callId !== undefined && { callId }),
+        ...(this.events && { lifecycle: 'workflow' as const }),
+        ...(budget !== undefined && { maxBatches: budget }),
+      },
+    };
+  }
+
+  /** The current turn as the stream counts it (a session's turns go on across its runs). */
+  private turnNumber(): number {
+    return (this.spec.stream?.turnBase ?? 0) + this.turns;
   }
 
   private checkBudget(): void {
@@ -223,6 +247,7 @@ export class AgentLoop {
     const denial = this.gate ? await this.gate.check(tool.tool, call.args, callId) : await this.approval(tool.tool, call.args, callId);
     if (denial !== undefined) return reply(denial, true);
     const started = nowMs();
+    const turn = this.turnNumber();
     this.running.set(callId, tool.tool);
     this.hooks.progressed?.();
     this.record({ event: 'tool.started', call: callId, tool: tool.tool });
@@ -240,11 +265,14 @@ export class AgentLoop {
         ...this.streamTo(call.id),
       });
       this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'ok', ...(result.unconfined && { sandbox: 'none' }) });
+      this.events?.toolEnded(turn, call.id, tool.tool, { output: result.output, attempt: result.attempt });
       return reply(result.output);
     } catch (err) {
       if (isCancellation(err)) throw err;
       this.record({ event: 'tool.finished', call: callId, tool: tool.tool, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
-      return reply(describeFailure(err).message, true);
+      const message = describeFailure(err).message;
+      this.events?.toolEnded(turn, call.id, tool.tool, { error: message });
+      return reply(message, true);
     } finally {
       this.running.delete(callId);
       this.hooks.progressed?.();

@@ -6,6 +6,7 @@
 import type { TeamRole } from '../../activities/roles';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../../spec/types';
+import type { RunLimitValues } from '../../spec/limits';
 import type { AgentSummary } from '../../protocol/definitions';
 
 /** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */
@@ -42,6 +43,13 @@ export interface AgentTaskInput {
   sandbox?: SandboxSpec;
   /** A subtask's parents' tools and approvals: it gets no tool they lack, and no looser policy. */
   inherited?: InheritedPolicy;
+  /**
+   * Its turns stream on its own workflow, and its starter's stream says where (docs/streaming.md).
+   * Absent in runs recorded before agents had streams: their turns stream to the run's root.
+   */
+  ownStream?: true;
+  /** Its cluster's per-run limits, when lower than Temporal's defaults: its run's, passed on. */
+  limits?: Partial<RunLimitValues>;
 }
 
 export interface InheritedPolicy {

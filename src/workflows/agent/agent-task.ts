@@ -1,24 +1,22 @@
 /**
  * `agentTask`: one LLM agent, as a child workflow of a plan step (agent-loop.ts runs the loop).
  * It answers the `agentDiagnostics` query, takes approvals by the `answer` update (or from its plan
- * run by signal), tells its plan run what it waits for, and shows its progress in the Web UI.
+ * run by signal), tells its plan run what it waits for, streams its turns on a stream of its own
+ * (agent-stream.ts), and shows its progress in the Web UI; a team worker also reports its state
+ * (worker-reporter.ts) and is watched for silence (stuck-watch.ts).
  */
 import type { SandboxSpec } from '../../sandbox/profile';
 import {
   ApplicationFailure,
   CancellationScope,
-  condition,
   getExternalWorkflowHandle,
   isCancellation,
   patched,
-  proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, ModelMessageInput } from '../../activities';
+import type { ModelMessageInput } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
@@ -31,26 +29,16 @@ import { WorkerReporter } from './worker-reporter';
 import { SentSignals } from '../common/sent-signals';
 import { WorkerRecovery } from './recovery';
 import { checkInput, count, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
+import { onSignal, onUpdate } from '../common/run-limits';
+import { AgentStream } from './agent-stream';
+import { StuckWatch } from './stuck-watch';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';
-const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
-/** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
-const PATCH_STUCK_WATCH = 'stuck-watch';
+/** A worker's moves go to its team run in batches, spaced out (worker-reporter.ts); older histories sent a signal a move. */
+const PATCH_WORKER_REPORTS = 'worker-reports';
 /** An agent ends once its agentWaits signals are delivered (common/sent-signals.ts); older histories ended without waiting. */
 const PATCH_WAITS_DELIVERED = 'agent-waits-delivered';
-/**
- * The watch beats: a lost worker's watch is retried on a live one within 3 s. With no worker for
- * activities within 3 s more, the workflow's own timers watch instead (still before a silence of
- * the default 10 s is due). It returns each hour, to start afresh.
- */
-const watcher = proxyActivities<Activities>({
-  startToCloseTimeout: '70m',
-  scheduleToStartTimeout: '3s',
-  heartbeatTimeout: '3s',
-  retry: { initialInterval: '100ms', maximumInterval: '5s', maximumAttempts: 20 },
-  summary: 'stuck watch',
-});
 
 const DECIDE_TURNS = 3;
 
@@ -76,27 +64,35 @@ class AgentRun {
   /** A team worker's questions and subtasks under way. */
   private readonly busy = { questions: 0, subtasks: 0 };
   /** `agentWaits` signals to the plan run not yet delivered (PATCH_WAITS_DELIVERED). */
-  private readonly telling = new SentSignals();
+  private readonly telling = new SentSignals((err) => this.refused('agentWaits', err));
+  /** Signals to its run that Temporal refused (the run took as many as it may): their names. */
+  private readonly unheard = new Set<string>();
   /** Recoveries so far: the fallback model taken, servers restarted, people asked to fix something. */
   private readonly recovery: WorkerRecovery;
-  /** Stuck detection: when the worker last moved on, and whether it is blocked for want of progress. */
-  private lastProgressMs = nowMs();
-  private stuck = false;
+  /** Stuck detection: a team worker silent too long is reported blocked. */
+  private readonly stuck: StuckWatch;
   /** Worktrees of subtasks started with `worktree: true`, and what became of them. */
   private readonly subtaskWorktrees: WorktreeRecord[] = [];
+  /** The agent's own stream (its turns' text, tool calls and results), and its count of Temporal's limits. */
+  private readonly stream: AgentStream;
 
   constructor(private readonly input: AgentTaskInput) {
+    this.stream = new AgentStream(input.step, input.ownStream === true, input.limits);
     this.recovery = new WorkerRecovery(input, () => this.loop, () => this.reporter);
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
+    const reports = patched(PATCH_WORKER_STATES);
     this.reporter = new WorkerReporter(
-      patched(PATCH_WORKER_STATES),
+      reports,
       (moved) => {
-        this.progressed();
+        this.stuck.progressed();
         this.loop.record({ event: 'worker.state', state: moved.to });
         this.publish();
       },
       team,
+      reports && patched(PATCH_WORKER_REPORTS),
+      (err) => this.refused('workerMoves', err),
     );
+    this.stuck = new StuckWatch(this.reporter, () => this.loop.runningTools(), input.team?.runId);
     const { action } = input;
     const sandbox = this.sandbox();
     const common = {
@@ -105,8 +101,8 @@ class AgentRun {
       ...(input.worktree && { worktree: true }),
       ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
       ...(sandbox && { sandbox }),
-      // Its turns stream to the run that started it all, so one reader follows every agent of a run.
-      stream: { workflowId: workflowInfo().root?.workflowId ?? workflowInfo().workflowId },
+      // Its turns stream to its own workflow, whose limits are its own: its plan run's go to the messages that control the run.
+      stream: this.stream.target(),
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'
@@ -131,10 +127,10 @@ class AgentRun {
     );
     setHandler(agentDiagnosticsQuery, () => this.diagnostics());
     // Answers come straight to the agent (`cadre answer <agent id>`), or through its plan run.
-    setHandler(answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
+    onUpdate(this.stream.limits, answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
       validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
     });
-    setHandler(agentAnswerSignal, (answer) => {
+    onSignal(this.stream.limits, agentAnswerSignal, (answer) => {
       try {
         this.loop.waits.validate(answer?.waitId, answer?.value);
       } catch {
@@ -149,11 +145,7 @@ class AgentRun {
     this.reporter.move('running', 'started');
     const messages: ModelMessageInput[] = [{ role: 'user', content: this.input.prompt }];
     const watchdog = new CancellationScope();
-    if (this.input.team) {
-      const stuckMs = durationMs(this.input.team.stuckAfter ?? '10s');
-      const outside = patched(PATCH_STUCK_WATCH);
-      void watchdog.run(() => (outside ? this.watchFromOutside(stuckMs) : this.watch(stuckMs))).catch(() => undefined);
-    }
+    if (this.input.team) this.stuck.start(watchdog, durationMs(this.input.team.stuckAfter ?? '10s'));
     try {
       const output = await this.loop.respond(messages);
       if (this.reporter.state !== 'completing') this.reporter.move('completing', 'final answer');
@@ -178,103 +170,8 @@ class AgentRun {
       this.publish();
       await this.reporter.flush();
       if (this.telling.size > 0 && patched(PATCH_WAITS_DELIVERED)) await this.telling.flush();
+      await this.stream.end(this.status === 'completed' || this.status === 'failed' ? this.status : 'cancelled');
     }
-  }
-
-  /**
-   * Stuck detection: a running worker that has not moved on (no model turn back, no tool call
-   * started or ended, no state change) for `stuckMs` asks the server when its running activities
-   * last beat; silent for as long, it is reported blocked (state, search attribute, team run, audit
-   * log) until it moves on again. A timer per `stuckMs` of quiet, not per event.
-   */
-  private async watch(stuckMs: number): Promise<void> {
-    // The workflow clock lags after a workflow task moved to another worker (it reads the last
-    // started task's time); a timer that fired proves its time has come, so time is at least that.
-    let firedAt = 0;
-    const now = () => Math.max(nowMs(), firedAt);
-    const pause = async (ms: number) => {
-      const until = now() + ms;
-      await sleep(ms);
-      firedAt = Math.max(firedAt, until);
-    };
-    for (;;) {
-      const due = this.lastProgressMs + stuckMs - now();
-      if (due > 0 || this.reporter.state !== 'running') {
-        await pause(due > 0 ? due : stuckMs);
-        continue;
-      }
-      const { latestMs } = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
-      if (latestMs !== undefined && latestMs + stuckMs > now()) {
-        this.lastProgressMs = Math.max(this.lastProgressMs, latestMs);
-        continue;
-      }
-      if (this.reporter.state !== 'running') continue;
-      this.reportStuck(now() - Math.max(this.lastProgressMs, latestMs ?? 0));
-      firedAt = await this.untilProgress(stuckMs, firedAt);
-    }
-  }
-
-  /**
-   * Stuck detection by an activity that watches the workflow's other activities (see
-   * `watchForSilence`): no timer of the workflow's own runs while it watches, so nothing of this
-   * workflow waits on a lost worker's sticky queue before the watch has sent it elsewhere.
-   */
-  private async watchFromOutside(stuckMs: number): Promise<void> {
-    const team = this.input.team?.runId;
-    for (;;) {
-      let silence: Awaited<ReturnType<Activities['watchForSilence']>>;
-      try {
-        silence = await watcher.watchForSilence({ stuckMs, alsoReset: team ? [team] : [] });
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        // No worker took the watch (activities run elsewhere, and none is up): the workflow's own timers watch.
-        return this.watch(stuckMs);
-      }
-      if (silence === null) continue; // an hour's round ended
-      const progress = this.lastProgressMs;
-      // Silent is silent for the worker too: no move, model turn or tool call since either.
-      const dueMs = Math.max(this.lastProgressMs, silence.sinceMs) + stuckMs;
-      if (this.reporter.state !== 'running') {
-        await condition(() => this.lastProgressMs !== progress);
-      } else if (dueMs > nowMs()) {
-        await condition(() => this.lastProgressMs !== progress, dueMs - nowMs());
-      } else {
-        this.reportStuck(nowMs() - Math.max(this.lastProgressMs, silence.sinceMs));
-        await this.untilProgress(stuckMs, 0);
-      }
-    }
-  }
-
-  private reportStuck(silentMs: number): void {
-    this.reporter.move('blocked', `no progress, heartbeat or state signal for ${Math.round(silentMs / 1000)} s${this.runningNote()}`);
-    this.stuck = true;
-  }
-
-  /**
-   * Blocked until the loop moves on, or its activities beat again (retried on another worker).
-   * Returns the latest time a timer proved (see `watch`).
-   */
-  private async untilProgress(stuckMs: number, firedAt: number): Promise<number> {
-    const now = () => Math.max(nowMs(), firedAt);
-    for (let until = now() + stuckMs; !(await condition(() => !this.stuck, stuckMs)); until = now() + stuckMs) {
-      firedAt = Math.max(firedAt, until);
-      const again = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
-      if (again.latestMs !== undefined && again.latestMs + stuckMs > now()) this.progressed();
-    }
-    return firedAt;
-  }
-
-  /** The worker moved on: a stuck worker runs again. */
-  private progressed(): void {
-    this.lastProgressMs = nowMs();
-    if (!this.stuck) return;
-    this.stuck = false;
-    if (this.reporter.state === 'blocked') this.reporter.move('running', 'progress again');
-  }
-
-  private runningNote(): string {
-    const running = this.loop.runningTools();
-    return running.length > 0 ? ` (running: ${running.join(', ')})` : '';
   }
 
   /** The run's sandbox with this agent's role narrowing it; its subtasks start from this one. */
@@ -284,10 +181,14 @@ class AgentRun {
   }
 
   private hooks(): LoopHooks {
-    const hooks: LoopHooks = { changed: () => this.publish(), waitsChanged: () => this.waitsChanged() };
+    const hooks: LoopHooks = {
+      changed: () => this.publish(),
+      waitsChanged: () => this.waitsChanged(),
+      ...this.stream.hooks(),
+    };
     const { team } = this.input;
     if (!team || this.input.action.kind !== 'agent') return hooks;
-    hooks.progressed = () => this.progressed();
+    hooks.progressed = () => this.stuck.progressed();
     const sandbox = this.sandbox();
     const ctx: TeamWorkerContext = {
       team,
@@ -300,6 +201,10 @@ class AgentRun {
       subtaskWorktrees: this.subtaskWorktrees,
       busy: this.busy,
       sync: (reason) => this.sync(reason),
+      limits: this.stream.limits,
+      refused: (signal, err) => this.refused(signal, err),
+      ...(this.stream.own && { announce: (step: string, workflowId: string) => this.stream.announce(step, workflowId) }),
+      childInput: () => this.stream.childInput(),
       askPerson: (id, prompt, timeout) =>
         this.loop.waits.wait({ id, kind: 'ask', prompt, ...(timeout !== undefined && { timeout }) }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() }),
       askWhileBlocked: async (id, prompt, choices) => {
@@ -351,10 +256,22 @@ class AgentRun {
     // A blocked worker that waits for a person stays blocked, so a search for blocked workers finds it.
     this.sync(waiting ? 'waiting for a person' : 'answered');
     this.publish();
+    // Its run does not hear of its waits any more: its own stream says them.
+    if (this.unheard.has('agentWaits')) this.stream.announceWaits(this.loop.waiting());
     const parent = workflowInfo().parent;
     if (!parent) return;
     // A parent that has ended cannot be told; the agent goes on either way.
     this.telling.track(getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(agentWaitsSignal, { workflowId: workflowInfo().workflowId, waits: this.loop.waiting() }));
+  }
+
+  /** A signal to its run that Temporal refused: said in the audit log, the worker's log, its stream and the Web UI, never silent. */
+  private refused(signal: string, err: ApplicationFailure): void {
+    if (this.unheard.has(signal)) return;
+    this.unheard.add(signal);
+    this.loop.record({ event: 'signal.refused', signal, errorType: err.type ?? 'SignalCountLimitExceeded' });
+    this.stream.refused(signal, err.message);
+    if (signal === 'agentWaits') this.stream.announceWaits(this.loop.waiting());
+    this.publish();
   }
 
   private summary(): AgentSummary {
@@ -378,7 +295,13 @@ class AgentRun {
       moves: this.reporter.machine.count,
       fingerprint: this.reporter.machine.fingerprint,
       ...(this.subtaskWorktrees.length > 0 && { worktrees: this.subtaskWorktrees.map((w) => ({ ...w })) }),
+      limits: this.stream.limits.usage(),
     };
+  }
+
+  /** Where a person answers its waits: its run, or the agent itself when the run does not hear of them. */
+  private answerTo(): string {
+    return this.unheard.has('agentWaits') ? workflowInfo().workflowId : '<run>';
   }
 
   /** The Web UI's Current Details: what the agent is doing, as a Markdown list (made at every move: only what it shows is read). */
@@ -391,7 +314,8 @@ class AgentRun {
       `- turn ${loop.turns} of at most ${loop.maxTurns}`,
       `- ${loop.toolCalls} tool calls${running.length ? `, running: ${running.join(', ')}` : ''}`,
       `- tokens: ${loop.usage.inputTokens} in, ${loop.usage.outputTokens} out`,
-      ...loop.waiting().map((w) => `- waiting for approval \`${w.id}\`: \`cadre approve <run> ${w.id}\` or \`cadre deny <run> ${w.id} --reason ...\``),
+      ...loop.waiting().map((w) => `- waiting for approval \`${w.id}\`: \`cadre approve ${this.answerTo()} ${w.id}\` or \`cadre deny ${this.answerTo()} ${w.id} --reason ...\``),
+      ...[...this.unheard].map((signal) => `- its run took no more signals (Temporal's limit a run): its \`${signal}\` did not reach it`),
     ];
     setCurrentDetails(lines.join('\n'));
   }

@@ -18,6 +18,7 @@ export type AuditEventName =
   | 'agent.finished'
   | 'worker.state'
   | 'worker.recovery'
+  | 'signal.refused'
   | 'error';
 
 export interface AuditEvent {
@@ -46,6 +47,8 @@ export interface AuditEvent {
   /** A failure's class and what the worker did about it (worker.recovery). */
   errorClass?: string;
   recovery?: string;
+  /** A signal the agent sent that Temporal refused (signal.refused): its name. */
+  signal?: string;
 }
 
 export interface AuditSinks extends Sinks {

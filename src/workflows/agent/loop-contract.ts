@@ -6,6 +6,7 @@ import type { Duration } from '@temporalio/common';
 import type { ModelMessageInput } from '../../activities';
 import type { Approvals } from '../../spec/types';
 import type { SandboxSpec } from '../../sandbox/profile';
+import type { OwnEvent } from '../common/run-stream';
 
 export interface LoopSpec {
   /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
@@ -35,7 +36,7 @@ export interface LoopSpec {
   modelAttempts?: number;
   /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */
   toolHeartbeatTimeout?: Duration;
-  /** The run's stream (the plan run's or the session's workflow), and the turns counted before this loop. */
+  /** The stream the loop's activities publish to (the agent's own workflow, or the session), and the turns counted before this loop. */
   stream?: { workflowId: string; turnBase?: number };
 }
 
@@ -67,6 +68,13 @@ export interface LoopHooks {
    * (the count of such turns in a row), and the text returned is sent to the model as the next prompt.
    */
   silent?(count: number): Promise<string>;
+  /**
+   * The host's stream, for what the workflow sees itself (turns' ends, tool calls and results): with
+   * it, the model-turn activity publishes only the text as it comes. Runs recorded earlier have none.
+   */
+  publish?(event: OwnEvent): void;
+  /** Batches of text the next turn may stream (0: none), when the host's budget is running out; undefined: no cap. */
+  streamBudget?(): number | undefined;
 }
 
 export type ToolMessage = Extract<ModelMessageInput, { role: 'tool' }>;

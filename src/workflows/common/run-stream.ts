@@ -1,8 +1,11 @@
 /**
- * The run's stream (protocol/stream.ts): a Workflow Stream hosted in this workflow. The workflow
- * publishes its own events (steps, waits, the end) into it, which costs no history; activities
- * publish model and tool events by the stream's signal. Publishing never drives the workflow:
- * nothing here issues a command, so replay never depends on the stream.
+ * A stream (protocol/stream.ts): a Workflow Stream hosted in this workflow (a plan run, an agent, a
+ * session). The workflow publishes its own events into it, which costs no history; activities
+ * publish what only they see (a model's text as it comes) by the stream's signal. Publishing issues
+ * no command, but a reader's long poll (the stream's update) returns when the log grows: what a
+ * workflow publishes is part of what it replays, and changes only under a patch. Long polls are
+ * held to a share of the run's updates, so they never crowd out the answers people send
+ * (docs/streaming.md, "What a run can take").
  */
 import { ApplicationFailure, CancellationScope, allHandlersFinished, condition, defaultPayloadConverter, setHandler } from '@temporalio/workflow';
 import type { Payload } from '@temporalio/common';
@@ -17,9 +20,11 @@ import {
   workflowStreamPublishSignal,
 } from '@temporalio/workflow-streams/workflow';
 import { STREAM_PAGE_EVENTS, STREAM_TOPIC, type StreamPage, type StreamRead, streamQuery } from '../../protocol/stream';
+import { UPDATES_IN_FLIGHT, UPDATES_PER_RUN } from '../../spec/limits';
 import type { Waiting } from '../../protocol/definitions';
 import type { StreamEvent } from '../../streaming/events';
 import { nowMs } from './clock';
+import type { RunLimits } from './run-limits';
 
 export type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 /** An event as the workflow publishes it: the time is added here. */
@@ -42,6 +47,10 @@ interface StreamInternals {
 
 /** How long a run that had long-polling readers waits, at its end, for them to take its last events. */
 const LAST_POLL_GRACE = '2s';
+/** Long polls held at once: half of Temporal's 10 updates in flight a run, the rest kept for answers. */
+export const MAX_POLLS_IN_FLIGHT = 5;
+/** Polls a run takes in all: a quarter of Temporal's 2,000 updates a run, the rest kept for answers. */
+export const MAX_POLLS_PER_RUN = 500;
 
 export class RunStream {
   private readonly stream: WorkflowStream;
@@ -50,8 +59,15 @@ export class RunStream {
   /** Whether a reader long-polled this run, and the furthest offset a poll has handed out. */
   private polled = false;
   private servedTo = 0;
+  /** Long polls taken by this run, and those held now. */
+  private polls = 0;
+  private polling = 0;
 
-  constructor(state?: WorkflowStreamState) {
+  /** @param limits counts the stream's signals and polls as the run's. */
+  constructor(
+    state?: WorkflowStreamState,
+    private readonly limits?: RunLimits,
+  ) {
     this.stream = new WorkflowStream(state);
     this.internals = this.stream as unknown as StreamInternals;
     this.guardHandlers();
@@ -67,6 +83,11 @@ export class RunStream {
 
   publish(event: OwnEvent): void {
     this.stream.topic(STREAM_TOPIC).publish({ ...event, at: nowMs() });
+  }
+
+  /** An agent this workflow started: readers follow its own stream from here. */
+  announceAgent(step: string, workflowId: string, kind: 'agent' | 'decide'): void {
+    this.publish({ type: 'agent_started', step, workflowId, kind });
   }
 
   /** Publishes the waits not announced before: approvals as `approval_requested`, the rest as `question_asked`. */
@@ -116,6 +137,7 @@ export class RunStream {
    */
   private guardHandlers(): void {
     setHandler(workflowStreamPublishSignal, (input: PublishInput) => {
+      this.limits?.signal();
       if (!isPublish(input)) return;
       try {
         input.items.forEach((item) => decodePayloadWire(item.data));
@@ -128,14 +150,24 @@ export class RunStream {
       workflowStreamPollUpdate,
       async (input: PollInput) => {
         this.polled = true;
-        const result = await this.internals.onPoll(input);
-        this.servedTo = Math.max(this.servedTo, result.next_offset);
-        return result;
+        this.polls++;
+        this.polling++;
+        this.limits?.update(true);
+        try {
+          const result = await this.internals.onPoll(input);
+          this.servedTo = Math.max(this.servedTo, result.next_offset);
+          return result;
+        } finally {
+          this.polling--;
+        }
       },
       {
         validator: (input: PollInput) => {
           if (this.internals.draining) throw ApplicationFailure.create({ message: 'Workflow is draining for continue-as-new', type: 'StreamDraining', nonRetryable: true });
           if (!isPoll(input)) throw ApplicationFailure.create({ message: 'a poll is { topics: string[], from_offset: a whole number >= 0 }', type: 'BadPoll', nonRetryable: true });
+          // Refused, not accepted: a refusal costs the run neither history nor one of its updates.
+          if (this.polling >= MAX_POLLS_IN_FLIGHT) throw pollLimit(`${MAX_POLLS_IN_FLIGHT} long polls of this stream are open, half of the ${UPDATES_IN_FLIGHT} updates Temporal lets a run hold at once`);
+          if (this.polls >= MAX_POLLS_PER_RUN) throw pollLimit(`this run has taken ${MAX_POLLS_PER_RUN} polls of its stream, a quarter of the ${UPDATES_PER_RUN} updates Temporal lets a run take`);
         },
       },
     );
@@ -163,6 +195,15 @@ export class RunStream {
       this.stream.truncate(this.offset - KEEP);
     }
   }
+}
+
+/** A poll refused to keep room for people's answers: it says where to read instead. */
+function pollLimit(why: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'StreamPollLimit',
+    message: `${why}; read the rest of this stream with the \`stream\` query, which costs the run nothing (docs/streaming.md)`,
+    nonRetryable: true,
+  });
 }
 
 function isPublish(input: unknown): input is PublishInput {

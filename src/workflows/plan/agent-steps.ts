@@ -4,22 +4,29 @@
  * and `cadre list --status waiting` show a tool call waiting for approval, and an answer sent to
  * the run is checked there and passed on to the agent.
  */
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import type { CompiledStep } from '../../spec/types';
 import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../agent/agent-task-contract';
 import { isoAt, nowMs } from '../common/clock';
-import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerStateSignal } from '../../protocol/definitions';
+import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';
 import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
 import { HumanWaits } from './waits';
 import { PATCH_REASKED_WAITS, type PlanPatches } from './plan-patches';
 import { WORKER_STATES } from '../../protocol/worker-state';
 import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../protocol/input-checks';
+import { type RunLimits, onSignal } from '../common/run-limits';
+import type { RunStream } from '../common/run-stream';
 
 const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
-const WORKER_STATE_SIGNAL = shape({ workflowId: text, seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text, step: optional(text), role: optional(text) });
+const MOVE = { seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text };
+const WORKER_STATE_SIGNAL = shape({ workflowId: text, ...MOVE, step: optional(text), role: optional(text) });
+/** A batch of moves: at most what a worker holds for one signal (worker-reporter.ts), so a flood is dropped whole. */
+const WORKER_MOVES_SIGNAL = shape({ workflowId: text, step: optional(text), role: optional(text), moves: listOf(shape(MOVE)) }, (v, at) =>
+  (v.moves as unknown[]).length > 1000 ? `${at}.moves: more than 1000` : undefined,
+);
 
 /** A failed agent is not re-run unless the step asks: every turn would be paid again. */
 const DEFAULT_AGENT_ATTEMPTS = 1;
@@ -47,17 +54,26 @@ export class AgentSteps {
 
   constructor(
     patches: PlanPatches,
+    private readonly limits: RunLimits,
+    /** Where the run says its agents stream (runs recorded before agents had streams of their own: nowhere). */
+    private readonly stream: RunStream | undefined,
     private readonly onWaiting: (step: string, waiting: boolean) => void,
     onWorkerChange: (record: WorkerRecord) => void,
   ) {
     this.reasks = patches.has(PATCH_REASKED_WAITS);
     this.board = new TeamBoard(onWorkerChange);
     // Anyone can send signals: only well-formed ones are taken, and from workers the run knows.
-    setHandler(agentWaitsSignal, (signal) => {
+    onSignal(limits, agentWaitsSignal, (signal) => {
       if (wellFormed(signal, WAITS_SIGNAL)) this.update(signal.workflowId, signal.waits);
     });
-    setHandler(workerStateSignal, (signal) => {
+    onSignal(limits, workerStateSignal, (signal) => {
       if (wellFormed(signal, WORKER_STATE_SIGNAL)) this.board.apply(signal, isoAt(nowMs()));
+    });
+    onSignal(limits, workerMovesSignal, (signal) => {
+      if (!wellFormed(signal, WORKER_MOVES_SIGNAL)) return;
+      const { moves, ...who } = signal;
+      const at = isoAt(nowMs());
+      for (const move of moves) this.board.apply({ ...who, ...move }, at);
     });
   }
 
@@ -65,9 +81,20 @@ export class AgentSteps {
     return this.board.records();
   }
 
+  /** The board as a run before this one left it (continue-as-new). */
+  restoreWorkers(records: WorkerRecord[]): void {
+    this.board.restore(records);
+  }
+
   /** A worker the run starts outside its steps (a specialist answering a question). */
   track(workflowId: string, step: string, details: { role?: string }): void {
     this.board.add(workflowId, step, details);
+    this.stream?.announceAgent(step, workflowId, 'agent');
+  }
+
+  /** What the run's agents are told of streams and limits: their own streams (runs since agent-streams), the run's limits. */
+  childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits'> {
+    return { ...(this.stream && { ownStream: true as const }), ...(this.limits.given && { limits: this.limits.given }) };
   }
 
   get waiting(): number {
@@ -98,10 +125,12 @@ export class AgentSteps {
     this.children.set(workflowId, step.id);
     this.board.add(workflowId, input.step, { ...(step.action.kind === 'agent' && step.action.agent.role && { role: step.action.agent.role }), ...(input.worktree && { worktree: input.workspace }) });
     started({ workflowId });
+    // Its turns stream on its own workflow: readers follow it from here.
+    this.stream?.announceAgent(input.step, workflowId, input.action.kind);
     try {
       const result: AgentResult = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, {
         workflowId,
-        args: [input],
+        args: [{ ...input, ...this.childInput() }],
         ...(timeout !== undefined && { workflowExecutionTimeout: durationMs(timeout) }),
         retry: retryPolicy(step, DEFAULT_AGENT_ATTEMPTS),
       });

@@ -26,6 +26,15 @@ export class Compensations {
     this.completionOrder.push(id);
   }
 
+  /** The steps completed so far, in order, for a run that continues as new. */
+  carried(): string[] {
+    return [...this.completionOrder];
+  }
+
+  restore(order: string[]): void {
+    this.completionOrder.push(...order);
+  }
+
   /** Runs the `compensate` actions of completed steps, most recent first; a failure is recorded, not fatal. */
   async run(): Promise<void> {
     const completed = [...this.completionOrder].reverse();

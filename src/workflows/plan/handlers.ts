@@ -14,9 +14,11 @@ import {
 import type { AgentSteps } from './agent-steps';
 import type { HumanWaits } from './waits';
 import { PATCH_SIGNALS, type PlanPatches } from './plan-patches';
+import { type RunLimits, onSignal, onUpdate } from '../common/run-limits';
 
 export interface PlanHandlersHost {
   readonly patches: PlanPatches;
+  readonly limits: RunLimits;
   readonly agents: AgentSteps;
   readonly waits: HumanWaits;
   diagnostics(): Diagnostics;
@@ -26,8 +28,10 @@ export interface PlanHandlersHost {
 }
 
 export function installPlanHandlers(host: PlanHandlersHost): void {
+  const { limits } = host;
   setHandler(diagnosticsQuery, () => host.diagnostics());
-  setHandler(
+  onUpdate(
+    limits,
     answerUpdate,
     async ({ waitId, value }) => {
       if (host.agents.knows(waitId)) await host.agents.forward(waitId, value);
@@ -39,8 +43,8 @@ export function installPlanHandlers(host: PlanHandlersHost): void {
         host.agents.knows(answer?.waitId) ? host.agents.validate(answer?.waitId, answer?.value) : host.waits.validate(answer?.waitId, answer?.value),
     },
   );
-  setHandler(pauseUpdate, () => host.setPaused(true));
-  setHandler(resumeUpdate, () => host.setPaused(false));
+  onUpdate(limits, pauseUpdate, () => host.setPaused(true));
+  onUpdate(limits, resumeUpdate, () => host.setPaused(false));
   if (host.patches.has(PATCH_SIGNALS)) takeSignals(host);
 }
 
@@ -63,11 +67,12 @@ function takeSignals(host: PlanHandlersHost): void {
       host.waits.validate(waitId, value);
       host.waits.accept(waitId as string, value as string);
     });
-  setHandler(answerSignal, (a) => answer('answer', a?.waitId, a?.value));
-  setHandler(approveSignal, (a) => {
+  const { limits } = host;
+  onSignal(limits, answerSignal, (a) => answer('answer', a?.waitId, a?.value));
+  onSignal(limits, approveSignal, (a) => {
     const reason = typeof a?.reason === 'string' && a.reason.trim() ? `:${a.reason}` : '';
     answer('approve', a?.waitId, a?.approve === false ? `deny${reason}` : 'approve');
   });
-  setHandler(pauseSignal, () => attempt('pause', undefined, () => void host.setPaused(true)));
-  setHandler(resumeSignal, () => attempt('resume', undefined, () => void host.setPaused(false)));
+  onSignal(limits, pauseSignal, () => attempt('pause', undefined, () => void host.setPaused(true)));
+  onSignal(limits, resumeSignal, () => attempt('resume', undefined, () => void host.setPaused(false)));
 }

@@ -2,8 +2,10 @@
  * runPlan's patches: each change of behaviour that recorded runs must replay without. Every patch
  * a run takes costs it a marker and an upsert of TemporalChangeVersion (two history events and a
  * visibility write), and a plan run took eight. A run that starts now records one marker,
- * PATCH_PLAN_BASELINE, that stands for every patch in BASELINE; a run recorded before it asks for
- * each patch as it did. Patches added later are asked for by themselves, outside BASELINE.
+ * PATCH_PLAN_BASELINE_2, that stands for every patch in BASELINE_2; a run recorded with the first
+ * baseline, PATCH_PLAN_BASELINE, replays with the patches of BASELINE, and a run recorded before
+ * either asks for each patch as it did. Patches added later are asked for by themselves, until the
+ * next baseline takes them in.
  */
 import { patched } from '@temporalio/workflow';
 
@@ -32,7 +34,18 @@ export const PATCH_LEAN_STEPS = 'lean-steps';
 /** forEach chunks' child runs get a 30 s workflow task timeout (foreach-chunks.ts). */
 export const PATCH_CHUNK_TASK_TIMEOUT = 'foreach-chunk-task-timeout';
 
+/**
+ * Agents stream their turns on their own workflows, and the run's stream says where
+ * (`agent_started`): the run's stream holds what controls the run (agent-steps.ts). A run's own
+ * stream is part of what it replays (readers' long polls return when it grows), so what it
+ * publishes changes only under a patch.
+ */
+export const PATCH_AGENT_STREAMS = 'agent-streams';
+/** A run past its history or signal budget continues as new once no step runs (continue-as-new.ts). */
+export const PATCH_CONTINUE_AS_NEW = 'plan-continue-as-new';
+
 const PATCH_PLAN_BASELINE = 'plan-baseline';
+const PATCH_PLAN_BASELINE_2 = 'plan-baseline-2';
 
 /**
  * The patches every run started since their code has taken. A run that took the baseline has no
@@ -49,12 +62,16 @@ const BASELINE: ReadonlySet<string> = new Set([
   PATCH_CHUNK_TASK_TIMEOUT,
 ]);
 
-export class PlanPatches {
-  /** Asked once, as the run starts: whether this run took the baseline. */
-  private readonly baseline = patched(PATCH_PLAN_BASELINE);
+/** The first baseline's patches and those that came after it. Never remove one. */
+const BASELINE_2: ReadonlySet<string> = new Set([...BASELINE, PATCH_AGENT_STREAMS, PATCH_CONTINUE_AS_NEW]);
 
-  /** `patched(id)`, answered by the baseline when the run took it and the patch is part of it. */
+export class PlanPatches {
+  /** Asked once, as the run starts: which baseline this run took, if any (a new run records only the second's marker). */
+  private readonly baseline2 = patched(PATCH_PLAN_BASELINE_2);
+  private readonly baseline = this.baseline2 || patched(PATCH_PLAN_BASELINE);
+
+  /** `patched(id)`, answered by the baseline when the run took one and the patch is part of it. */
   has(id: string): boolean {
-    return (this.baseline && BASELINE.has(id)) || patched(id);
+    return (this.baseline2 && BASELINE_2.has(id)) || (this.baseline && BASELINE.has(id)) || patched(id);
   }
 }

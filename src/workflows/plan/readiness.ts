@@ -7,6 +7,8 @@ export class Readiness {
   private readonly dependents = new Map<string, string[]>();
   private readonly order = new Map<string, number>();
   private readonly ready = new Set<string>();
+  /** Steps a run before this one (continue-as-new) already ran: never ready again. */
+  private readonly done = new Set<string>();
 
   constructor(steps: readonly { id: string; needs: readonly string[] }[]) {
     steps.forEach((step, i) => {
@@ -30,10 +32,16 @@ export class Readiness {
     }
   }
 
+  /** A step that ended in an earlier run of this one. */
+  finished(id: string): void {
+    this.done.add(id);
+    this.ready.delete(id);
+  }
+
   /** The steps ready to start, in declaration order (the order their commands are issued in), once each. */
   take(): string[] {
     if (this.ready.size === 0) return [];
-    const ids = [...this.ready].sort((a, b) => (this.order.get(a) ?? 0) - (this.order.get(b) ?? 0));
+    const ids = [...this.ready].filter((id) => !this.done.has(id)).sort((a, b) => (this.order.get(a) ?? 0) - (this.order.get(b) ?? 0));
     this.ready.clear();
     return ids;
   }

@@ -4,7 +4,7 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, ContinueAsNew, condition, isCancellation } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { evaluateCondition } from '../../spec/expressions';
@@ -18,10 +18,12 @@ import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
 import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
 import { kindOf } from './kinds';
-import { checkInput, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
+import { checkInput } from '../../protocol/input-checks';
+import { COMPILED_PLAN, CONTINUED_PLAN } from '../../protocol/plan-input';
 import { sizeOf } from '../common/sizes';
 import type { OwnEvent } from '../common/run-stream';
-import { PATCH_RUN_STREAM } from './plan-patches';
+import { PATCH_CONTINUE_AS_NEW, PATCH_RUN_STREAM } from './plan-patches';
+import { type ContinuedPlanInput, budgetSpent, continueRunAsNew, isContinued } from './continue-as-new';
 
 const MAX_AUTO_EXTENSIONS = 3;
 
@@ -39,20 +41,9 @@ function stepEnded(step: string, status: StepStatus, error: string | undefined, 
   return { type: 'step_completed', step, status: status === 'completed' || status === 'skipped' ? status : 'cancelled', ...(note && { note }) };
 }
 
-/** A compiled plan (cadre's client) is checked here first; a plan document is validated whole, every problem with its path, by a local activity. */
-const COMPILED_PLAN = shape({
-  plan: shape({
-    name: text,
-    workspace: text,
-    inputs: map,
-    steps: listOf(shape({ id: text, needs: listOf(text), action: shape({ kind: oneOf('tool', 'ask', 'agent', 'decide', 'echo') }) })),
-  }),
-  inputs: map,
-});
-
-export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<PlanResult> {
-  if (!isPlanDocument(input)) checkInput('runPlan', input, COMPILED_PLAN);
-  const start = isPlanDocument(input) ? await compileDocument(input) : input;
+export async function runPlan(input: RunPlanInput | PlanDocumentInput | ContinuedPlanInput): Promise<PlanResult> {
+  if (!isPlanDocument(input)) checkInput('runPlan', input, isContinued(input) ? CONTINUED_PLAN : COMPILED_PLAN);
+  const start = isPlanDocument(input) ? { ...(await compileDocument(input)), ...(input.limits && { limits: input.limits }) } : input;
   let run: PlanRun;
   try {
     run = new PlanRun(start);
@@ -65,6 +56,12 @@ export async function runPlan(input: RunPlanInput | PlanDocumentInput): Promise<
 
 class PlanRun extends PlanRunState {
   private readonly drainsStream = this.patches.has(PATCH_RUN_STREAM);
+  /** Runs past their budget continue as new once no step runs (patch plan-continue-as-new). */
+  private readonly mayContinue = this.patches.has(PATCH_CONTINUE_AS_NEW);
+  /** Past its budget: no new step starts until the run continues as new; and once it could not, it goes on here. */
+  private draining = false;
+  private cannotContinue = false;
+  private continuing = false;
   /** Lean runs (run-state.ts): the scheduler's scope and running steps, for the pass a settling step makes; and the version that pass saw. */
   private steps?: { scope: CancellationScope; running: Map<string, Promise<void>> };
   private passed = -1;
@@ -73,7 +70,7 @@ class PlanRun extends PlanRunState {
     try {
       return await this.runSteps();
     } catch (err) {
-      if (!this.hardened || isCancellation(err) || err instanceof ApplicationFailure) throw err;
+      if (!this.hardened || isCancellation(err) || err instanceof ApplicationFailure || err instanceof ContinueAsNew) throw err;
       // A fault in cadre's own workflow code: end the run with it rather than retry the task forever.
       this.abortReason ??= `cadre internal error: ${messageOf(err)}`;
       this.finish('failed');
@@ -81,8 +78,8 @@ class PlanRun extends PlanRunState {
     } finally {
       // Every way a run ends (completed, aborted, cancelled, an internal error) is recorded once.
       if (this.finalStatus) await CancellationScope.nonCancellable(() => this.recordAnalytics());
-      // Readers' long polls return with the last events, rather than find the run gone.
-      if (this.drainsStream) await CancellationScope.nonCancellable(() => this.stream.drain());
+      // Readers' long polls return with the last events, rather than find the run gone (a run continuing as new let them go already).
+      if (this.drainsStream && !this.continuing) await CancellationScope.nonCancellable(() => this.stream.drain());
     }
   }
 
@@ -94,7 +91,7 @@ class PlanRun extends PlanRunState {
       this.publishStatus();
       // Patched runs schedule inside the steps' scope, so a step starts with a plain call, not a
       // scope of its own (fewer promises a step: each one a workflow makes costs, the SDK records its stack).
-      if (this.hardened) await stepsScope.run(() => this.schedule(stepsScope, running));
+      if (this.hardened) await stepsScope.run(() => this.scheduleAll(stepsScope, running));
       else await this.schedule(stepsScope, running);
     } catch (err) {
       if (!isCancellation(err)) throw err;
@@ -116,10 +113,34 @@ class PlanRun extends PlanRunState {
     return this.complete();
   }
 
-  /** Starts steps as they become ready, until none runs and none can start (or an abort stops it). */
+  /** The steps, in as many runs as the run's budget takes: past it, once no step runs, it continues as new. */
+  private async scheduleAll(stepsScope: CancellationScope, running: Map<string, Promise<void>>): Promise<void> {
+    for (;;) {
+      await this.schedule(stepsScope, running);
+      if (!this.draining || this.abortReason !== undefined || this.book.allEnded) return;
+      await this.continueAsNew();
+      // It could not (a plan too big to carry): the run goes on here, to Temporal's limits.
+      this.draining = false;
+      this.cannotContinue = true;
+    }
+  }
+
+  /** Whether the run should stop starting steps and continue as new: steps are left, and its budget is spent. */
+  private budgetSpent(): boolean {
+    return this.mayContinue && !this.cannotContinue && this.abortReason === undefined && !this.book.allEnded && budgetSpent(this.limits);
+  }
+
+  /** Continues as new (continue-as-new.ts); returns only when the run cannot be carried. */
+  private async continueAsNew(): Promise<void> {
+    const run = { input: this.input, plan: this.plan, stream: this.stream, ...(this.team && { team: this.team }) };
+    const carried = await continueRunAsNew(run, () => this.carry(), () => (this.continuing = true));
+    if (!carried) this.errors.push({ step: '(run)', message: "past its history or signal budget, the run could not continue as new (what its steps need is too big to carry): it goes on toward Temporal's limits" });
+  }
+
+  /** Starts steps as they become ready, until none runs and none can start (or an abort stops it, or the budget). */
   private async schedule(stepsScope: CancellationScope, running: Map<string, Promise<void>>): Promise<void> {
     if (this.lean) this.steps = { scope: stepsScope, running };
-    const ended = () => running.size === 0 && (this.abortReason !== undefined || this.book.allEnded);
+    const ended = () => running.size === 0 && (this.abortReason !== undefined || this.book.allEnded || this.draining);
     for (;;) {
       this.pass(stepsScope, running);
       if (ended()) return;
@@ -131,7 +152,8 @@ class PlanRun extends PlanRunState {
 
   /** One look at the run: ready steps started, the status published, running steps cancelled on an abort. */
   private pass(stepsScope: CancellationScope, running: Map<string, Promise<void>>): void {
-    if (!this.paused && !this.abortReason) {
+    if (!this.draining && this.budgetSpent()) this.draining = true;
+    if (!this.paused && !this.abortReason && !this.draining) {
       for (const id of this.book.takeReady()) this.start(this.book.step(id), stepsScope, running);
     }
     this.publishStatus();

@@ -28,7 +28,9 @@ import { sizeOf } from '../common/sizes';
 import { WorktreeLeases } from './worktrees';
 import { recordFinishedRun } from './analytics';
 import { RunStream } from '../common/run-stream';
-import { PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PlanPatches } from './plan-patches';
+import { RunLimits } from '../common/run-limits';
+import { type ContinuedPlanInput, type PlanCarry, isContinued } from './continue-as-new';
+import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PlanPatches } from './plan-patches';
 
 const MAX_SIGNAL_ERRORS = 50;
 /** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
@@ -50,7 +52,9 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected readonly errors: { step: string; message: string }[] = [];
   protected signalErrors = 0;
   protected readonly compensations = new Compensations(this);
-  protected readonly startedAtMs = nowMs();
+  protected startedAtMs = nowMs();
+  /** Runs of this plan run before this one (it continues as new past its budget: continue-as-new.ts). */
+  protected readonly runsBefore: number;
   protected endedAtMs?: number;
   paused = false;
   protected finalStatus?: 'completed' | 'failed' | 'cancelled';
@@ -67,10 +71,21 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   readonly agents: AgentSteps;
   /** A plan with a `team` section: its agents are workers that ask the team before a person. */
   readonly team?: Team;
-  /** The run's stream: its steps, waits and end, and its agents' turns as they are written. */
-  readonly stream = new RunStream();
+  /** Agents stream their turns on their own workflows, and the run's stream says where (patch agent-streams). */
+  readonly agentStreams = this.patches.has(PATCH_AGENT_STREAMS);
+  /** The run's use of Temporal's per-run limits: its handlers count what they take. */
+  readonly limits: RunLimits;
+  /** The run's stream: its steps, waits and end, and where each of its agents streams its turns. */
+  readonly stream: RunStream;
 
-  constructor(protected readonly input: RunPlanInput) {
+  constructor(protected readonly input: RunPlanInput | ContinuedPlanInput) {
+    const carry = isContinued(input) ? input.continued : undefined;
+    this.limits = new RunLimits(input.limits, (warning) => {
+      // What the run's stream holds is part of what it replays: runs recorded before did not say this.
+      if (this.agentStreams) this.stream.publish({ type: 'limits_warning', ...warning });
+    });
+    this.stream = new RunStream(carry?.stream, this.limits);
+    this.runsBefore = carry?.runs ?? 0;
     this.plan = input.plan;
     this.book = new StepBook(this.plan.steps);
     this.hardened = this.patches.has(PATCH_HARDENED);
@@ -80,6 +95,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
     this.agents = new AgentSteps(
       this.patches,
+      this.limits,
+      this.agentStreams ? this.stream : undefined,
       (id, waiting) => this.agentWaiting(id, waiting),
       // Workers' states are read by queries only: a signal does not wake the scheduler.
       (worker) => this.team?.workerChanged(worker),
@@ -91,9 +108,47 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
         this.plan.sandbox,
         (workflowId, step, role) => this.agents.track(workflowId, step, { role }),
         () => this.changed(),
+        this.limits,
+        () => this.agents.childInput(),
       );
     }
     installPlanHandlers(this);
+    if (carry) this.restore(carry);
+  }
+
+  /** Everything the steps still to run need, for the run this one continues as (continue-as-new.ts). */
+  protected carry(): PlanCarry {
+    const { records, outputs } = this.book.carried();
+    return {
+      runs: this.runsBefore + 1,
+      startedAtMs: this.startedAtMs,
+      records,
+      outputs,
+      completed: this.compensations.carried(),
+      errors: [...this.errors],
+      signalErrors: this.signalErrors,
+      paused: this.paused,
+      activityIds: this.activityIds.carried(),
+      worktrees: this.worktrees.carried(),
+      ...(this.team && { team: this.team.carried() }),
+      workers: this.agents.workers(),
+      humanWaits: [...this.waits.ended],
+      stream: this.stream.carried(),
+    };
+  }
+
+  private restore(carry: PlanCarry): void {
+    this.startedAtMs = carry.startedAtMs;
+    this.book.restore(carry.records, carry.outputs);
+    this.compensations.restore(carry.completed);
+    this.errors.push(...carry.errors);
+    this.signalErrors = carry.signalErrors;
+    this.setPaused(carry.paused);
+    this.activityIds.restore(carry.activityIds);
+    this.worktrees.restore(carry.worktrees);
+    if (carry.team) this.team?.restore(carry.team);
+    this.agents.restoreWorkers(carry.workers);
+    this.waits.ended.push(...carry.humanWaits);
   }
 
   signalError(name: string, waitId: unknown, err: unknown): void {
@@ -278,6 +333,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
       ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
       ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
+      limits: this.limits.usage(),
+      ...(this.runsBefore > 0 && { continuedAsNew: this.runsBefore }),
     };
   }
 

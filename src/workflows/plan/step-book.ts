@@ -81,6 +81,33 @@ export class StepBook {
     if (status === 'completed' || status === 'skipped') this.readiness.satisfied(id);
   }
 
+  /** Where every step stands and what it gave, for the run this one continues as (continue-as-new.ts). */
+  carried(): { records: StepRecord[]; outputs: Record<string, unknown> } {
+    const outputs: Record<string, unknown> = {};
+    for (const step of this.steps) {
+      if (this.scope[step.id].output !== undefined) outputs[step.id] = this.scope[step.id].output;
+    }
+    return { records: this.copies(), outputs };
+  }
+
+  /** The steps as the run before this one left them: counts and readiness follow; no metric counts them again. */
+  restore(records: StepRecord[], outputs: Record<string, unknown>): void {
+    for (const carried of records) {
+      const record = this.records.get(carried.id);
+      if (!record || carried.status === 'pending') continue;
+      const { status } = carried;
+      Object.assign(record, carried);
+      this.scope[carried.id] = { output: outputs[carried.id], status };
+      this.counts.pending--;
+      this.counts[status]++;
+      if (status === 'failed') this.notable.add(carried.id);
+      if (!TERMINAL.has(status)) continue;
+      this.terminal++;
+      this.readiness.finished(carried.id);
+      if (status === 'completed' || status === 'skipped') this.readiness.satisfied(carried.id);
+    }
+  }
+
   /** Cancels every step that has not ended, with a note of why. */
   cancelUnfinished(note: string): void {
     for (const record of this.records.values()) {

@@ -24,6 +24,15 @@ export class ActivityIds {
 
   constructor(private readonly named: () => boolean) {}
 
+  /** How often each label ran, for a run that continues as new (its ids go on counting). */
+  carried(): Record<string, number> {
+    return Object.fromEntries(this.runs);
+  }
+
+  restore(runs: Record<string, number>): void {
+    for (const [label, n] of Object.entries(runs)) this.runs.set(label, n);
+  }
+
   next(label: string): { activityId?: string } {
     if (!this.named()) return {};
     const runs = (this.runs.get(label) ?? 0) + 1;

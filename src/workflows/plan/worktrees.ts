@@ -105,6 +105,21 @@ export class WorktreeLeases {
   records(): WorktreeRecord[] {
     return [...this.leases.values()].map((lease) => ({ ...lease.record }));
   }
+
+  /** The leases made, for a run that continues as new: they are released when the last run ends. */
+  carried(): CarriedLease[] {
+    return [...this.leases.values()].flatMap(({ spec, info, record }) => (info ? [{ spec, info, record: { ...record } }] : []));
+  }
+
+  restore(leases: CarriedLease[]): void {
+    for (const { spec, info, record } of leases) this.leases.set(`${spec.repo}\0${spec.task}`, { spec, info, pending: Promise.resolve(info), record });
+  }
+}
+
+export interface CarriedLease {
+  spec: WorktreeSpec;
+  info: Info;
+  record: WorktreeRecord;
 }
 
 function uncommittedFiles(err: unknown): string[] | undefined {

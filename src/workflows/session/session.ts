@@ -13,6 +13,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -32,9 +33,17 @@ import {
 } from '../../protocol/definitions';
 import { sizeOf } from '../common/sizes';
 import { checkInput, count, listOf, map, optional, shape, text } from '../../protocol/input-checks';
-import { RunStream } from '../common/run-stream';
+import { type OwnEvent, RunStream } from '../common/run-stream';
+import { RunLimits, onSignal, onUpdate } from '../common/run-limits';
+import { SHED_SHARE, StreamBudget } from '../agent/stream-budget';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
+/**
+ * The session publishes what it sees itself (turns' ends, tool calls and results), and its
+ * activities only the text as it comes, within its budget; runs recorded earlier published all
+ * from the activities.
+ */
+const PATCH_SESSION_EVENTS = 'session-own-events';
 /** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
 export const MAX_MESSAGE_CHARS = 32 * 1024;
 /** Messages beyond `keep` are folded this many at a time, so summaries are not made every turn. */
@@ -55,6 +64,7 @@ const SESSION_INPUT = shape({
   continueEvery: optional(count),
   state: optional(map),
   streamState: optional(map),
+  limits: optional(map),
 });
 
 export async function session(input: SessionInput): Promise<SessionDiagnostics> {
@@ -79,9 +89,17 @@ class Session {
   private ending = false;
   /** The session's stream: its agent's turns as they are written, its waits and replies. */
   private readonly stream: RunStream;
+  private readonly limits: RunLimits;
+  /** Runs since patch session-own-events: see PATCH_SESSION_EVENTS. */
+  private readonly ownEvents: boolean;
 
   constructor(private readonly input: SessionInput) {
-    this.stream = new RunStream(input.streamState);
+    // The stream is part of what a session replays (readers' long polls return when it grows): runs recorded earlier publish as they did.
+    const ownEvents = (this.ownEvents = patched(PATCH_SESSION_EVENTS));
+    this.limits = new RunLimits(input.limits, (warning) => ownEvents && this.stream.publish({ type: 'limits_warning', step: 'session', ...warning }));
+    this.stream = new RunStream(input.streamState, this.limits);
+    const budget = new StreamBudget(this.limits, (reason) => this.stream.publish({ type: 'stream_shed', step: 'session', reason }));
+    const streamHooks = ownEvents ? { publish: (event: OwnEvent) => this.stream.publish(event), streamBudget: () => budget.nextTurn() } : {};
     this.state = input.state ?? { messages: [], dropped: 0, summarised: 0, answered: 0, runs: 0, turns: 0, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0 } };
     this.state.runs += 1;
     this.before = { turns: this.state.turns, toolCalls: this.state.toolCalls, usage: { ...this.state.usage } };
@@ -96,9 +114,10 @@ class Session {
         workspace: input.workspace,
         stream: { workflowId: workflowInfo().workflowId, turnBase: this.before.turns },
       },
-      { changed: () => this.publish(), waitsChanged: () => this.publish() },
+      { changed: () => this.publish(), waitsChanged: () => this.publish(), ...streamHooks },
     );
-    setHandler(
+    onUpdate(
+      this.limits,
       sendUpdate,
       async ({ text }) => {
         const id = ++this.received;
@@ -111,10 +130,10 @@ class Session {
       },
       { validator: (message) => validateMessage(message?.text, this.ending) },
     );
-    setHandler(answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
+    onUpdate(this.limits, answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
       validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
     });
-    setHandler(endSessionSignal, () => {
+    onSignal(this.limits, endSessionSignal, () => {
       this.ending = true;
     });
     setHandler(sessionDiagnosticsQuery, () => this.diagnostics());
@@ -157,7 +176,10 @@ class Session {
     this.syncCounts();
     await this.fold();
     this.publish();
-    if (this.inbox.length === 0 && (workflowInfo().continueAsNewSuggested || this.answeredThisRun >= (this.input.continueEvery ?? SESSION_DEFAULTS.continueEvery))) {
+    // Temporal's suggestion (history, updates), half of any limit (signals too), or every `continueEvery` messages.
+    const nearLimits = this.ownEvents && this.limits.over(SHED_SHARE) !== undefined;
+    const due = workflowInfo().continueAsNewSuggested || nearLimits || this.answeredThisRun >= (this.input.continueEvery ?? SESSION_DEFAULTS.continueEvery);
+    if (this.inbox.length === 0 && due) {
       await this.continueAsNew();
     }
   }
@@ -230,6 +252,7 @@ class Session {
       queued: this.inbox.length,
       waiting: this.loop.waiting(),
       ending: this.ending,
+      limits: this.limits.usage(),
     };
   }
 

@@ -56,6 +56,11 @@ export class TeamBoard {
     return true;
   }
 
+  /** Workers as a run before this one left them (continue-as-new): none runs then, so none moves again. */
+  restore(records: WorkerRecord[]): void {
+    for (const record of records) this.workers.set(record.workflowId, { record: { ...record }, trail: Number.parseInt(record.fingerprint, 16) >>> 0, early: new Map() });
+  }
+
   /** Each worker as the run last applied its moves (clients add its running tools from its own query). */
   records(): WorkerRecord[] {
     return [...this.workers.values()].map(({ record }) => ({ ...record }));

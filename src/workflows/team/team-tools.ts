@@ -5,7 +5,7 @@
  * never taken for done.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
 import { durationMs, isDuration } from '../../spec/duration';
 import { DEFAULT_AGENT_TURNS } from '../../spec/types';
 import type { WorkflowTool } from '../agent/agent-loop';
@@ -16,6 +16,9 @@ import { describeFailure } from '../common/failures';
 import { withRole } from './team-roles';
 import type { WorkerReporter } from '../agent/worker-reporter';
 import { WorktreeLeases } from '../plan/worktrees';
+import { type RunLimits, onSignal } from '../common/run-limits';
+import { refusedForLimit } from '../common/sent-signals';
+import type { RunLimitValues } from '../../spec/limits';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */
 const SIGNALLED_STATES = ['completing', 'blocked', 'error'] as const;
@@ -46,6 +49,14 @@ export interface TeamWorkerContext {
   /** Questions and subtasks under way: the worker's state follows them. */
   busy: { questions: number; subtasks: number };
   sync(reason: string): void;
+  /** The worker's count of what its run takes (the team's replies are signals). */
+  limits: RunLimits;
+  /** A subtask started: readers of the worker's stream follow the subtask's from here (a worker with a stream of its own). */
+  announce?(step: string, workflowId: string): void;
+  /** A signal to the team run that Temporal refused (it took as many as a run may): never silent. */
+  refused(signal: string, err: ApplicationFailure): void;
+  /** What a subtask is told of streams and limits: as its worker was. */
+  childInput(): { ownStream?: true; limits?: Partial<RunLimitValues> };
 }
 
 const SIGNAL_STATE_SCHEMA: Record<string, unknown> = {
@@ -128,7 +139,7 @@ export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
   const replies = new Map<string, TeamReply>();
   // Only replies to questions asked and not yet answered are kept: anyone can send signals.
   const asked = new Set<string>();
-  setHandler(teamReplySignal, (reply) => {
+  onSignal(ctx.limits, teamReplySignal, (reply) => {
     if (typeof reply?.id === 'string' && asked.has(reply.id) && !replies.has(reply.id)) replies.set(reply.id, reply);
   });
   return {
@@ -145,7 +156,7 @@ export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
       ctx.busy.questions++;
       ctx.sync(`asked: ${question}`);
       try {
-        await getExternalWorkflowHandle(ctx.team.runId).signal(teamQuestionSignal, {
+        const asking = getExternalWorkflowHandle(ctx.team.runId).signal(teamQuestionSignal, {
           from: workflowInfo().workflowId,
           id,
           step: ctx.label,
@@ -154,6 +165,15 @@ export function askQuestionTool(ctx: TeamWorkerContext): WorkflowTool {
           chain: ctx.team.chain,
           at: isoAt(nowMs()),
         });
+        const refused = await asking.then(
+          () => undefined,
+          (err: unknown) => {
+            if (!refusedForLimit(err)) throw err;
+            ctx.refused('teamQuestion', err);
+            return `not asked: the team run takes no more signals (Temporal's limit of signals a run). Decide yourself, or signal blocked for a person.`;
+          },
+        );
+        if (refused) return { result: refused, isError: true };
         await condition(() => replies.has(id));
         const reply = replies.get(id) as TeamReply;
         if (reply.outcome === 'cut') return { result: `not answered: ${reply.note ?? 'cut'}`, isError: true };
@@ -178,9 +198,10 @@ async function escalate(ctx: TeamWorkerContext, id: string, question: string, no
   const { escalationTimeout, defaultAnswer } = ctx.team;
   const answer = await ctx.askPerson(id, `${ctx.label} asks: ${question}${note ? ` (${note})` : ''}`, escalationTimeout);
   if (answer !== undefined) {
+    // The team run may have ended (nobody to remember it), or taken as many signals as it may (said).
     await getExternalWorkflowHandle(ctx.team.runId)
       .signal(teamLearnedSignal, { question, answer })
-      .catch(() => undefined);
+      .catch((err: unknown) => refusedForLimit(err) && ctx.refused('teamLearned', err));
     return `A person answered: ${answer}`;
   }
   if (defaultAnswer !== undefined) return `Nobody answered within ${escalationTimeout}; the team's default answer: ${defaultAnswer}`;
@@ -236,7 +257,9 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
           ...(ctx.sandbox && { sandbox: ctx.sandbox }),
           ...(ctx.policy && { inherited: ctx.policy }),
         };
-        const result = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, { workflowId: `${workflowInfo().workflowId}/sub-${n}`, args: [input] });
+        const workflowId = `${workflowInfo().workflowId}/sub-${n}`;
+        ctx.announce?.(label, workflowId);
+        const result = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, { workflowId, args: [{ ...input, ...ctx.childInput() }] });
         return { result: { subtask: label, output: result.output, ...(own && { branch: own.branch }) } };
       } catch (err) {
         if (isCancellation(err)) throw err;

@@ -6,17 +6,26 @@
  * are bounded in depth, and a loop (A asks B asks A) is cut with a note. Event-driven: nothing polls.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { executeChild, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { executeChild, getExternalWorkflowHandle, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { TeamRole } from '../../activities/roles';
 import { suggestRole } from '../../roles/router';
 import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../spec/types';
-import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type TeamWorker } from '../agent/agent-task-contract';
+import { AGENT_TASK_WORKFLOW, type AgentTaskInput, type AgentTaskWorkflow, type TeamWorker } from '../agent/agent-task-contract';
 import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { withRole } from './team-roles';
+import { type RunLimits, onSignal } from '../common/run-limits';
 
 const KEPT_CONSULTATIONS = 200;
+
+/** The team's memory, carried across continue-as-new. */
+export interface CarriedTeam {
+  answers: [string, { answer: string; by: string }][];
+  consultations: ConsultationRecord[];
+  escalated: string[];
+  consulted: number;
+}
 const MAX_NOTE_CHARS = 1000;
 
 const roleFiles = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 3 }, summary: 'team roles' });
@@ -29,6 +38,7 @@ export class Team {
   /** Questions sent on to a person, whose answers the run may remember. */
   private readonly escalated = new Set<string>();
   private consulted = 0;
+  private inFlight = 0;
 
   constructor(
     private readonly spec: TeamSpec,
@@ -36,12 +46,15 @@ export class Team {
     private readonly sandbox: SandboxSpec | undefined,
     private readonly track: (workflowId: string, step: string, role: string) => void,
     private readonly changed: () => void,
+    limits: RunLimits,
+    /** What specialists are told of streams and limits, as the run's other agents. */
+    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits'>,
   ) {
-    setHandler(teamQuestionSignal, (question) => {
+    onSignal(limits, teamQuestionSignal, (question) => {
       void this.consult(question);
     });
     // A person's answer to a question this run sent to a person (anyone can send signals).
-    setHandler(teamLearnedSignal, (learned) => {
+    onSignal(limits, teamLearnedSignal, (learned) => {
       const { question, answer } = learned ?? {};
       if (typeof question !== 'string' || typeof answer !== 'string' || answer.trim() === '') return;
       const key = questionKey(question);
@@ -64,6 +77,23 @@ export class Team {
     return this.consultations.map((c) => ({ ...c }));
   }
 
+  /** Questions being answered now: a run does not continue as new under them (their specialists are its children). */
+  get consulting(): number {
+    return this.inFlight;
+  }
+
+  /** What the team learnt, for a run that continues as new. */
+  carried(): CarriedTeam {
+    return { answers: [...this.answers], consultations: this.records(), escalated: [...this.escalated], consulted: this.consulted };
+  }
+
+  restore(team: CarriedTeam): void {
+    for (const [key, answer] of team.answers) this.answers.set(key, answer);
+    this.consultations.push(...team.consultations);
+    for (const key of team.escalated) this.escalated.add(key);
+    this.consulted = team.consulted;
+  }
+
   /** A specialist's first state signal: when it started on the question. */
   workerChanged(record: WorkerRecord): void {
     const consultation = this.consultations.find((c) => c.specialist === record.workflowId);
@@ -76,6 +106,7 @@ export class Team {
     this.consultations.push(record);
     if (this.consultations.length > KEPT_CONSULTATIONS) this.consultations.shift();
     this.changed();
+    this.inFlight++;
     try {
       const reply = await this.answer(q, record);
       if (reply.outcome === 'escalate') this.escalated.add(questionKey(q.question));
@@ -86,6 +117,8 @@ export class Team {
       await getExternalWorkflowHandle(q.from).signal(teamReplySignal, reply);
     } catch {
       // The asker ended (cancelled, failed): nobody waits for the reply.
+    } finally {
+      this.inFlight--;
     }
   }
 
@@ -114,7 +147,17 @@ export class Team {
     try {
       const result = await executeChild<AgentTaskWorkflow>(AGENT_TASK_WORKFLOW, {
         workflowId,
-        args: [{ step: label, action: { kind: 'agent', agent }, prompt, workspace: this.workspace, team: await this.worker(target, [...q.chain, target], 0), ...(this.sandbox && { sandbox: this.sandbox }) }],
+        args: [
+          {
+            step: label,
+            action: { kind: 'agent', agent },
+            prompt,
+            workspace: this.workspace,
+            team: await this.worker(target, [...q.chain, target], 0),
+            ...(this.sandbox && { sandbox: this.sandbox }),
+            ...this.childInput(),
+          },
+        ],
       });
       const said = specialistAnswer(result.output);
       if (!said) return { id: q.id, outcome: 'escalate', note: `the ${target} gave no answer with a confidence: ${clip(JSON.stringify(result.output) ?? 'nothing', MAX_NOTE_CHARS)}` };
