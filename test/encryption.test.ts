@@ -52,7 +52,10 @@ describe('the AES-256-GCM codec', () => {
     const [sealed] = await new AesGcmCodec(keys(NEW)).encode([payload]);
     await expect(new AesGcmCodec(keys(OTHER)).decode([sealed])).rejects.toThrow('cannot decrypt a payload with key "new": the key is not the one it was encrypted with, or the payload was changed');
     await expect(new AesGcmCodec(keys(OLD)).decode([sealed])).rejects.toThrow('a payload is encrypted with key "new", which is not among this process\'s keys (old): add it to CADRE_CODEC_KEYS or CADRE_CODEC_KEY_FILE');
-    const changed = { ...sealed, data: Buffer.from(sealed.data!).fill(0, 20, 21) };
+    // One byte flipped (set to 0, it would stay the same one time in 256).
+    const flipped = Buffer.from(sealed.data!);
+    flipped[20] ^= 0xff;
+    const changed = { ...sealed, data: flipped };
     await expect(new AesGcmCodec(keys(NEW)).decode([changed])).rejects.toThrow('cannot decrypt a payload with key "new"');
   });
 

@@ -117,9 +117,9 @@ function clip(text: string): string {
 
 /** A worker's reports of its moves to its team run: the first few at once (one in flight at a time)... */
 const PROMPT_REPORTS = 5;
-/** ...then spaced out, doubling every ten reports, up to a minute. */
+/** ...then spaced out, doubling every ten reports, up to fifteen minutes. */
 const FIRST_SPACING_MS = 500;
-const MAX_SPACING_MS = 60_000;
+const MAX_SPACING_MS = 15 * 60_000;
 
 /**
  * How long after its last report a worker that has sent `reports` waits before the next: a worker

@@ -1,10 +1,11 @@
 /**
  * Publishes an activity's events to a stream (docs/streaming.md) through Temporal's Workflow
  * Streams client, each batch one signal to the workflow that hosts the stream. Text is coalesced:
- * the first words go at once, then a batch per interval, and the interval widens as the turn goes
- * on (a twentieth of the time the turn has streamed), so a turn of any length sends a bounded
- * number of signals: about 100 for 100 seconds, 175 for an hour, at 100 ms batches. A batch also
- * goes at once when its text grows past 16 KB. Other events wait an interval for company, so a
+ * the first words go at once, then a batch per interval, and once a turn has streamed for fifty
+ * intervals the interval widens (a twentieth of the time since), so a turn of any length sends a
+ * bounded number of signals: about 145 for 100 seconds, 220 for an hour, at 100 ms batches, while
+ * a turn of a few seconds keeps every batch prompt. A batch also goes at once when its text grows
+ * past 16 KB. Other events wait an interval for company, so a
  * quick turn costs one signal. A host running out of its budget gives the turn `maxBatches`: past
  * it, the turn's text is not streamed (the answer is whole in the result).
  *
@@ -35,8 +36,9 @@ export interface PublisherOptions {
 const MAX_BATCH_CHARS = 16 * 1024;
 /** Events a batch may hold before it goes at once. */
 const MAX_BATCH_EVENTS = 64;
-/** The interval between batches is at least this fraction of the time text has been streaming. */
+/** Past the first WIDEN_AFTER intervals of text, the interval between batches is at least this fraction of the time since. */
 const WIDENING = 1 / 20;
+const WIDEN_AFTER = 50;
 /** How long closing may wait for the last batch: a stream never holds a turn up for long. */
 const CLOSE_WAIT_MS = 5000;
 
@@ -108,9 +110,10 @@ export class StreamPublisher {
     clearTimeout(timeout);
   }
 
-  /** Batches widen as the text goes on, so a long turn sends about 20 per tenfold of its length. */
+  /** Batches widen once a turn has streamed a while (5 s at 100 ms), so a long turn sends about 20 more per tenfold of its length. */
   private interval(): number {
-    return Math.max(this.batchMs, (Date.now() - (this.firstTextAt ?? Date.now())) * WIDENING);
+    const streamed = Date.now() - (this.firstTextAt ?? Date.now());
+    return Math.max(this.batchMs, (streamed - WIDEN_AFTER * this.batchMs) * WIDENING);
   }
 
   private put(event: object): void {

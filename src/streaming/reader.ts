@@ -54,9 +54,15 @@ export interface EventCallbacks {
 }
 
 const ACTIVE_POLL_MS = 50;
-/** An agent's stream while it flows; quiet, the wait doubles up to IDLE_AGENT_POLL_MS. */
+/**
+ * An agent's stream: every 100 ms while it flows (and while the agent is about to start), every
+ * 250 ms through a quiet spell of up to 10 s (a model thinking before its first words), every
+ * second after that (a long tool call).
+ */
 const ACTIVE_AGENT_POLL_MS = 100;
+const QUIET_AGENT_POLL_MS = 250;
 const IDLE_AGENT_POLL_MS = 1000;
+const LONG_QUIET_MS = 10_000;
 /** A quiet spell after which the reader slows down, and asks whether the run has ended. */
 const QUIET_MS = 2000;
 /** Failed polls in a row (no worker, a server restart, a workflow not started yet) before the reader gives up: about 10 s. */
@@ -69,7 +75,6 @@ interface Followed {
   step?: string;
   next: number;
   dueAt: number;
-  idleMs: number;
   lastEventAt: number;
   lastEndCheck: number;
   failures: number;
@@ -148,7 +153,7 @@ class Feed {
 
 function followed(workflowId: string, step: string | undefined, next: number): Followed {
   const now = Date.now();
-  return { workflowId, ...(step !== undefined && { step }), next, dueAt: now, idleMs: ACTIVE_AGENT_POLL_MS, lastEventAt: now, lastEndCheck: now, failures: 0 };
+  return { workflowId, ...(step !== undefined && { step }), next, dueAt: now, lastEventAt: now, lastEndCheck: now, failures: 0 };
 }
 
 export async function* readEvents(client: Client, workflowId: string, options: EventsOptions = {}): AsyncGenerator<StreamEventAt, void, undefined> {
@@ -228,7 +233,8 @@ export async function* readEvents(client: Client, workflowId: string, options: E
       if (agent.dueAt > Date.now() || !feed.agents.has(agent.workflowId)) continue;
       const page = await feed.page(agent);
       if (!page) {
-        agent.dueAt = Date.now() + IDLE_AGENT_POLL_MS;
+        // Not started yet (announced just before its start), or its worker is away: soon again.
+        agent.dueAt = Date.now() + ACTIVE_AGENT_POLL_MS;
         continue;
       }
       const events = feed.events(agent, page);
@@ -239,18 +245,15 @@ export async function* readEvents(client: Client, workflowId: string, options: E
         if (event.type === 'agent_ended') feed.agents.delete(agent.workflowId);
       }
       const at = Date.now();
-      if (events.length > 0) {
-        agent.lastEventAt = at;
-        agent.idleMs = ACTIVE_AGENT_POLL_MS;
-      } else {
-        agent.idleMs = Math.min(IDLE_AGENT_POLL_MS, agent.idleMs * 2);
-        if (at - agent.lastEventAt > QUIET_MS && at - agent.lastEndCheck > QUIET_MS) {
-          agent.lastEndCheck = at;
-          // An agent that ended without saying so (terminated): its stream is read whole.
-          if (await hasEnded(client, agent.workflowId)) feed.agents.delete(agent.workflowId);
-        }
+      if (events.length > 0) agent.lastEventAt = at;
+      const quietMs = at - agent.lastEventAt;
+      if (quietMs > QUIET_MS && at - agent.lastEndCheck > QUIET_MS) {
+        agent.lastEndCheck = at;
+        // An agent that ended without saying so (terminated): its stream is read whole.
+        if (await hasEnded(client, agent.workflowId)) feed.agents.delete(agent.workflowId);
       }
-      agent.dueAt = page.more ? at : at + agent.idleMs;
+      const wait = quietMs <= QUIET_MS ? ACTIVE_AGENT_POLL_MS : quietMs <= LONG_QUIET_MS ? QUIET_AGENT_POLL_MS : IDLE_AGENT_POLL_MS;
+      agent.dueAt = page.more ? at : at + wait;
     }
     const next = Math.min(feed.root.dueAt, ...[...feed.agents.values()].map((a) => a.dueAt));
     await pause(Math.max(0, next - Date.now()), signal);

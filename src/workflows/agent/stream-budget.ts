@@ -10,7 +10,7 @@ import type { RunLimits } from '../common/run-limits';
 
 /** Streaming stops at this share of any limit: the other half stays for control. */
 export const SHED_SHARE = 0.5;
-/** More batches than one turn sends in hours (about 175 an hour, and 16 for each 256 K of text): no cap needed. */
+/** More batches than one turn sends in hours (about 220 an hour, and 16 for each 256 K of text): no cap needed. */
 const UNCAPPED = 1000;
 /** Fewer batches left than this show nothing of a turn (one is kept for its end): the stream sheds instead. */
 const MIN_TURN_BATCHES = 3;

@@ -76,9 +76,17 @@ export async function nextInput(input: RunPlanInput, carry: PlanCarry, store: (v
   return sizeOf(next) <= MAX_CARRY_BYTES ? next : undefined;
 }
 
-/** Whether a run's budget is spent: Temporal suggests continuing as new (history, updates), or half of any limit is used (signals too). */
-export function budgetSpent(limits: RunLimits): boolean {
-  return workflowInfo().continueAsNewSuggested || limits.over(SHED_SHARE) !== undefined;
+/** A run waiting on a person drains for continue-as-new only this near a limit. */
+const NEAR_LIMIT = 0.7;
+
+/**
+ * Whether a run's budget is spent: Temporal suggests continuing as new (history, updates), or half
+ * of any limit is used (signals too). A run with a step waiting on a person, which may hold the
+ * drain for days, goes on starting other steps until it nears a limit.
+ */
+export function budgetSpent(limits: RunLimits, waitingOnPeople: boolean): boolean {
+  if (!workflowInfo().continueAsNewSuggested && limits.over(SHED_SHARE) === undefined) return false;
+  return !waitingOnPeople || limits.over(NEAR_LIMIT) !== undefined;
 }
 
 /** What continuing as new needs of the run. */

@@ -125,9 +125,9 @@ class PlanRun extends PlanRunState {
     }
   }
 
-  /** Whether the run should stop starting steps and continue as new: steps are left, and its budget is spent. */
+  /** Whether the run should stop starting steps and continue as new: steps are left, and its budget is spent (continue-as-new.ts). */
   private budgetSpent(): boolean {
-    return this.mayContinue && !this.cannotContinue && this.abortReason === undefined && !this.book.allEnded && budgetSpent(this.limits);
+    return this.mayContinue && !this.cannotContinue && this.abortReason === undefined && !this.book.allEnded && budgetSpent(this.limits, this.status() === 'waiting');
   }
 
   /** Continues as new (continue-as-new.ts); returns only when the run cannot be carried. */
