@@ -53,6 +53,7 @@ import { registerSearchAttributes } from '../src/worker/embedded';
 import { installConciseLogging } from '../src/worker/logging';
 import { createCadreWorker } from '../src/worker/worker';
 import { type FakeModelServer, startFakeModelServer } from '../test/support/fake-model-server';
+import { followByPolls } from '../test/support/poll-follower';
 import { distribution, writePlot } from './plot';
 import { analyticsSettled, resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
@@ -345,22 +346,7 @@ async function main(): Promise<void> {
       const { workflowId } = await client.start(validated.plan, { items }, { workflowId: `bench-streaming-limits-${process.pid}`, taskQueue });
       const agentIds = items.map((i) => `${workflowId}/write[${i}]`);
       // The stock follower: one long-poll subscription a stream, as Python's client reads (updates, not queries).
-      const follow = async (id: string, last: string) => {
-        for (;;) {
-          try {
-            await client.client.workflow.getHandle(id).describe();
-            break;
-          } catch {
-            await new Promise((r) => setTimeout(r, 50));
-          }
-        }
-        let items = 0;
-        for await (const item of WorkflowStreamClient.create(client.client, id).subscribe([STREAM_TOPIC], 0)) {
-          items++;
-          if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === last) break;
-        }
-        return items;
-      };
+      const follow = (id: string, last: string) => followByPolls(client.client, id, last);
       const followed = await Promise.all([follow(workflowId, 'run_completed'), ...agentIds.map((id) => follow(id, 'agent_ended'))]);
       await client.client.workflow.getHandle(workflowId).result();
       const count = (events: HistoryEvent[]) => ({

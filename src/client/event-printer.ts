@@ -42,6 +42,10 @@ export class EventPrinter {
         return this.line(`${who}← ${event.tool}${event.isError ? ' failed' : ''}: ${clip(event.preview.replace(/\s+/g, ' '))}`);
       case 'error':
         return this.line(`${who}! ${event.errorType}: ${clip(event.message)}${event.retryable ? ' (retrying)' : ''}`);
+      case 'stream_shed':
+        return this.line(`${who}~ ${event.reason}`);
+      case 'limits_warning':
+        return this.line(`! ${event.message}`);
     }
     if (!this.options.runEvents) return;
     switch (event.type) {

@@ -223,7 +223,8 @@ async function streamReply(client: CadreClient, res: ServerResponse, target: Str
   clearTimeout(catchUp);
   clearInterval(keepAlive);
   if (res.writableEnded || res.destroyed) return;
-  if (failure === undefined && unread && next === target.from && whole) write(ui.whole(whole));
+  // Nothing of it read, or the stream stopped showing its text: the reply goes whole.
+  if (failure === undefined && whole && ((unread && next === target.from) || ui.shed)) write(ui.whole(whole));
   if (failure !== undefined && !res.headersSent) return json(res, statusOf(failure), { error: messageOf(failure) });
   write(ui.finish(failure === undefined ? undefined : messageOf(failure)), end !== undefined && end > target.from ? end - 1 : undefined);
   res.end('data: [DONE]\n\n');

@@ -115,12 +115,15 @@ export async function sendStreaming(cadre: CadreClient, sessionId: string, text:
 export async function printReply(cadre: CadreClient, sessionId: string, text: string, start: SessionInput, write: (text: string) => void = (t) => void process.stdout.write(t)): Promise<SendResult> {
   const printer = new EventPrinter({ write });
   let streamed = false;
+  let shed = false;
   const result = await sendStreaming(cadre, sessionId, text, start, (event) => {
     streamed ||= event.type === 'text_delta';
+    shed ||= event.type === 'stream_shed';
     printer.print(event);
   });
   printer.endLine();
-  if (!streamed) write(`${result.reply}\n`);
+  // Nothing streamed, or the stream stopped showing text (the session neared its limits): the reply whole.
+  if (!streamed || shed) write(`${result.reply}\n`);
   return result;
 }
 

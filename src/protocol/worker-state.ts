@@ -115,10 +115,11 @@ function clip(text: string): string {
   return text.length > MAX_REASON_CHARS ? `${text.slice(0, MAX_REASON_CHARS)}…` : text;
 }
 
-/** A worker's reports of its moves to its team run: the first few at once (one in flight at a time)... */
-const PROMPT_REPORTS = 5;
-/** ...then spaced out, doubling every ten reports, up to fifteen minutes. */
-const FIRST_SPACING_MS = 500;
+/** A worker's reports of its moves to its team run: the first two at once (one in flight at a time)... */
+const PROMPT_REPORTS = 2;
+/** ...then spaced out, a second at first, doubling every five reports, up to fifteen minutes. */
+const FIRST_SPACING_MS = 1000;
+const DOUBLING_EVERY = 5;
 const MAX_SPACING_MS = 15 * 60_000;
 
 /**
@@ -128,5 +129,5 @@ const MAX_SPACING_MS = 15 * 60_000;
  */
 export function reportSpacing(reports: number): number {
   if (reports < PROMPT_REPORTS) return 0;
-  return Math.min(MAX_SPACING_MS, FIRST_SPACING_MS * 2 ** Math.floor((reports - PROMPT_REPORTS) / 10));
+  return Math.min(MAX_SPACING_MS, FIRST_SPACING_MS * 2 ** Math.floor((reports - PROMPT_REPORTS) / DOUBLING_EVERY));
 }

@@ -15,6 +15,8 @@ export type CadreDataTypes = {
   retry: { turn?: number; attempt: number };
   /** A model call failed; `retryable` ones are tried again and the reply goes on. */
   error: { errorType: string; message: string; retryable: boolean };
+  /** Something to know about the stream itself: it stopped showing text (the reply comes whole at its end), or its session nears Temporal's limits. */
+  notice: { kind: 'stream_shed' | 'limits_warning'; message: string };
 };
 
 export type CadreUiChunk = UIMessageChunk<unknown, CadreDataTypes>;
@@ -34,6 +36,8 @@ export class UiMessageStream {
   private text: string | undefined;
   private readonly calls = new Set<string>();
   private finishReason: FinishReason | undefined;
+  /** The stream stopped showing the reply's text: its end sends the reply whole. */
+  shed = false;
 
   constructor(private readonly messageId?: string) {}
 
@@ -86,12 +90,19 @@ export class UiMessageStream {
       case 'error':
         out.push({ type: 'data-error', id: `error-${event.offset}`, data: { errorType: event.errorType, message: event.message, retryable: event.retryable } });
         break;
+      case 'stream_shed':
+        this.shed = true;
+        out.push({ type: 'data-notice', id: `notice-${event.offset}`, data: { kind: 'stream_shed', message: event.reason } });
+        break;
+      case 'limits_warning':
+        out.push({ type: 'data-notice', id: `notice-${event.offset}`, data: { kind: 'limits_warning', message: event.message } });
+        break;
       // Steps and the run's end belong to a plan run, not to a reply.
     }
     return out;
   }
 
-  /** A reply's text at once, for a session whose stream could not be read. */
+  /** A reply's text at once, for a session whose stream could not be read, or stopped showing text. */
   whole(text: string): CadreUiChunk[] {
     const out = this.open();
     this.closeStep(out);

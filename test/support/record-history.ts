@@ -9,14 +9,13 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { defaultPayloadConverter } from '@temporalio/common';
-import { WorkflowStreamClient } from '@temporalio/workflow-streams/client';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
 import { endSession, sendMessage, sessionInput } from '../../src/client/sessions';
 import { validatePlan, formatIssues } from '../../src/spec/validate';
 import { startEmbedded } from '../../src/worker/embedded';
 import { installConciseLogging } from '../../src/worker/logging';
+import { followByPolls } from './poll-follower';
 
 interface Scenario {
   name: string;
@@ -36,34 +35,6 @@ interface Scenario {
   followChildren?: string[];
   /** Record every run of a run that continued as new: file names of its first and last runs. */
   runs?: { first: string; last: string };
-}
-
-/** Reads a run's stream as other languages' clients do, with the poll update: its accepted polls are in the history. */
-async function followWithPolls(client: CadreClient, workflowId: string): Promise<number> {
-  let items = 0;
-  for await (const item of WorkflowStreamClient.create(client.client, workflowId).subscribe(['events'], 0)) {
-    items++;
-    if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === 'run_completed') break;
-  }
-  return items;
-}
-
-/** Follows a child's stream by poll updates once the child has started (and ended: its last event is `agent_ended`). */
-async function followChildWithPolls(client: CadreClient, workflowId: string): Promise<number> {
-  for (;;) {
-    try {
-      await client.client.workflow.getHandle(workflowId).describe();
-      break;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  let items = 0;
-  for await (const item of WorkflowStreamClient.create(client.client, workflowId).subscribe(['events'], 0)) {
-    items++;
-    if ((defaultPayloadConverter.fromPayload(item.data) as { type?: string }).type === 'agent_ended') break;
-  }
-  return items;
 }
 
 /** A git repository with one commit at <workspace>/repo. */
@@ -165,6 +136,14 @@ team: { model: "scripted:team.yaml" }
 steps:
   - { id: impl, agent: { role: implementer, prompt: "Add retries", model: "scripted:worker.yaml" } }
 output: "{{ steps.impl.output }}"
+`;
+
+/** One agent that reads, asks to write and writes (agentScenarios), its stream followed. */
+const streamedAgentPlan = (name: string) => `
+name: ${name}
+steps:
+  - { id: act, agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } } }
+output: "{{ steps.act.output }}"
 `;
 
 const scenarios: Scenario[] = [
@@ -304,12 +283,7 @@ output: "{{ steps.act.output }}"
   // A streamed agent (patch run-stream): its turns publish to the run's stream, which drains before the run ends.
   {
     name: 'run-plan-streamed',
-    plan: `
-name: replay-streamed
-steps:
-  - { id: act, agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } } }
-output: "{{ steps.act.output }}"
-`,
+    plan: streamedAgentPlan('replay-streamed'),
     answers: { 'act/call-2.1': ['approve'] },
     children: { 'agent-task-streamed': '/act' },
     setup: agentScenarios,
@@ -367,12 +341,7 @@ output: "{{ steps.act.output }}"
   // each publishes. The worker's moves go to the run in batches (patch worker-reports).
   {
     name: 'run-plan-agent-streams',
-    plan: `
-name: replay-agent-streams
-steps:
-  - { id: act, agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } } }
-output: "{{ steps.act.output }}"
-`,
+    plan: streamedAgentPlan('replay-agent-streams'),
     answers: { 'act/call-2.1': ['approve'] },
     children: { 'agent-task-own-stream': '/act' },
     setup: agentScenarios,
@@ -486,7 +455,7 @@ async function recordSession(client: CadreClient, scenario: SessionScenario): Pr
   const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: scenario.continueEvery });
   await sendMessage(client, id, 'message 1', start, { taskQueue: 'record' });
   const firstRunId = (await client.client.workflow.getHandle(id).describe()).runId;
-  const following = scenario.follow ? followWithPolls(client, id) : undefined;
+  const following = scenario.follow ? followByPolls(client.client, id, 'run_completed') : undefined;
   for (let i = 2; i <= scenario.messages; i++) await sendMessage(client, id, `message ${i}`, start, { taskQueue: 'record' });
   await endSession(client, id);
   await client.client.workflow.getHandle(id).result();
@@ -518,8 +487,8 @@ async function main(): Promise<void> {
       const { workflowId } = scenario.document
         ? await client.client.workflow.start('runPlan', { workflowId: scenario.name, taskQueue: 'record', args: [{ document: YAML.parse(scenario.plan), baseDir: workspace }] })
         : await client.start(result.plan, {}, { workflowId: scenario.name, taskQueue: 'record' });
-      const following = scenario.followStream ? followWithPolls(client, workflowId) : undefined;
-      const children = (scenario.followChildren ?? []).map((suffix) => followChildWithPolls(client, `${workflowId}${suffix}`));
+      const following = scenario.followStream ? followByPolls(client.client, workflowId, 'run_completed') : undefined;
+      const children = (scenario.followChildren ?? []).map((suffix) => followByPolls(client.client, `${workflowId}${suffix}`, 'agent_ended'));
       const pending = Object.fromEntries(Object.entries(scenario.answers).map(([k, v]) => [k, [...v]]));
       await client.watch(workflowId, (d) => {
         for (const w of d.waiting) {

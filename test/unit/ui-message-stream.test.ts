@@ -137,3 +137,17 @@ test('a reply whose stream could not be read goes whole, and run events add noth
   ]);
   expect(ui.finish()).toEqual([{ type: 'finish', finishReason: 'stop' }]);
 });
+
+test('a stream that stops showing text says so as a notice, and the reply then goes whole', async () => {
+  const ui = new UiMessageStream('reply-9');
+  const chunks = [
+    ...ui.push(ev({ type: 'message_start', turn: 1, attempt: 1 })),
+    ...ui.push(ev({ type: 'text_delta', turn: 1, attempt: 1, text: 'First' })),
+    ...ui.push(ev({ type: 'stream_shed', reason: 'this workflow has used 5000 of Temporal\'s 10000 signals a run' })),
+    ...ui.push(ev({ type: 'limits_warning', limit: 'signals', used: 8000, max: 10000, message: 'CadreLimits: 8000 of 10000' })),
+  ];
+  expect(ui.shed).toBe(true);
+  const message = await asMessage([...chunks, ...ui.whole('First, then the rest.'), ...ui.finish()]);
+  expect(message.parts.filter((p) => p.type === 'data-notice').map((p) => (p as { data: { kind: string } }).data.kind)).toEqual(['stream_shed', 'limits_warning']);
+  expect(message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).toEqual(['First', 'First, then the rest.']);
+});

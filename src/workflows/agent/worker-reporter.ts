@@ -5,7 +5,7 @@
  *
  * The moves go in batches (patch worker-reports; earlier runs sent a `workerState` signal and an
  * upsert a move): the moves of one workflow task in one `workerMoves` signal and one upsert, one
- * signal in flight at a time, and after the first few, signals further apart the more the worker
+ * signal in flight at a time, and after the first two, signals further apart the more the worker
  * has sent, up to fifteen minutes. However long a worker runs and however often it moves, its team run
  * takes a bounded number of its signals (the team run's signals are for what controls it:
  * docs/streaming.md); the final move goes at once, so the board is exact at the end, and clients
