@@ -117,9 +117,9 @@ test('Python resumes from an offset after the run has ended: exactly the events 
 }, 60_000);
 
 test('a stock Python follower through ten minutes of streaming cannot use up the updates the answer at the end needs', async () => {
-  // Batches every 10 ms and a follower that polls every 10 ms once caught up: a minute here is ten at the defaults (100 ms).
+  // Batches every 5 ms and a follower that polls every 5 ms once caught up: thirty seconds here are ten minutes at the defaults (100 ms).
   const batchMs = process.env.CADRE_STREAM_BATCH_MS;
-  process.env.CADRE_STREAM_BATCH_MS = '10';
+  process.env.CADRE_STREAM_BATCH_MS = '5';
   const ws = tempWorkspace();
   writeFileSync(path.join(ws, 'notes.txt'), 'the notes');
   const plan = `name: followed-for-long
@@ -127,11 +127,11 @@ steps:
   - { id: write, agent: { prompt: "write at length, then read notes.txt", model: "openai:gpt-4o-mini", tools: [fs.read], approvals: { fs.read: ask } } }
 `;
   const chunks = words(3000, 'long');
-  server.enqueue({ chunks, chunkDelayMs: 20, toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] }, { text: 'The notes say: the notes.' });
+  server.enqueue({ chunks, chunkDelayMs: 10, toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] }, { text: 'The notes say: the notes.' });
   try {
     await withModels(async (h) => {
       const id = await startPlan(h, compile(plan, ws));
-      const following = follow(id, ['--poll-cooldown', '10'], 240_000);
+      const following = follow(id, ['--poll-cooldown', '5'], 240_000);
       const waiting = await waitUntil(h, id, (d) => d.waiting.some((w) => w.kind === 'approval'), 200_000);
       // The person's answer: an update, accepted.
       await h.client.approve(id, waiting.waiting[0].id);

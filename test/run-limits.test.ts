@@ -3,9 +3,9 @@
  * leave their plan run's signals, updates and history to what controls it; a run past its history
  * budget continues as new; a run near its limits warns, and an agent near its own sheds its text.
  *
- * On a dev server whose limits are a tenth of Temporal's defaults (test/support/limits.ts), at a
- * tenth of the scale people ran into them with: the same runs, failing the same way on code that
- * spends a signal per chunk.
+ * On a dev server whose limits are a twentieth of Temporal's defaults (test/support/limits.ts), at
+ * a twentieth of the scale people ran into them with: the same runs, failing the same way on code
+ * that spends a signal per chunk.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +14,7 @@ import type { StreamEventAt } from '../src/streaming/events';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
 import { compile, startPlan, tempWorkspace, waitUntil } from './support/harness';
-import { LOW_LIMITS, allRuns, onServer, refused, serverWith, signalsIn, words } from './support/limits';
+import { LOW_LIMITS, SIGNALS_LIMIT, allRuns, onServer, refused, serverWith, signalsIn, words } from './support/limits';
 
 let models: FakeModelServer;
 let low: TemporalServer;
@@ -46,8 +46,9 @@ inputs:
     ws,
   );
   const items = Array.from({ length: 16 }, (_, i) => i);
-  // Ten pieces a second for ten seconds each, at 100 ms batches: a hundred signals an agent, 1,600 in all.
-  const chunks = Array.from({ length: 100 }, (_, i) => `word${i} `);
+  // Ten pieces a second for five seconds each, at 100 ms batches: fifty signals an agent, 800 in all,
+  // as sixteen agents streaming for 100 s sent 16,000 to a run that takes 10,000.
+  const chunks = Array.from({ length: 50 }, (_, i) => `word${i} `);
   models.enqueue(...items.map(() => ({ chunks, chunkDelayMs: 100, usage: { inputTokens: 5, outputTokens: 100 } })));
   models.enqueue({ text: 'Reading. ', toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] }, { text: 'The notes say: the notes.' });
   await onServer(low, models, async (h) => {
@@ -65,20 +66,21 @@ inputs:
     console.log(`root: ${runs.length} run(s), ${runs.map(signalsIn).join('+')} signals, ${runs.map((r) => r.length).join('+')} events; each agent took ${Math.min(...agentSignals)}-${Math.max(...agentSignals)} signals`);
     // The run's signals are for what controls it: a few a step, none a chunk.
     for (const run of runs) {
-      expect(signalsIn(run)).toBeLessThan(100);
-      expect(run.length).toBeLessThan(1024);
+      // A tenth of the run's limit at most, and a twentieth of Temporal's warning of 10,240 events.
+      expect(signalsIn(run)).toBeLessThan(SIGNALS_LIMIT / 10);
+      expect(run.length).toBeLessThan(512);
       expect(refused(run)).toEqual([]);
     }
     for (const writer of writers) expect(refused(writer.events ?? [])).toEqual([]);
     // Each agent's batches widen as its turn goes on: fewer than one a chunk.
-    expect(Math.max(...agentSignals)).toBeLessThan(120);
+    expect(Math.max(...agentSignals)).toBeLessThan(SIGNALS_LIMIT / 5);
   });
 }, 300_000);
 
 test('a run past its history budget continues as new, carries its steps on, and replays', async () => {
   const ws = tempWorkspace();
   // About four events a step: two more runs after the forEach's.
-  const CHAIN = 180;
+  const CHAIN = 120;
   const plan = compile(
     `name: long-history
 steps:
@@ -94,7 +96,7 @@ inputs:
 `,
     ws,
   );
-  const items = Array.from({ length: 30 }, (_, i) => i);
+  const items = Array.from({ length: 20 }, (_, i) => i);
   models.enqueue(...items.map((i) => ({ chunks: [`part `, `${i}`], chunkDelayMs: 5 })));
   await onServer(low, models, async (h) => {
     const id = await startPlan(h, plan, { items });
@@ -123,20 +125,20 @@ inputs:
 test('a run past 80% of its signals warns in its stream, and `cadre status` shows its counts against the limits it was given', async () => {
   const plan = compile(`name: flooded\nsteps:\n  - { id: hold, ask: { question: "Go?", choices: [yes] } }\n`, tempWorkspace());
   await onServer(low, models, async (h) => {
-    // The low server takes 1,000 signals a run, and the run is told so (CADRE_RUN_LIMITS for the CLI).
-    const { workflowId: id } = await h.client.start(plan, {}, { workflowId: `flooded-${Date.now()}`, taskQueue: h.taskQueue, limits: { signals: 1000 } });
+    // The low server takes 500 signals a run, and the run is told so (CADRE_RUN_LIMITS for the CLI).
+    const { workflowId: id } = await h.client.start(plan, {}, { workflowId: `flooded-${Date.now()}`, taskQueue: h.taskQueue, limits: { signals: SIGNALS_LIMIT } });
     await waitUntil(h, id, (d) => d.waiting.length > 0);
     const handle = h.client.client.workflow.getHandle(id);
-    // 810 signals from outside, 30 at a time: past 80% of the run's 1,000.
-    for (let sent = 0; sent < 810; sent += 30) await Promise.all(Array.from({ length: 30 }, () => handle.signal('resume')));
-    const d = await waitUntil(h, id, (x) => (x.limits?.signals ?? 0) >= 810);
-    expect(d.limits).toMatchObject({ signals: 810, updates: 0, max: { signals: 1000, updates: 2000 } });
+    // 420 signals from outside, 30 at a time: past 80% of the run's 500.
+    for (let sent = 0; sent < 420; sent += 30) await Promise.all(Array.from({ length: 30 }, () => handle.signal('resume')));
+    const d = await waitUntil(h, id, (x) => (x.limits?.signals ?? 0) >= 420);
+    expect(d.limits).toMatchObject({ signals: 420, updates: 0, max: { signals: 500, updates: 2000 } });
     const status = await runCadre(['status', id], tempWorkspace(), { ...testServerEnv(), TEMPORAL_ADDRESS: low.address, CADRE_TASK_QUEUE: h.taskQueue });
-    expect(status.stdout).toMatch(/limits: 810 of 1,000 signals \(81%\): Temporal's per-run limits/);
+    expect(status.stdout).toMatch(/limits: 420 of 500 signals \(84%\): Temporal's per-run limits/);
     await h.client.answer(id, 'hold', 'yes');
     const events: StreamEventAt[] = [];
     for await (const e of h.client.events(id)) events.push(e);
-    expect(events.filter((e) => e.type === 'limits_warning')).toEqual([expect.objectContaining({ limit: 'signals', max: 1000, used: 800, message: expect.stringContaining('CadreLimits') })]);
+    expect(events.filter((e) => e.type === 'limits_warning')).toEqual([expect.objectContaining({ limit: 'signals', max: 500, used: 400, message: expect.stringContaining('CadreLimits') })]);
     expect((await h.client.result(id)).status).toBe('completed');
   });
 }, 240_000);

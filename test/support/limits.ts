@@ -1,7 +1,7 @@
 /**
  * Runs near Temporal's per-run limits (test/run-limits.test.ts, test/team-limits.test.ts): a dev
- * server of their own whose limits are a tenth of Temporal's defaults (1,000 signals a run, and
- * continue-as-new suggested at 400 events instead of 4,096), and what to count in histories.
+ * server of their own whose limits are a twentieth of Temporal's defaults (500 signals a run, and
+ * continue-as-new suggested at 300 events instead of 4,096), and what to count in histories.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -15,8 +15,9 @@ import { type Harness, withWorker } from './harness';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-/** A tenth of Temporal's 10,000 signals a run; Temporal suggests continuing as new at 400 events instead of 4,096. */
-export const LOW_LIMITS = { 'history.maximumSignalsPerExecution': 1000, 'limit.historyCount.suggestContinueAsNew': 400 };
+/** A twentieth of Temporal's 10,000 signals a run; Temporal suggests continuing as new at 300 events instead of 4,096. */
+export const SIGNALS_LIMIT = 500;
+export const LOW_LIMITS = { 'history.maximumSignalsPerExecution': SIGNALS_LIMIT, 'limit.historyCount.suggestContinueAsNew': 300 };
 
 /** A dev server with other limits, its search attributes registered. */
 export async function serverWith(dynamicConfig: Record<string, number>): Promise<TemporalServer> {
