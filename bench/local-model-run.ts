@@ -3,13 +3,14 @@
  * each, on a worker that polls `taskQueue`; judges each by its check of the workspace. Used by
  * bench/local-model.ts against a real model, and by test/agents.test.ts against the fake server.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { CadreClient } from '../src/client/client';
 import { formatIssues, validatePlan } from '../src/spec/validate';
 import { type BenchTask, writeFiles } from './local-model-tasks';
+import { agentTranscript } from './transcript';
 
 export interface TaskResult {
   task: string;
@@ -24,6 +25,8 @@ export interface TaskResult {
   answer?: string;
   turns: number;
   toolCalls: number;
+  /** Model replies that did not parse as an offered call (read from the agent's history; cadre's runs only). */
+  unparsed?: number;
   inputTokens: number;
   outputTokens: number;
   seconds: number;
@@ -40,6 +43,8 @@ export interface TaskRunOptions {
   timeout: string;
   /** Where each task's workspace is made. */
   root: string;
+  /** Where to write each task's transcript (`<task>.txt`: the model's turns and the tools' results), if anywhere. */
+  transcripts?: string;
   log(line: string): void;
 }
 
@@ -73,6 +78,13 @@ export async function runTasks(h: { client: CadreClient; taskQueue: string }, op
       seconds: Math.round(seconds * 10) / 10,
       load: Math.round(os.loadavg()[0] * 10) / 10,
     };
+    const agentId = step?.agent?.workflowId;
+    const transcript = agentId === undefined ? undefined : await agentTranscript(h.client.client, agentId);
+    if (transcript) result.unparsed = transcript.unparsed;
+    if (options.transcripts && transcript) {
+      mkdirSync(options.transcripts, { recursive: true });
+      writeFileSync(path.join(options.transcripts, `${task.id}.txt`), `${task.prompt}\n${transcript.text}\n--- check: ${result.success ? 'success' : 'failure'} (${result.check})\n`);
+    }
     options.log(`${task.id}: ${result.success ? 'success' : 'failure'} (${result.check}), ${result.ended}, ${result.turns} turns, ${result.toolCalls} tool calls, ${result.seconds} s`);
     results.push(result);
   }
@@ -104,6 +116,12 @@ function errorType(error: string | undefined): string | undefined {
 export interface Totals {
   tasks: number;
   succeeded: number;
+  /** Runs that ended `completed` (or Submitted) with the work undone: the model's word taken for the work. */
+  silentSuccesses: number;
+  /** Model replies that did not parse as an offered call. */
+  unparsed: number;
+  /** The median task's seconds. */
+  medianSeconds: number;
   turns: number;
   toolCalls: number;
   inputTokens: number;
@@ -116,12 +134,44 @@ export function totals(results: TaskResult[]): Totals {
   return {
     tasks: results.length,
     succeeded: results.filter((r) => r.success).length,
+    silentSuccesses: results.filter((r) => !r.success && (r.ended === 'completed' || r.ended === 'Submitted')).length,
+    unparsed: sum((r) => r.unparsed ?? 0),
+    medianSeconds: median(results.map((r) => r.seconds)),
     turns: sum((r) => r.turns),
     toolCalls: sum((r) => r.toolCalls),
     inputTokens: sum((r) => r.inputTokens),
     outputTokens: sum((r) => r.outputTokens),
     seconds: Math.round(sum((r) => r.seconds)),
   };
+}
+
+/** cadre's results beside a peer harness's on the same tasks, as a Markdown table: done, how it ended, turns, seconds; totals last. */
+export function sideBySide(cadre: TaskResult[], peer: TaskResult[], peerName: string): string {
+  const byTask = new Map(peer.map((r) => [r.task, r]));
+  const cells = (r: TaskResult | undefined) => (r ? [r.success ? 'yes' : 'no', r.ended, r.turns, r.seconds.toFixed(0)] : ['', '', '', '']);
+  const rows = cadre.map((r) => [r.task, ...cells(r), ...cells(byTask.get(r.task))]);
+  const total = (results: TaskResult[]) => {
+    const t = totals(results);
+    return [`**${t.succeeded}/${t.tasks}**`, '', t.turns, t.seconds.toFixed(0)];
+  };
+  rows.push(['**total**', ...total(cadre), ...total(peer)]);
+  const head = ['task', 'cadre: done', 'ended', 'turns', 's', `${peerName}: done`, 'ended', 'turns', 's'];
+  const lines = [head, ['---', '---', '---', '---:', '---:', '---', '---', '---:', '---:'], ...rows];
+  return lines.map((row) => `| ${row.join(' | ')} |`).join('\n');
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return Math.round((sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2) * 10) / 10;
+}
+
+/** A line under a table: what the totals row does not show. */
+export function summary(results: TaskResult[], name = 'cadre'): string {
+  const t = totals(results);
+  const unparsed = results.some((r) => r.unparsed !== undefined) ? `, ${t.unparsed} replies that did not parse` : '';
+  return `${name}: ${t.succeeded}/${t.tasks} done, ${t.silentSuccesses} silent successes (completed, work undone)${unparsed}, median task ${t.medianSeconds} s`;
 }
 
 /** The results as a Markdown table, totals last. */

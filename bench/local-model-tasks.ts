@@ -29,8 +29,8 @@ export interface BenchTask {
   check(workspace: string): Check;
 }
 
-const FS = ['fs.read', 'fs.write'];
-const FS_SHELL = ['fs.read', 'fs.write', 'shell'];
+const FS = ['fs.read', 'fs.write', 'fs.edit'];
+const FS_SHELL = ['fs.read', 'fs.write', 'fs.edit', 'shell'];
 
 const NOTES = `Release notes for version 2.4 (codename Kestrel)
 - Ships on Friday 14 March.

@@ -11,7 +11,10 @@
  *     --timeout 30m                each agent step's timeout (default 30m: small models on a CPU are slow)
  *     --api-key-env NAME           the environment variable holding the server's key, if it wants one
  *     --label "llama.cpp b6000, 2 threads"   what served the model, kept in the JSON
- *     --out file.json              default bench/results/local-model.json
+ *     --out file.json              default bench/results/local-model.json; each task's transcript goes to
+ *                                  file-transcripts/<task>.txt (what the model said and the tools answered)
+ *     --peer mini-swe-agent        run the same tasks through mini-swe-agent too (installed into a venv
+ *                                  under cadre's cache on first use) and print both columns
  *     --keep                       keep the tasks' workspaces (their folder is printed)
  *
  * Prints progress on stderr, then the results as a Markdown table (per task: success, how the step
@@ -22,11 +25,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TOOL_CALL_MODES, type ToolCallMode, modelSettings } from '../src/providers/config';
-import { isDuration } from '../src/spec/duration';
+import { durationMs, isDuration } from '../src/spec/duration';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
 import { TASKS } from './local-model-tasks';
-import { runTasks, table, totals } from './local-model-run';
+import { runTasks, sideBySide, summary, table, totals } from './local-model-run';
+import { PEER_VERSION, runPeerTasks } from './local-model-peer';
 import { resultsFile, runMain } from './run-main';
 
 const benchStartMs = Date.now();
@@ -34,7 +38,7 @@ function log(line: string): void {
   process.stderr.write(`bench: ${((Date.now() - benchStartMs) / 1000).toFixed(1)}s ${line}\n`);
 }
 
-const USAGE = 'usage: npm run bench:local-model -- --url http://127.0.0.1:8080/v1 --model <name> [--tool-calls native|json|xml|qwen] [--tasks a,b] [--max-turns 12] [--timeout 30m] [--label text] [--out file] [--keep]';
+const USAGE = 'usage: npm run bench:local-model -- --url http://127.0.0.1:8080/v1 --model <name> [--tool-calls required|native|json|xml|qwen] [--tasks a,b] [--max-turns 12] [--timeout 30m] [--label text] [--out file] [--peer mini-swe-agent] [--keep]';
 
 function options() {
   const { values } = parseArgs({
@@ -48,6 +52,7 @@ function options() {
       'api-key-env': { type: 'string' },
       label: { type: 'string' },
       out: { type: 'string' },
+      peer: { type: 'string' },
       keep: { type: 'boolean', default: false },
     },
   });
@@ -65,7 +70,9 @@ function options() {
   const unknown = wanted.filter((id) => !TASKS.some((t) => t.id === id));
   if (unknown.length > 0) fail(`no task ${unknown.join(', ')} (tasks: ${TASKS.map((t) => t.id).join(', ')})`);
   const tasks = TASKS.filter((t) => wanted.includes(t.id));
-  return { url, model, toolCalls, maxTurns, timeout: values.timeout, tasks, apiKeyEnv: values['api-key-env'], label: values.label, out: values.out ?? resultsFile('local-model'), keep: values.keep };
+  const out = values.out ?? resultsFile('local-model');
+  if (values.peer !== undefined && values.peer !== 'mini-swe-agent') fail(`--peer can be mini-swe-agent, not ${values.peer}`);
+  return { url, model, toolCalls, maxTurns, timeout: values.timeout, tasks, apiKeyEnv: values['api-key-env'], label: values.label, out, transcripts: out.replace(/\.json$/, '') + '-transcripts', peer: values.peer, keep: values.keep };
 }
 
 async function main(): Promise<void> {
@@ -88,8 +95,10 @@ async function main(): Promise<void> {
   try {
     log(`${opts.tasks.length} tasks on ${opts.model} at ${opts.url}, toolCalls ${opts.toolCalls}`);
     const results = await worker.runUntil(
-      runTasks({ client, taskQueue }, { model: 'openai-compatible:bench', tasks: opts.tasks, maxTurns: opts.maxTurns, timeout: opts.timeout, root: path.join(tmp, 'tasks'), log }),
+      runTasks({ client, taskQueue }, { model: 'openai-compatible:bench', tasks: opts.tasks, maxTurns: opts.maxTurns, timeout: opts.timeout, root: path.join(tmp, 'tasks'), transcripts: opts.transcripts, log }),
     );
+    const timeoutMs = durationMs(opts.timeout);
+    const peer = opts.peer ? await runPeerTasks({ url: opts.url, model: opts.model, tasks: opts.tasks, maxTurns: opts.maxTurns, timeoutMs, root: path.join(tmp, 'peer'), log }) : undefined;
     const report = {
       benchmark: 'local-model',
       model: opts.model,
@@ -101,10 +110,11 @@ async function main(): Promise<void> {
       machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGiB: Math.round(os.totalmem() / 2 ** 30), loadAverage1m: { atStart: round(loadAtStart), atEnd: round(os.loadavg()[0]), meanOverTasks: round(mean(results.map((r) => r.load))) } },
       totals: totals(results),
       tasks: results,
+      ...(peer && { peer: { harness: `mini-swe-agent ${PEER_VERSION}`, totals: totals(peer), tasks: peer } }),
     };
     mkdirSync(path.dirname(opts.out), { recursive: true });
     writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
-    process.stdout.write(`${table(results)}\n`);
+    process.stdout.write(`${peer ? sideBySide(results, peer, 'mini-swe-agent') : table(results)}\n\n${summary(results)}\n${peer ? `${summary(peer, 'mini-swe-agent')}\n` : ''}`);
     log(`results in ${opts.out}`);
   } finally {
     await client.close();

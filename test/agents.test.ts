@@ -11,12 +11,13 @@ import { modelSettings } from '../src/providers/config';
 import { auditFile } from '../src/store/audit-files';
 import { auditSinks } from '../src/worker/audit-log';
 import type { Diagnostics } from '../src/protocol/definitions';
-import { type FakeModelServer, type RecordedRequest, type TextToolCallStyle, startFakeModelServer } from './support/fake-model-server';
+import { type FakeModelServer, type RecordedRequest, type TextToolCallStyle, fakeTokens, startFakeModelServer } from './support/fake-model-server';
+import { windowOf } from '../src/activities/tools/text-views';
 import { runCadre, testServerEnv } from './support/cli';
 import { git, tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 import { TASKS } from '../bench/local-model-tasks';
-import { runTasks, table } from '../bench/local-model-run';
+import { runTasks, summary, table } from '../bench/local-model-run';
 
 const KEY = 'sk-test-agents-7c1d9e';
 let server: FakeModelServer;
@@ -34,8 +35,8 @@ beforeEach(() => {
 
 function withAgents<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
   // Local endpoints named for their toolCalls mode: `openai-compatible:xml` is a small model read in xml.
-  const local = (toolCalls: 'native' | 'json' | 'xml' | 'qwen') => ({ baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', toolCalls });
-  const compatible = { native: local('native'), json: local('json'), xml: local('xml'), qwen: local('qwen') };
+  const local = (toolCalls: 'required' | 'native' | 'json' | 'xml' | 'qwen') => ({ baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', toolCalls });
+  const compatible = { required: local('required'), native: local('native'), json: local('json'), xml: local('xml'), qwen: local('qwen') };
   const models = modelSettings({ anthropic: { baseURL: server.baseURL }, compatible }, { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: server.baseURL, ANTHROPIC_API_KEY: KEY });
   return withWorker(fn, { activityDeps: { models }, auditDir });
 }
@@ -94,7 +95,7 @@ steps:
       // The tools were offered under names providers take, with JSON Schemas from zod.
       const offered = (server.requests[0].body.tools as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).map((t) => t.function);
       expect(offered.map((t) => t.name).sort()).toEqual(['fs_read', 'fs_write', 'shell']);
-      expect(Object.keys(offered.find((t) => t.name === 'fs_read')?.parameters.properties ?? {})).toEqual(['path']);
+      expect(Object.keys(offered.find((t) => t.name === 'fs_read')?.parameters.properties ?? {})).toEqual(['path', 'from', 'to']);
       expect(toolResults(server.requests[1]).c1).toContain('MARKER-FILE-CONTENT-51f2');
       // Both calls of turn two ran, and their results went back together.
       const third = toolResults(server.requests[2]);
@@ -315,6 +316,101 @@ describe('small local models (tool calls written as text)', () => {
     });
   });
 
+  test('toolCalls: required: every turn a call, and the finish call ends the step with its structured answer (a finish that does not match is sent back)', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'notes.txt'), 'ship on Friday\nfreeze on Thursday\n');
+    const plan = compile(
+      `
+name: local-required
+steps:
+  - id: count
+    agent:
+      prompt: "How many lines does notes.txt have? Write the count to count.txt."
+      model: "openai-compatible:required"
+      tools: [fs.read, fs.write]
+      output: { type: object, properties: { lines: { type: integer }, file: { type: string } }, required: [lines, file], additionalProperties: false }
+output: "{{ steps.count.output }}"
+`,
+      ws,
+    );
+    server.enqueue(
+      { toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }] },
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'count.txt', content: '2' } }] },
+      // The fake server, like llama.cpp's grammar, sends these answers as calls to finish.
+      { text: '{"lines": "two", "file": "count.txt"}' },
+      { text: '{"lines": 2, "file": "count.txt"}' },
+    );
+    await withAgents(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      expect(d.output).toEqual({ lines: 2, file: 'count.txt' });
+      expect(readFileSync(path.join(ws, 'count.txt'), 'utf8')).toBe('2');
+      expect(step(d, 'count').agent).toMatchObject({ turns: 4 });
+      expect(server.requests.map((r) => r.body.tool_choice)).toEqual(Array(4).fill('required'));
+      // The finish that did not match went back to the model as a tool error, with the reason.
+      expect(Object.values(toolResults(server.requests[3]))).toContainEqual(expect.stringMatching(/the arguments do not match finish's schema: lines: /));
+    });
+  });
+
+  test('a server whose context holds 2,048 tokens never receives more: the oldest tool results are shortened, saying so; a prompt that cannot fit fails ModelContextTooLong', async () => {
+    const tiny = await startFakeModelServer();
+    tiny.contextTokens = 2048;
+    try {
+      const ws = tempWorkspace();
+      // 250 lines of 22 characters: a window of 100 is about 900 tokens by cadre's estimate; the three windows
+      // together are more than 2,048 by the server's own count, so the conversation sent whole would be refused.
+      const big = Array.from({ length: 250 }, (_, i) => `row ${String(i + 1).padStart(3, '0')} ${'x'.repeat(14)}`).join('\n');
+      writeFileSync(path.join(ws, 'big.txt'), big);
+      const plan = compile(
+        `
+name: local-context
+steps:
+  - { id: read, agent: { prompt: "What is on the last row of big.txt?", model: "openai-compatible:tiny", tools: [fs.read] } }
+  - { id: huge, dependsOn: [read], onFailure: skip, agent: { prompt: "${'many words '.repeat(800)}", model: "openai-compatible:tiny", tools: [fs.read] } }
+output: "{{ steps.read.output }}"
+`,
+        ws,
+      );
+      tiny.enqueue(
+        { toolCalls: [{ id: 'a', name: 'fs_read', args: { path: 'big.txt' } }] },
+        { toolCalls: [{ id: 'b', name: 'fs_read', args: { path: 'big.txt', from: 101 } }] },
+        { toolCalls: [{ id: 'c', name: 'fs_read', args: { path: 'big.txt', from: 201 } }] },
+        { text: 'The last row is row 250.' },
+      );
+      const models = modelSettings({ compatible: { tiny: { baseURL: tiny.baseURL, model: 'tiny' } } }, {});
+      await withWorker(
+        async (h) => {
+          const id = await startPlan(h, plan);
+          const d = await h.client.result(id);
+          expect(d.status).toBe('completed');
+          expect(d.output).toBe('The last row is row 250.');
+          // Every request fitted: the server's own count plus the answer's tokens, within 2,048.
+          expect(tiny.requests).toHaveLength(4);
+          expect(Math.max(...tiny.requests.map((r, i) => tiny.promptTokens[i] + (r.body.max_tokens as number)))).toBeLessThanOrEqual(2048);
+          // Sent whole, the last conversation would have been more than the server holds.
+          const windows = [windowOf('big.txt', big, 1), windowOf('big.txt', big, 101), windowOf('big.txt', big, 201)].map((w) => w.view);
+          const sent = tiny.requests[3].body;
+          let n = 0;
+          const whole = (sent.messages as { role: string; content?: unknown }[]).map((m) => (m.role === 'tool' ? { ...m, content: windows[n++] } : m));
+          expect(fakeTokens({ ...sent, messages: whole }) + (sent.max_tokens as number)).toBeGreaterThan(2048);
+          // The oldest windows were shortened as new ones came; the model read notes saying so, and the newest result whole.
+          const last = messagesOf(tiny.requests[3]).filter((m) => m.role === 'tool').map((m) => String(m.content));
+          expect(last[0]).toMatch(/^\[shortened by cadre to fit the model's context: \d+ characters of fs_read's result, of which the start is: big\.txt, lines 1-100 of 250/);
+          expect(last[1]).toMatch(/^\[shortened by cadre .* lines 101-200 of 250/);
+          expect(last[2]).toBe(windows[2]);
+          const turns = auditLines(id).filter((l) => l.event === 'model.turn' && l.step === 'read');
+          expect(turns.map((l) => l.shortened)).toEqual([undefined, undefined, 1, 2]);
+          // The prompt alone is over the window: the step fails before any request is sent.
+          expect(step(d, 'huge').status).toBe('skipped');
+          expect(step(d, 'huge').error).toMatch(/ModelContextTooLong: .*the conversation needs about \d+ tokens with every tool result shortened, and the model's context holds 2048/);
+        },
+        { activityDeps: { models }, auditDir },
+      );
+    } finally {
+      await tiny.close();
+    }
+  });
+
   test('never a silent success: a call written as text gets one correction; written so again, the step fails ToolCallNotParsed naming the fix', async () => {
     const ws = tempWorkspace();
     writeFileSync(path.join(ws, 'notes.txt'), 'three notes');
@@ -390,13 +486,21 @@ describe('the local-model benchmark (bench/local-model.ts), on the fake server',
       { text: 'Replaced World with cadre.', usage: { inputTokens: 500, outputTokens: 8 } },
     );
     const logged: string[] = [];
-    const results = await withAgents((h) => runTasks(h, { model: 'openai-compatible:json', tasks, maxTurns: 6, timeout: '2m', root: tempWorkspace(), log: (line) => logged.push(line) }));
+    const transcripts = path.join(tempWorkspace(), 'transcripts');
+    const results = await withAgents((h) => runTasks(h, { model: 'openai-compatible:json', tasks, maxTurns: 6, timeout: '2m', root: tempWorkspace(), transcripts, log: (line) => logged.push(line) }));
     expect(results.map(({ seconds: _seconds, load: _load, ...rest }) => rest)).toEqual([
-      { task: 'config-port', success: false, check: 'no port.txt', ended: 'completed', answer: 'I wrote 8443 to port.txt.', turns: 1, toolCalls: 0, inputTokens: 400, outputTokens: 10 },
-      { task: 'edit-word', success: true, check: 'greeting.txt is right', ended: 'completed', answer: 'Replaced World with cadre.', turns: 3, toolCalls: 2, inputTokens: 1350, outputTokens: 58 },
+      { task: 'config-port', success: false, check: 'no port.txt', ended: 'completed', answer: 'I wrote 8443 to port.txt.', turns: 1, toolCalls: 0, unparsed: 0, inputTokens: 400, outputTokens: 10 },
+      { task: 'edit-word', success: true, check: 'greeting.txt is right', ended: 'completed', answer: 'Replaced World with cadre.', turns: 3, toolCalls: 2, unparsed: 0, inputTokens: 1350, outputTokens: 58 },
     ]);
     expect(table(results).split('\n').at(-1)).toMatch(/^\| \*\*total\*\* \| \*\*1\/2\*\* \| {2}\| 4 \| 2 \| 1818 \| \d+ \|$/);
+    // The claim in words is counted as what it is: a silent success.
+    expect(summary(results)).toMatch(/^cadre: 1\/2 done, 1 silent successes \(completed, work undone\), 0 replies that did not parse, median task [\d.]+ s$/);
     expect(logged).toContain('config-port: started');
+    // Each task's transcript: the model's calls and what the tools answered, then the check.
+    const edit = readFileSync(path.join(transcripts, 'edit-word.txt'), 'utf8');
+    expect(edit).toContain('call fs_read {"path":"greeting.txt"}');
+    expect(edit).toContain('--- fs.read: greeting.txt, lines 1-2 of 2:\n1\tHello, World!');
+    expect(edit.trim().split('\n').at(-1)).toBe('--- check: success (greeting.txt is right)');
   });
 });
 

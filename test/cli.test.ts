@@ -29,7 +29,7 @@ describe('the cadre CLI', () => {
       'bad.yaml: 3 problems',
       '  steps[0]: dependency cycle a -> b -> a',
       '  steps[1].timeout: bad duration "soon": use a number with ms, s, m, h or d (e.g. 30s, 5m)',
-      '  steps[1].tool: unknown tool "nope" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>)',
+      '  steps[1].tool: unknown tool "nope" (known tools: shell, fs.read, fs.write, fs.edit, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>)',
     ]);
     const run = await cadre(['run', 'bad.yaml', '--wait'], ws);
     expect(run.code).toBe(2);

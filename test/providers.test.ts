@@ -13,7 +13,7 @@ import { createActivities } from '../src/activities';
 import { ErrorTypes } from '../src/errors/application-failures';
 import { type ModelSettings, modelSettings, parseModelId, parseModelsSection, withToolCalls } from '../src/providers/config';
 import { languageModel } from '../src/providers/registry';
-import type { ToolCallMode } from '../src/providers/tool-call-modes';
+import { type ToolCallMode, objectEnd } from '../src/providers/tool-call-modes';
 import { retryAfterMs } from '../src/providers/errors';
 import { type ModelTurnRequest, type ModelTurnResult, modelTurn } from '../src/providers/model-turn';
 import { tryToolCallModes } from '../src/providers/mode-trials';
@@ -469,6 +469,26 @@ describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', 
     expect((await (server.enqueue({ text: notCalls[2] }), modelTurn(ask, local('json')))).unparsedToolCall).toMatchObject({ tool: 'fs_write', style: 'json' });
   });
 
+  test('every text mode reads a reply that opens with a bare call followed by words: the call runs, the words stay the text', async () => {
+    const call = JSON.stringify({ name: 'fs_write', arguments: write.args });
+    for (const mode of ['json', 'xml', 'qwen'] as const) {
+      const text = `${call}\nThis writes the summary {as asked}.`;
+      server.enqueue({ text, chunks: text.match(/[\s\S]{1,6}/g) ?? [] });
+      const heard: string[] = [];
+      const turn = await modelTurn(ask, local(mode), undefined, { textDelta: (piece) => heard.push(piece) });
+      expect({ mode, calls: turn.toolCalls.map((c) => [c.name, c.args]), text: turn.text, finish: turn.finishReason }).toEqual({
+        mode,
+        calls: [['fs_write', write.args]],
+        text: '\nThis writes the summary {as asked}.',
+        finish: 'tool-calls',
+      });
+      expect(heard.join('')).toBe('\nThis writes the summary {as asked}.');
+    }
+    // An object with braces inside its strings closes where JSON says it does.
+    expect(objectEnd('{"a": "}{", "b": {"c": 1}} tail')).toBe('{"a": "}{", "b": {"c": 1}}'.length);
+    expect(objectEnd('{"a": "\\"}" ')).toBe(-1);
+  });
+
   test('a turn offered no tools (a decision, a summary) goes to the model as it is in every mode: no tools\' prompt telling how to call "none"', async () => {
     for (const mode of ['json', 'xml', 'qwen'] as const) {
       server.requests.splice(0);
@@ -575,14 +595,112 @@ describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', 
     expect(server.requests.at(-1)?.headers.authorization).toBe(`Bearer ${KEY}`);
   });
 
-  test('toolCalls is native by default, one of four modes, and can be replaced per endpoint', () => {
+  test('toolCalls is native by default, one of five modes, and can be replaced per endpoint', () => {
     const parsed = parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}" }\n    small: { baseURL: "${server.baseURL}", toolCalls: xml }\n`);
     const both = modelSettings(parsed, {});
     expect([both.compatible.local.toolCalls, both.compatible.small.toolCalls]).toEqual(['native', 'xml']);
     expect(withToolCalls(both, 'local', 'qwen').compatible.local.toolCalls).toBe('qwen');
     expect(both.compatible.local.toolCalls).toBe('native');
     expect(() => withToolCalls(both, 'nope', 'json')).toThrow('no endpoint "nope"');
-    expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", toolCalls: hermes }\n')).toThrow(/models\.compatible\.local\.toolCalls: .*"native"\|"json"\|"xml"\|"qwen"/);
+    expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", toolCalls: hermes }\n')).toThrow(/models\.compatible\.local\.toolCalls: .*"required"\|"native"\|"json"\|"xml"\|"qwen"/);
+  });
+});
+
+describe('toolCalls: required: every reply a call, and finish answers', () => {
+  const settings = (extra: Record<string, unknown> = {}) => modelSettings({ compatible: { local: { baseURL: server.baseURL, model: 'small', toolCalls: 'required', ...extra } } }, {});
+  const model = 'openai-compatible:local';
+  const readTool = { name: 'fs_read', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } };
+  const ask: ModelTurnRequest = { model, messages: [{ role: 'user', content: 'what does notes.txt say?' }], tools: [readTool] };
+  const finishOf = (i: number) => (server.requests[i].body.tools as { function: { name: string; parameters: unknown } }[]).find((t) => t.function.name === 'finish')?.function.parameters;
+  afterEach(() => {
+    server.ignoreToolChoice = false;
+  });
+
+  test('the request offers the tools and finish as real tools, requires a call, one a turn, greedy; a call comes back as the call', async () => {
+    server.enqueue({ toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }] });
+    const turn = await modelTurn(ask, settings());
+    expect(turn.toolCalls).toEqual([{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }]);
+    const { body } = server.requests[0];
+    expect(body).toMatchObject({ tool_choice: 'required', parallel_tool_calls: false, temperature: 0, stream: true });
+    expect((body.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['fs_read', 'finish']);
+    // No tools' prompt: the server sees the tools, and its grammar makes the call; the system prompt says how a turn works.
+    const messages = body.messages as { role: string; content: string }[];
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(messages[0].content).toMatch(/^You work through tools: every reply of yours is one tool call\..* When the task is done, call finish with your answer\.$/);
+  });
+
+  test('finish ends the turn with its answer: text, or the output schema\'s value checked; a finish that does not match goes back to the model', async () => {
+    // A finish before any tool was called is sent back once: the model has likely done nothing.
+    server.enqueue({ text: 'notes.txt says: ship on Friday' });
+    expect((await modelTurn(ask, settings())).toolCalls).toEqual([{ id: expect.any(String), name: 'finish', args: { answer: 'notes.txt says: ship on Friday' }, error: expect.stringMatching(/^not finished: you have not called any tool yet/) }]);
+    server.requests.splice(0);
+    const acted: ModelTurnRequest = {
+      ...ask,
+      messages: [...ask.messages, { role: 'assistant', toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }] }, { role: 'tool', toolCallId: 'r', toolName: 'fs_read', result: 'ship on Friday' }],
+    };
+    server.enqueue({ text: 'notes.txt says: ship on Friday' });
+    const heard: string[] = [];
+    expect(await modelTurn(acted, settings(), undefined, { textDelta: (t) => heard.push(t) })).toEqual({ text: 'notes.txt says: ship on Friday', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } });
+    expect(heard).toEqual(['notes.txt says: ship on Friday']);
+    expect(finishOf(0)).toEqual({ type: 'object', properties: { answer: { type: 'string', description: expect.any(String) } }, required: ['answer'], additionalProperties: false });
+    const schema = { type: 'object', properties: { day: { type: 'string' }, count: { type: 'integer' } }, required: ['day', 'count'], additionalProperties: false };
+    server.enqueue({ text: '{"day": "Friday", "count": 2}' });
+    const structured = await modelTurn({ ...acted, outputSchema: schema }, settings());
+    expect(structured).toMatchObject({ output: { day: 'Friday', count: 2 }, toolCalls: [] });
+    expect(finishOf(1)).toEqual(schema);
+    // The response format is the calls', finish's holding the answer's shape: not the output schema alone.
+    expect((server.requests[1].body.response_format as { json_schema: { name: string } }).json_schema.name).toBe('tool_call');
+    const list = { type: 'array', items: { type: 'string' } };
+    server.enqueue({ text: '["a.txt", "b.txt"]' });
+    expect((await modelTurn({ ...acted, outputSchema: list }, settings())).output).toEqual(['a.txt', 'b.txt']);
+    server.enqueue({ text: '{"day": "Friday", "count": "two"}' });
+    const wrong = await modelTurn({ ...acted, outputSchema: schema }, settings());
+    expect(wrong.output).toBeUndefined();
+    expect(wrong.toolCalls).toEqual([{ id: expect.any(String), name: 'finish', args: { day: 'Friday', count: 'two' }, error: expect.stringMatching(/^the arguments do not match finish's schema: count: /) }]);
+  });
+
+  test('a server that ignores "required" but holds the reply to response_format\'s schema (llama.cpp) sends the call as text, read as the call', async () => {
+    server.ignoreToolChoice = true;
+    server.enqueue({ toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }], toolCallsAs: 'bare-json' }, { toolCalls: [{ id: 'f', name: 'finish', args: { answer: 'ship on Friday' } }], toolCallsAs: 'bare-json' });
+    expect((await modelTurn(ask, settings())).toolCalls).toEqual([{ id: expect.any(String), name: 'fs_read', args: { path: 'notes.txt' } }]);
+    expect((await modelTurn(ask, settings())).toolCalls[0]).toMatchObject({ name: 'finish', args: { answer: 'ship on Friday' }, error: expect.stringContaining('not finished') });
+    const format = server.requests[0].body.response_format as { type: string; json_schema: { schema: { oneOf: { properties: { name: unknown; arguments: unknown } }[] } } };
+    expect(format.type).toBe('json_schema');
+    expect(format.json_schema.schema.oneOf.map((call) => call.properties.name)).toEqual([{ const: 'fs_read' }, { const: 'finish' }]);
+    expect(format.json_schema.schema.oneOf[0].properties.arguments).toEqual(readTool.inputSchema);
+    // The schema asks for a thought first: it becomes the turn's text, said before the call.
+    expect(format.json_schema.schema.oneOf[0]).toMatchObject({ required: ['thought', 'name', 'arguments'], properties: { thought: { type: 'string', maxLength: 400 } } });
+    server.enqueue({ text: JSON.stringify({ thought: 'The notes are in notes.txt: read them first.', name: 'fs_read', arguments: { path: 'notes.txt' } }) });
+    const heard: string[] = [];
+    expect(await modelTurn(ask, settings(), undefined, { textDelta: (t) => heard.push(t) })).toMatchObject({
+      text: 'The notes are in notes.txt: read them first.',
+      toolCalls: [{ name: 'fs_read', args: { path: 'notes.txt' } }],
+    });
+    expect(heard.join('')).toBe('The notes are in notes.txt: read them first.');
+  });
+
+  test('a server that ignores "required" is detected and named, never taken for an answer; a tool of the step named finish is refused', async () => {
+    server.ignoreToolChoice = true;
+    server.enqueue({ text: 'I would call fs_read on notes.txt.' });
+    const failure = (await modelTurn(ask, settings()).catch((err: unknown) => err)) as ApplicationFailure;
+    expect(failure.type).toBe(ErrorTypes.ToolChoiceIgnored);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain(`the server at ${server.baseURL} answered in words instead: it ignores tool_choice "required"`);
+    expect(failure.message).toContain('It said: "I would call fs_read on notes.txt."');
+    const named = { ...ask, tools: [{ ...readTool, name: 'finish' }] };
+    await expect(modelTurn(named, settings())).rejects.toThrow('a tool named finish cannot be offered with toolCalls: required');
+  });
+
+  test('an endpoint\'s sampling goes with its requests; a request\'s own maxOutputTokens wins', async () => {
+    const tuned = settings({ temperature: 0.3, topP: 0.9, topK: 20, maxOutputTokens: 700 });
+    server.enqueue({ text: 'a' }, { text: 'b' });
+    await modelTurn(ask, tuned);
+    await modelTurn({ ...ask, maxOutputTokens: 64 }, tuned);
+    expect(server.requests.map((r) => [r.body.temperature, r.body.top_p, r.body.top_k, r.body.max_tokens])).toEqual([
+      [0.3, 0.9, 20, 700],
+      [0.3, 0.9, 20, 64],
+    ]);
+    expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", temperature: 3, topK: 0 }\n')).toThrow(/models\.compatible\.local\.temperature: .*; models\.compatible\.local\.topK: /);
   });
 });
 
@@ -590,46 +708,78 @@ describe('cadre models test: which toolCalls mode reads a model\'s calls', () =>
   const endpoint = (extra = '') => modelSettings(parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small${extra} }\n`), {});
   const readNotes = { id: 'n', name: 'fs_read', args: { path: 'notes.txt' } };
   /** A model that answers every request the same way, whatever it was told. */
-  const answersAlways = (style?: TextToolCallStyle) => server.enqueue(...Array.from({ length: 4 }, () => ({ toolCalls: [readNotes], ...(style && { toolCallsAs: style }) })));
+  const answersAlways = (style?: TextToolCallStyle) => server.enqueue(...Array.from({ length: 5 }, () => ({ toolCalls: [readNotes], ...(style && { toolCallsAs: style }) })));
+  const modes = ['required', 'native', 'json', 'xml', 'qwen'];
+  afterEach(() => {
+    server.ignoreToolChoice = false;
+  });
 
-  test('each style of the fake server names the mode that reads it; native first when it works', async () => {
-    const expected: Record<TextToolCallStyle | 'native', string> = { native: 'native', 'json-block': 'json', 'tool-call-tags': 'json', 'bare-json': 'json', xml: 'xml', qwen: 'qwen' };
+  test('a server that honours tool_choice "required" gets it recommended, whatever the model writes unconstrained', async () => {
+    for (const style of [undefined, 'xml', 'bare-json'] as const) {
+      answersAlways(style);
+      const report = await tryToolCallModes('openai-compatible:local', endpoint());
+      expect({ style, recommended: report.recommended, first: report.trials[0] }).toEqual({
+        style,
+        recommended: 'required',
+        first: { mode: 'required', outcome: 'works', detail: 'called fs_read {"path":"notes.txt"}', ms: expect.any(Number) },
+      });
+      expect(report.advice).toBe('add this line under models.compatible.local in cadre.config.yaml:\n    toolCalls: required');
+      server.clearQueue();
+    }
+  });
+
+  test('on a server that ignores "required", each style of the fake server names the mode that reads it; the server is named', async () => {
+    server.ignoreToolChoice = true;
+    // A bare call is what a server that holds the reply to response_format's schema sends: required reads it.
+    const expected: Record<TextToolCallStyle | 'native', string> = { native: 'required', 'json-block': 'json', 'tool-call-tags': 'json', 'bare-json': 'required', xml: 'xml', qwen: 'qwen' };
     for (const style of ['native', ...TEXT_TOOL_CALL_STYLES] as const) {
       answersAlways(style === 'native' ? undefined : style);
       const report = await tryToolCallModes('openai-compatible:local', endpoint());
       const works = report.trials.filter((t) => t.outcome === 'works').map((t) => t.mode);
       expect({ style, recommended: report.recommended, first: works[0] }).toEqual({ style, recommended: expected[style], first: expected[style] });
-      expect(report.trials.map((t) => t.mode)).toEqual(['native', 'json', 'xml', 'qwen']);
+      expect(report.trials.map((t) => t.mode)).toEqual(modes);
+      // A model that calls the tool anyway works on such a server too; one that writes its call as text shows the server ignores "required".
+      if (expected[style] !== 'required') expect(report.trials[0].detail).toMatch(/^the server ignores tool_choice "required": it answered in words: "/);
     }
-    expect(server.requests).toHaveLength(24);
-    // Each mode sent its own request: native with the tools as tools, the others in the system prompt.
-    expect(server.requests.slice(0, 4).map((r) => r.body.tools !== undefined)).toEqual([true, false, false, false]);
+    expect(server.requests).toHaveLength(30);
+    // Each mode sent its own request: required and native with the tools as tools (required with finish), the others in the system prompt.
+    expect(server.requests.slice(0, 5).map((r) => (r.body.tools as { function: { name: string } }[] | undefined)?.map((t) => t.function.name))).toEqual([
+      ['fs_read', 'finish'],
+      ['fs_read'],
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(server.requests.slice(0, 5).map((r) => r.body.tool_choice)).toEqual(['required', 'auto', undefined, undefined, undefined]);
   });
 
   test('the advice names the line to add, or says nothing needs changing', async () => {
+    server.ignoreToolChoice = true;
     answersAlways('qwen');
     expect((await tryToolCallModes('openai-compatible:local', endpoint())).advice).toBe('add this line under models.compatible.local in cadre.config.yaml:\n    toolCalls: qwen');
     answersAlways('qwen');
     expect((await tryToolCallModes('openai-compatible:local', endpoint(', toolCalls: qwen'))).advice).toBe('toolCalls: qwen is set already: nothing to change');
-    server.enqueue(...Array.from({ length: 4 }, () => ({ text: 'I cannot read files, but notes are usually short.' })));
+    server.enqueue(...Array.from({ length: 5 }, () => ({ text: 'I cannot read files, but notes are usually short.' })));
     const none = await tryToolCallModes('openai-compatible:local', endpoint());
     expect(none.recommended).toBeUndefined();
-    expect(none.trials.map((t) => t.detail)).toEqual(Array(4).fill('answered in words: "I cannot read files, but notes are usually short."'));
+    const words = 'answered in words: "I cannot read files, but notes are usually short."';
+    expect(none.trials.map((t) => t.detail)).toEqual([`the server ignores tool_choice "required": it ${words}`, ...Array(4).fill(words)]);
     expect(none.advice).toMatch(/^no mode read a tool call from this model/);
   });
 
   test('a mode that does not answer in time fails, and the others are still tried; a refused key stops at the first', async () => {
-    server.enqueue({ hangMs: 5_000 }, { toolCalls: [readNotes], toolCallsAs: 'tool-call-tags' }, { text: 'no' }, { text: 'no' });
+    server.enqueue({ hangMs: 5_000 }, { text: 'no' }, { toolCalls: [readNotes], toolCallsAs: 'tool-call-tags' }, { text: 'no' }, { text: 'no' });
     const slow = await tryToolCallModes('openai-compatible:local', endpoint(), { timeoutMs: 300 });
     expect(slow.trials.map((t) => [t.mode, t.outcome, t.detail])).toEqual([
-      ['native', 'fails', 'no answer within 0.3 s'],
+      ['required', 'fails', 'no answer within 0.3 s'],
+      ['native', 'fails', 'answered in words: "no"'],
       ['json', 'works', 'called fs_read {"path":"notes.txt"}'],
       ['xml', 'fails', 'answered in words: "no"'],
       ['qwen', 'fails', 'answered in words: "no"'],
     ]);
     server.enqueue({ status: 401, body: { error: { message: 'bad key' } } });
     const refused = await tryToolCallModes('openai-compatible:local', endpoint());
-    expect(refused.trials.map((t) => t.outcome)).toEqual(['fails', 'skipped', 'skipped', 'skipped']);
+    expect(refused.trials.map((t) => t.outcome)).toEqual(['fails', 'skipped', 'skipped', 'skipped', 'skipped']);
     expect(refused.advice).toMatch(/^the model gave no answer, so no mode could be judged; fix this first: ModelAuthFailed: /);
     await expect(tryToolCallModes('openai-compatible:other', endpoint())).rejects.toThrow('no endpoint "other" under models.compatible');
   });
@@ -638,22 +788,24 @@ describe('cadre models test: which toolCalls mode reads a model\'s calls', () =>
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-models-test-'));
     writeFileSync(path.join(dir, 'cadre.config.yaml'), `models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small }\n`);
     const env = { ...process.env, CADRE_MODEL: 'openai-compatible:local', CADRE_CONFIG: '' };
+    server.ignoreToolChoice = true;
     answersAlways('xml');
     const text = await runCadre(['models', 'test'], dir, env);
     expect(text.stdout.split('\n')).toEqual([
-      expect.stringMatching(/^native {2}fails {4}wrote its call to fs_read as text \(xml style\), which this mode does not read \(\d+\.\d s\)$/),
-      expect.stringMatching(/^json {4}fails {4}wrote its call/),
-      expect.stringMatching(/^xml {5}works {4}called fs_read \{"path":"notes.txt"\} \(\d+\.\d s\)$/),
-      expect.stringMatching(/^qwen {4}fails {4}wrote its call/),
+      expect.stringMatching(/^required {2}fails {4}the server ignores tool_choice "required": it answered in words: "<fs_read>/),
+      expect.stringMatching(/^native {4}fails {4}wrote its call to fs_read as text \(xml style\), which this mode does not read \(\d+\.\d s\)$/),
+      expect.stringMatching(/^json {6}fails {4}wrote its call/),
+      expect.stringMatching(/^xml {7}works {4}called fs_read \{"path":"notes.txt"\} \(\d+\.\d s\)$/),
+      expect.stringMatching(/^qwen {6}fails {4}wrote its call/),
       'recommended: xml; add this line under models.compatible.local in cadre.config.yaml:',
       '    toolCalls: xml',
       '',
     ]);
     expect(text.code).toBe(0);
-    server.enqueue(...Array.from({ length: 4 }, () => ({ text: 'no tools here' })));
+    server.enqueue(...Array.from({ length: 5 }, () => ({ text: 'no tools here' })));
     const json = await runCadre(['models', 'test', 'openai-compatible:local', '--json', '--timeout', '30s'], dir, env);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'openai-compatible:local', endpoint: { name: 'local', toolCalls: 'native' }, trials: [{ mode: 'native', outcome: 'fails' }, {}, {}, {}] });
+    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'openai-compatible:local', endpoint: { name: 'local', toolCalls: 'native' }, trials: [{ mode: 'required', outcome: 'fails' }, { mode: 'native' }, {}, {}, {}] });
     expect(JSON.parse(json.stdout).recommended).toBeUndefined();
   });
 });

@@ -61,6 +61,8 @@ export interface ToolRequest {
   sandbox?: SandboxSpec;
   /** An agent's call: its result is shown in the run's stream. */
   stream?: StreamTarget;
+  /** An agent's call: results for its model to read (fs tools answer in text, windows of numbered lines). */
+  forModel?: boolean;
 }
 
 export interface ToolResult {
@@ -189,6 +191,7 @@ export function createActivities(deps: ActivityDeps = {}) {
                 signal: ctx.cancellationSignal,
                 limits: store ? STORED_OUTPUT_LIMITS : INLINE_OUTPUT_LIMITS,
                 sandbox,
+                ...(request.forModel && { forModel: true }),
               });
           // Scrubbed before anything is stored: history, the blob store and the model see the same redacted output.
           const output = redactor.value(found);

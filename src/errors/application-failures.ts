@@ -51,6 +51,14 @@ export const ErrorTypes = {
   ModelContextTooLong: 'ModelContextTooLong',
   /** Any other request the provider rejected (4xx): the same request would be rejected again. */
   ModelRequestRejected: 'ModelRequestRejected',
+  /** A server asked for a tool call (toolCalls: required) answered with text: it ignores tool_choice "required". */
+  ToolChoiceIgnored: 'ToolChoiceIgnored',
+  /** fs.edit found its old_text nowhere in the file, or more than once: nothing changed, the message shows where to look. */
+  EditNotApplied: 'EditNotApplied',
+  /** A write or edit that would leave a JSON, JavaScript, TypeScript or Python file unparseable: refused, naming the line. */
+  SyntaxBroken: 'SyntaxBroken',
+  /** The model's reply reached its maxOutputTokens before the tool call it was writing ended. */
+  ModelOutputCut: 'ModelOutputCut',
   /** The model's final answer does not match the requested output schema. */
   StructuredOutputInvalid: 'StructuredOutputInvalid',
   /** A team role file that cannot be read or is not a valid role. */

@@ -10,6 +10,9 @@
  */
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { ModelTurnResult, ToolCall as ModelToolCall } from '../providers/model-turn';
+import { canonical } from './canonical-json';
+
+export { canonical } from './canonical-json';
 
 /** Identical turns in a row that earn the note; one more fails the step. */
 export const REPEATS_BEFORE_NOTE = 3;
@@ -58,14 +61,4 @@ export class TurnGuards {
       'Do something different, or give your final answer. If you make the same call again, the step fails.'
     );
   }
-}
-
-/** JSON with object keys sorted: `{a, b}` and `{b, a}` are the same arguments. */
-export function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

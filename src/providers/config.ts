@@ -9,8 +9,11 @@ import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
 
 export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
-/** How an endpoint's model calls tools (tool-call-modes.ts, which loads the parser only where models are called). */
-export const TOOL_CALL_MODES = ['native', 'json', 'xml', 'qwen'] as const;
+/**
+ * How an endpoint's model calls tools (tool-call-modes.ts, which loads the parser only where models
+ * are called). `required` first: `cadre models test` tries the modes in this order.
+ */
+export const TOOL_CALL_MODES = ['required', 'native', 'json', 'xml', 'qwen'] as const;
 export type ToolCallMode = (typeof TOOL_CALL_MODES)[number];
 export type ProviderName = (typeof PROVIDERS)[number];
 
@@ -25,6 +28,15 @@ const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
 const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an environment variable, e.g. MY_API_KEY');
 const noKeys = { apiKey: z.never({ error: 'keys do not go in config files: name an environment variable with apiKeyEnv' }).optional() };
 
+/** Sampling an endpoint's requests carry; a step's own `maxOutputTokens` wins over the endpoint's. */
+const samplingFields = {
+  temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).optional(),
+  topK: z.int().min(1).max(1000).optional(),
+  maxOutputTokens: z.int().min(16).max(1_000_000).optional(),
+};
+export type Sampling = { [K in keyof typeof samplingFields]?: number };
+
 const endpointSchema = z.strictObject({ baseURL: httpUrl.optional(), apiKeyEnv: envName.optional(), ...noKeys });
 const compatibleSchema = z.strictObject({
   baseURL: httpUrl,
@@ -32,6 +44,9 @@ const compatibleSchema = z.strictObject({
   model: z.string().min(1).optional(),
   /** How the endpoint's model calls tools: its server's own tool calls, or calls written as text (tool-call-modes.ts). */
   toolCalls: z.enum(TOOL_CALL_MODES).default('native'),
+  ...samplingFields,
+  /** The tokens the server's context holds; unset, cadre asks the server (llama.cpp's /props, Ollama's /api/show). */
+  contextTokens: z.int().min(256).max(10_000_000).optional(),
   ...noKeys,
 });
 
@@ -51,12 +66,20 @@ interface Endpoint {
   apiKey?: string;
 }
 
+export interface CompatibleEndpoint extends Endpoint {
+  baseURL: string;
+  model?: string;
+  toolCalls: ToolCallMode;
+  sampling: Sampling;
+  contextTokens?: number;
+}
+
 /** Everything needed to build a model client, keys included. Lives in the activity worker only. */
 export interface ModelSettings {
   defaultModel?: string;
   openai: Endpoint;
   anthropic: Endpoint;
-  compatible: Record<string, Endpoint & { baseURL: string; model?: string; toolCalls: ToolCallMode }>;
+  compatible: Record<string, CompatibleEndpoint>;
   /** Every key read, so failures can be scrubbed of them. */
   secrets: string[];
 }
@@ -86,12 +109,31 @@ export function modelSettings(section: ModelsSection = {}, env: Env = process.en
   const openai = { baseURL: envUrl(env, 'OPENAI_BASE_URL') ?? section.openai?.baseURL, apiKey: key(section.openai?.apiKeyEnv, 'OPENAI_API_KEY') };
   const anthropic = { baseURL: section.anthropic?.baseURL, apiKey: key(section.anthropic?.apiKeyEnv, 'ANTHROPIC_API_KEY') };
   const compatible = Object.fromEntries(
-    Object.entries(section.compatible ?? {}).map(([name, c]) => [name, { baseURL: c.baseURL, model: c.model, toolCalls: c.toolCalls ?? 'native', apiKey: c.apiKeyEnv ? nonEmpty(env[c.apiKeyEnv]) : undefined }]),
+    Object.entries(section.compatible ?? {}).map(([name, c]): [string, CompatibleEndpoint] => [
+      name,
+      {
+        baseURL: c.baseURL,
+        model: c.model,
+        toolCalls: c.toolCalls ?? 'native',
+        sampling: localSampling(c),
+        ...(c.contextTokens !== undefined && { contextTokens: c.contextTokens }),
+        apiKey: c.apiKeyEnv ? nonEmpty(env[c.apiKeyEnv]) : undefined,
+      },
+    ]),
   );
   const secrets = [openai.apiKey, anthropic.apiKey, ...Object.values(compatible).map((c) => c.apiKey)].filter((k): k is string => !!k);
   const defaultModel = nonEmpty(env.CADRE_MODEL) ?? section.default;
   if (defaultModel !== undefined) parseModelId(defaultModel, env.CADRE_MODEL ? 'CADRE_MODEL' : 'models.default');
   return { defaultModel, openai, anthropic, compatible, secrets };
+}
+
+/**
+ * An endpoint's sampling: what it sets, else greedy (temperature 0). A small local model's tool
+ * calls and edits come out right far more often greedy (npm run bench:local-model, docs/local-models.md).
+ */
+function localSampling(c: Sampling): Sampling {
+  const set = Object.fromEntries(Object.entries({ temperature: c.temperature, topP: c.topP, topK: c.topK, maxOutputTokens: c.maxOutputTokens }).filter(([, v]) => v !== undefined));
+  return { temperature: 0, ...set };
 }
 
 /** The settings with one endpoint's `toolCalls` replaced: to try a model in each mode (`cadre models test`). */

@@ -95,7 +95,8 @@ function scrub(failure: ApplicationFailure, secrets: string[]): ApplicationFailu
 
 function isContextTooLong(err: APICallError): boolean {
   const text = `${err.message} ${err.responseBody ?? ''}`;
-  return /context_length_exceeded|context length|context window|prompt is too long|too many tokens/i.test(text);
+  // llama.cpp's server: "the request exceeds the available context size" (exceed_context_size_error).
+  return /context_length_exceeded|context length|context window|context size|prompt is too long|too many tokens/i.test(text);
 }
 
 // Shapes, not instanceof: fetch's errors may come from another realm (Node's undici, jest's vm).

@@ -1,6 +1,6 @@
 /**
  * `cadre models test <model>`: which `toolCalls` mode reads this model's tool calls? One small
- * tool task per mode (native first), each a single model turn: the mode works when the turn comes
+ * tool task per mode (required first, then native), each a single model turn: the mode works when the turn comes
  * back with the one call asked for. Nothing runs the call; the model needs no workspace.
  */
 import { ApplicationFailure } from '@temporalio/common';
@@ -23,7 +23,7 @@ export interface ModesReport {
   /** The `models.compatible` endpoint whose `toolCalls` the modes set, and its mode now. */
   endpoint?: { name: string; toolCalls: ToolCallMode };
   trials: ModeTrial[];
-  /** The first mode that works, native preferred. */
+  /** The first mode that works, in TOOL_CALL_MODES' order (required, then native). */
   recommended?: ToolCallMode;
   /** What to do about it, for a person. */
   advice: string;
@@ -106,6 +106,7 @@ async function tryMode(model: string, settings: ModelSettings, mode: ToolCallMod
   } catch (err) {
     if (deadline.signal.aborted) return { trial: { mode, outcome: 'fails', detail: `no answer within ${timeoutMs / 1000} s`, ms: ms() } };
     const failure = err instanceof ApplicationFailure ? err : undefined;
+    if (failure?.type === 'ToolChoiceIgnored') return { trial: { mode, outcome: 'fails', detail: `the server ignores tool_choice "required": ${failure.message.replace(/^.*It said: /, 'it answered in words: ')}`, ms: ms() } };
     const detail = `${failure?.type ?? (err instanceof Error ? err.name : 'Error')}: ${err instanceof Error ? err.message : String(err)}`;
     return { trial: { mode, outcome: 'fails', detail, ms: ms() }, error: true, fatal: failure?.type != null && NOT_THE_MODE.has(failure.type) };
   } finally {

@@ -10,8 +10,11 @@ import { ErrorTypes, permanent, transient } from '../errors/application-failures
 import { type ModelId, type ModelSettings, parseModelId } from './config';
 import { classifyProviderError, redact } from './errors';
 import { withUniqueCallIds } from './unique-call-ids';
-import { languageModel, toolCallsOf } from './registry';
+import { compatibleEndpoint, languageModel, toolCallsOf } from './registry';
+import { contextTokens, fitToWindow, outputReserve, type Shortened } from './context-window';
 import { type WrittenStyle, findUnparsedToolCall } from './unparsed-tool-call';
+import { FINISH_TOOL, type OfferedTool, finishTool } from './finish-tool';
+import { REQUIRED_GUIDE, requiredTurn } from './required-turn';
 
 const jsonObject = z.record(z.string(), z.unknown());
 // `error` is what modelTurn said of a call it returned; a caller may send the call back as it got it.
@@ -65,6 +68,8 @@ export interface ModelTurnResult {
    * streamed, and those the model wrote as it streamed (more when the stream showed less).
    */
   streamed?: { attempt: number; chars: number; textChars: number };
+  /** Tool results shortened so the conversation fit the model's context (local endpoints). */
+  shortened?: Shortened;
 }
 
 /** Hears a turn as the provider streams it. */
@@ -83,15 +88,26 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
   if (!modelName) throw permanent(ErrorTypes.ModelConfigInvalid, 'modelTurn: no model: name one in the request, set CADRE_MODEL, or set models.default in cadre.config.yaml');
   const id = parseModelId(modelName);
   const outputCheck = req.outputSchema ? schemaChecker(req.outputSchema) : undefined;
+  const callsBy = toolCallsOf(id, settings);
+  const finishing = callsBy.mode === 'required';
+  if (finishing && req.tools?.some((t) => t.name === FINISH_TOOL)) {
+    throw permanent(ErrorTypes.BadModelRequest, `modelTurn: a tool named ${FINISH_TOOL} cannot be offered with toolCalls: required, where it is how the model answers`);
+  }
+  const tools = finishing ? [...(req.tools ?? []), finishTool(req.outputSchema)] : req.tools;
+  const system = finishing ? [REQUIRED_GUIDE, req.system].filter((part) => part !== undefined && part !== '').join('\n\n') : req.system;
   try {
+    const model = withUniqueCallIds(languageModel(id, settings));
+    const fit = await fitted({ ...req, system }, tools, id, settings);
     const result = await streamed(
       {
-        model: withUniqueCallIds(languageModel(id, settings)),
-        system: req.system,
-        messages: req.messages.map(toModelMessage),
-        tools: req.tools && toolSet(req.tools),
-        ...(req.outputSchema && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
-        maxOutputTokens: req.maxOutputTokens,
+        model,
+        system,
+        messages: fit.messages.map(toModelMessage),
+        tools: tools && toolSet(tools),
+        // Every reply a call of an offered tool: a server that constrains by grammar can give nothing else.
+        ...(finishing && { toolChoice: 'required' as const }),
+        ...(req.outputSchema && !finishing && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
+        maxOutputTokens: fit.maxOutputTokens,
         // Temporal's retry policy owns retries (with the provider's Retry-After).
         maxRetries: 0,
         abortSignal: signal,
@@ -102,8 +118,15 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
       // A 200 whose body held no stream (a proxy's page, a cut body): transient, like any unreadable answer.
       throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${result.finishReason})`);
     }
-    const checkCall = toolCallChecker(req.tools ?? []);
+    const checkCall = toolCallChecker(tools ?? []);
     const calls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
+    const usage = { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 };
+    const shortened = fit.shortened && { shortened: fit.shortened };
+    if (finishing) {
+      const server = callsBy.endpoint === undefined ? undefined : settings.compatible[callsBy.endpoint]?.baseURL;
+      const turn = requiredTurn(calls, { text: result.text, finishReason: result.finishReason, usage }, { outputSchema: req.outputSchema, label: `${id.provider}:${id.name}`, server, request: req }, listener);
+      return { ...turn, ...shortened };
+    }
     // A small model read in a text mode writes a turn's calls all at once, the later ones guessing
     // what the earlier return (Qwen2.5-Coder 1.5B: fs_write of a file beside the fs_read of it, run
     // side by side). Only the first runs; the model, whose history shows that call alone, makes
@@ -113,7 +136,8 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
       ...(result.text && { text: result.text }),
       toolCalls,
       finishReason: result.finishReason,
-      usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
+      usage,
+      ...shortened,
     };
     if (toolCalls.length > 0) return turn;
     const unparsed = findUnparsedToolCall(result.text, (req.tools ?? []).map((t) => t.name));
@@ -131,6 +155,27 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
     }
     throw classifyProviderError(err, { provider: id.provider, model: id.name, secrets: settings.secrets });
   }
+}
+
+/**
+ * The messages as they fit a local endpoint's context (the oldest tool results shortened first),
+ * and the output tokens to ask for: what the request or endpoint says, or what the fit kept free.
+ * Other providers' windows are theirs to enforce; their messages go as they are.
+ */
+async function fitted(
+  req: z.infer<typeof modelTurnRequestSchema>,
+  tools: OfferedTool[] | undefined,
+  id: ModelId,
+  settings: ModelSettings,
+): Promise<{ messages: ModelMessageInput[]; maxOutputTokens?: number; shortened?: Shortened }> {
+  const whole = { messages: req.messages, maxOutputTokens: req.maxOutputTokens };
+  if (id.provider !== 'openai-compatible') return whole;
+  const { endpoint, model } = compatibleEndpoint(id, settings);
+  const window = await contextTokens(endpoint, model);
+  if (window === undefined) return whole;
+  const reserve = outputReserve(window, req.maxOutputTokens ?? endpoint.sampling.maxOutputTokens);
+  const fit = fitToWindow({ system: req.system, tools, messages: req.messages }, window, reserve, `${id.provider}:${id.name}`);
+  return { ...fit, maxOutputTokens: reserve };
 }
 
 /** What to set so that calls written in `style` are read: the endpoint's `toolCalls`, named. */
@@ -180,15 +225,14 @@ async function streamed(options: Parameters<typeof streamText>[0], listener?: Tu
   return turn;
 }
 
-function toolSet(tools: ModelTools): ToolSet {
+function toolSet(tools: OfferedTool[]): ToolSet {
   // No execute functions: the model's calls come back to the caller, who runs them as activities.
   return Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema) })]));
 }
 
-type ModelTools = NonNullable<z.infer<typeof modelTurnRequestSchema>['tools']>;
 
 /** Checks the model's tool calls against the tools offered; a schema zod cannot read is left to the tool's own check. */
-function toolCallChecker(tools: ModelTools): (id: string, name: string, input: unknown) => ToolCall {
+function toolCallChecker(tools: OfferedTool[]): (id: string, name: string, input: unknown) => ToolCall {
   const offered = new Map(tools.map((t) => [t.name, t.inputSchema]));
   return (id, name, input) => {
     const args = isPlainObject(input) ? input : {};

@@ -1,6 +1,7 @@
 /**
  * How a model calls tools (`models.compatible.<endpoint>.toolCalls`). `native` is the provider's
- * own tool calling. The others are for models served without it (llama.cpp's server, Ollama, vLLM
+ * own tool calling; `required` the same with every reply a call (model-turn.ts adds the `finish`
+ * tool that answers, and asks for tool_choice: required). The others are for models served without it (llama.cpp's server, Ollama, vLLM
  * without a tool parser): the tools go into the system prompt, and the calls the model writes as
  * text are read back into tool calls by `@ai-sdk-tool/parser`'s middleware, streamed or not:
  *  - json: `<tool_call>{"name": …, "arguments": …}</tool_call>` (Hermes, Qwen 2.5), and the same
@@ -25,7 +26,33 @@ export { TOOL_CALL_MODES, type ToolCallMode } from './config';
 
 /** The model, reading its tool calls from its text in `mode` (the model itself for `native`). */
 export function withToolCallMode(model: LanguageModelV3, mode: ToolCallMode): LanguageModelV3 {
-  return mode === 'native' ? model : wrapLanguageModel({ model, middleware: MIDDLEWARE[mode] });
+  if (mode === 'native') return model;
+  return wrapLanguageModel({ model, middleware: mode === 'required' ? requiredMiddleware : MIDDLEWARE[mode] });
+}
+
+/**
+ * `required` asks for a call twice: `tool_choice: "required"`, and a `response_format` whose JSON
+ * Schema is one of the offered calls, `{"name", "arguments"}` (providerBody). A server that honours
+ * the first answers with tool calls; one that ignores it but honours the schema (llama.cpp's server
+ * in 2026, whose grammar follows the schema) answers with the call as its text, read here.
+ */
+const requiredMiddleware: LanguageModelV3Middleware = readingLeadingCalls({ specificationVersion: 'v3' }, (options) => (options.params.tools ?? []).map((t) => t.name));
+
+/** Characters of a call's thought under `required`'s schema: a sentence or two, not an essay that uses up the answer's tokens. */
+const MAX_THOUGHT_CHARS = 400;
+
+/** The request body's fields for `required`: one call a turn, and the schema of the calls the reply may be. */
+export function requiredBody(body: Record<string, unknown>): Record<string, unknown> {
+  if (body.tool_choice !== 'required' || !Array.isArray(body.tools)) return body;
+  // A thought first: a small model held to a call from its first token has no room to think otherwise.
+  const thought = { type: 'string', maxLength: MAX_THOUGHT_CHARS, description: 'what you know so far and why this call is next, in a sentence or two' };
+  const calls = (body.tools as { function: { name: string; parameters?: unknown } }[]).map((t) => ({
+    type: 'object',
+    properties: { thought, name: { const: t.function.name }, arguments: t.function.parameters ?? { type: 'object' } },
+    required: ['thought', 'name', 'arguments'],
+    additionalProperties: false,
+  }));
+  return { ...body, parallel_tool_calls: false, response_format: { type: 'json_schema', json_schema: { name: 'tool_call', schema: { oneOf: calls } } } };
 }
 
 /**
@@ -60,75 +87,110 @@ function cadreSettings(middleware: LanguageModelV3Middleware): LanguageModelV3Mi
 /** The library's own parser with ```json fences for delimiters, after the `<tool_call>` one. */
 const fenced = hermesProtocol({ toolCallStart: '```json', toolCallEnd: '```' });
 
-/**
- * Hermes, plus ```json blocks and an answer that is a bare call object when streaming (a
- * non-streamed answer's are already read by the library's JSON recovery). A call found there
- * turns the finish reason to tool-calls, as the library does for its own.
- */
+/** Hermes, plus ```json blocks (a non-streamed answer's are already read by the library's JSON recovery). */
 const jsonMiddleware: LanguageModelV3Middleware = {
   ...hermesToolMiddleware,
   wrapStream: async (options) => {
     const result = await (hermesToolMiddleware.wrapStream as NonNullable<LanguageModelV3Middleware['wrapStream']>)(options);
     const tools = decodeOriginalToolsFromProviderOptions(options.params.providerOptions);
-    let called = false;
-    const stream = result.stream
-      .pipeThrough(fenced.createStreamParser({ tools, options: { emitRawToolCallTextOnError: true } }))
-      .pipeThrough(bareCall(new Set(tools.map((t) => t.name))))
-      .pipeThrough(
-      new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
-        transform: (part, controller) => {
-          if (part.type === 'tool-call') called = true;
-          const stopped = part.type === 'finish' && called && part.finishReason.unified === 'stop';
-          controller.enqueue(stopped ? { ...part, finishReason: { ...part.finishReason, unified: 'tool-calls' } } : part);
-        },
-      }),
-    );
-    return { ...result, stream };
+    return { ...result, stream: result.stream.pipeThrough(fenced.createStreamParser({ tools, options: { emitRawToolCallTextOnError: true } })) };
   },
 };
 
+/**
+ * A mode's middleware that also reads a reply opening with a bare call, `{"name": <an offered tool>,
+ * "arguments": {…}}` without tags or fence (Qwen2.5-Coder writes its calls so, often with prose
+ * after), in every text mode. A call found by it or the fence turns the finish reason to tool-calls,
+ * as the library does for its own.
+ */
+type WrapStream = NonNullable<LanguageModelV3Middleware['wrapStream']>;
+
+function readingLeadingCalls(
+  middleware: LanguageModelV3Middleware,
+  offered: (options: Parameters<WrapStream>[0]) => string[] = (options) => decodeOriginalToolsFromProviderOptions(options.params.providerOptions).map((t) => t.name),
+): LanguageModelV3Middleware {
+  const wrapStream: WrapStream = middleware.wrapStream ?? ((options) => options.doStream());
+  return {
+    ...middleware,
+    wrapStream: async (options) => {
+      const result = await wrapStream(options);
+      let called = false;
+      const stream = result.stream.pipeThrough(leadingCall(new Set(offered(options)))).pipeThrough(
+        new TransformStream<Part, Part>({
+          transform: (part, controller) => {
+            if (part.type === 'tool-call') called = true;
+            const stopped = part.type === 'finish' && called && part.finishReason.unified === 'stop';
+            controller.enqueue(stopped ? { ...part, finishReason: { ...part.finishReason, unified: 'tool-calls' } } : part);
+          },
+        }),
+      );
+      return { ...result, stream };
+    },
+  };
+}
+
 type Part = LanguageModelV3StreamPart;
 
-/** Text held back to see whether it is a bare call: a call is short, an answer this long is not one. */
+/** Text held back to see whether it opens with a bare call: a call is short, an answer this long does not open with one. */
 const MAX_BARE_CALL_CHARS = 64 * 1024;
 
 /**
- * An answer that is nothing but `{"name": <an offered tool>, "arguments": {…}}`, without tags or
- * fence (Qwen2.5-Coder 1.5B on llama.cpp's server writes its calls so in json mode). An answer
- * whose text starts with `{` is held back until it ends, then goes on as one call, or as the text
- * it was; any other answer streams as it comes.
+ * A reply whose text opens with a bare call object: the text is held back while it may be one,
+ * until its first object closes (or the reply ends); a call goes on as a tool call, followed by the
+ * text after it. Any other reply streams as it comes, and nothing of a reply is dropped.
  */
-function bareCall(offered: Set<string>): TransformStream<Part, Part> {
+export function leadingCall(offered: Set<string>): TransformStream<Part, Part> {
   let state: 'undecided' | 'holding' | 'passing' = 'undecided';
   let held: Part[] = [];
   let text = '';
+  let textId: string | undefined;
   const release = (controller: TransformStreamDefaultController<Part>) => {
     for (const part of held) controller.enqueue(part);
     held = [];
     state = 'passing';
   };
+  /** The call the text opens with, then the text after it; false when it opens with something else. */
+  const decide = (controller: TransformStreamDefaultController<Part>, ended: boolean): boolean => {
+    const end = objectEnd(text);
+    if (end < 0 && !ended) return false;
+    const call = callIn(end < 0 ? text : text.slice(0, end), offered);
+    if (!call) {
+      release(controller);
+      return true;
+    }
+    const rest = end < 0 ? '' : text.slice(end);
+    const opened = held.filter((part) => part.type === 'text-start');
+    held = [];
+    state = 'passing';
+    for (const part of opened) controller.enqueue(part);
+    // The call's own thought is the turn's text, said before the call; words after the call follow it.
+    const said = [call.thought, rest.trim() === '' ? undefined : rest].filter((part) => part !== undefined).join('\n');
+    if (said !== '' && textId !== undefined) controller.enqueue({ type: 'text-delta', id: textId, delta: said });
+    controller.enqueue({ type: 'tool-call', toolCallId: generateId(), toolName: call.name, input: JSON.stringify(call.args) });
+    return true;
+  };
   return new TransformStream<Part, Part>({
     transform: (part, controller) => {
       if (state === 'passing') return controller.enqueue(part);
-      if (part.type === 'text-start' || part.type === 'text-end') return void held.push(part);
+      if (part.type === 'text-start') return void held.push(part);
       if (part.type === 'text-delta') {
         held.push(part);
         text += part.delta;
+        textId = part.id;
         const start = text.trimStart();
         if (start === '') return;
         if (!start.startsWith('{') || text.length > MAX_BARE_CALL_CHARS) return release(controller);
         state = 'holding';
+        decide(controller, false);
         return;
       }
-      if (part.type === 'finish' && state === 'holding') {
-        const call = callIn(text, offered);
-        if (call) {
-          held = [];
-          controller.enqueue({ type: 'tool-call', toolCallId: generateId(), toolName: call.name, input: JSON.stringify(call.args) });
-          return controller.enqueue(part);
-        }
+      if (part.type === 'text-end' && state === 'undecided') return void held.push(part);
+      if (part.type === 'text-end' || part.type === 'finish') {
+        if (state === 'holding') decide(controller, true);
+        else release(controller);
+        return controller.enqueue(part);
       }
-      // Anything else but the parts before the text (a call parsed by the others, the finish, an error) ends the wait.
+      // The parts before the text wait with nothing; anything else (a call parsed by the others, an error) ends the wait.
       if (part.type === 'stream-start' || part.type === 'response-metadata' || part.type === 'raw') return controller.enqueue(part);
       release(controller);
       controller.enqueue(part);
@@ -137,8 +199,24 @@ function bareCall(offered: Set<string>): TransformStream<Part, Part> {
   });
 }
 
-/** `{"name": tool, "arguments": {…}}` and nothing else, read as loosely as the library reads calls. */
-function callIn(text: string, offered: Set<string>): { name: string; args: Record<string, unknown> } | undefined {
+/** The index just past the first `{…}` of the text (strings and escapes skipped), or -1 while it is open. */
+export function objectEnd(text: string): number {
+  let depth = 0;
+  let quote: string | undefined;
+  for (let i = text.indexOf('{'); i >= 0 && i < text.length; i++) {
+    const c = text[i];
+    if (quote !== undefined) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = undefined;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/** `{"name": tool, "arguments": {…}}`, with a `thought` (required's schema) or without, and nothing else, read as loosely as the library reads calls. */
+function callIn(text: string, offered: Set<string>): { name: string; args: Record<string, unknown>; thought?: string } | undefined {
   let value: unknown;
   try {
     value = relaxedParse(text.trim());
@@ -146,15 +224,17 @@ function callIn(text: string, offered: Set<string>): { name: string; args: Recor
     return undefined;
   }
   if (!isRecord(value) || typeof value.name !== 'string' || !offered.has(value.name) || !isRecord(value.arguments)) return undefined;
-  return Object.keys(value).every((key) => key === 'name' || key === 'arguments') ? { name: value.name, args: value.arguments } : undefined;
+  if (!Object.keys(value).every((key) => key === 'name' || key === 'arguments' || key === 'thought')) return undefined;
+  const thought = typeof value.thought === 'string' && value.thought.trim() !== '' ? value.thought.trim() : undefined;
+  return { name: value.name, args: value.arguments, ...(thought !== undefined && { thought }) };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const MIDDLEWARE: Record<Exclude<ToolCallMode, 'native'>, LanguageModelV3Middleware> = {
-  json: cadreSettings(jsonMiddleware),
-  xml: cadreSettings(morphXmlToolMiddleware),
-  qwen: cadreSettings(qwen3CoderToolMiddleware),
+const MIDDLEWARE: Record<Exclude<ToolCallMode, 'native' | 'required'>, LanguageModelV3Middleware> = {
+  json: cadreSettings(readingLeadingCalls(jsonMiddleware)),
+  xml: cadreSettings(readingLeadingCalls(morphXmlToolMiddleware)),
+  qwen: cadreSettings(readingLeadingCalls(qwen3CoderToolMiddleware)),
 };

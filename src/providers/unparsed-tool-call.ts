@@ -7,7 +7,7 @@ import { parse as relaxedParse } from '@ai-sdk-tool/parser';
 import type { ToolCallMode } from './tool-call-modes';
 
 /** The mode that reads the style the call was written in. */
-export type WrittenStyle = Exclude<ToolCallMode, 'native'>;
+export type WrittenStyle = Exclude<ToolCallMode, 'native' | 'required'>;
 
 export interface UnparsedToolCall {
   /** The offered tool the text names. */

@@ -68,11 +68,19 @@ export const toolParams = {
       env: z.record(z.string(), z.string().refine(...withoutNul)).optional(),
     })
     .superRefine(checkExec),
-  'fs.read': z.strictObject({ path: workspacePath }),
+  'fs.read': z
+    .strictObject({ path: workspacePath, from: z.int().min(1).optional(), to: z.int().min(1).optional() })
+    .refine((p) => p.from === undefined || p.to === undefined || p.from <= p.to, { path: ['to'], message: 'must not be before from' }),
   'fs.write': z.strictObject({
     path: workspacePath,
     content: z.unknown().refine((v) => v !== undefined, { message: 'content is required' }),
     append: z.boolean().optional(),
+  }),
+  'fs.edit': z.strictObject({
+    path: workspacePath,
+    old_text: z.string().min(1, 'old_text must be the exact text to replace, copied from the file'),
+    new_text: z.string(),
+    all: z.boolean().optional(),
   }),
   'http.request': z.strictObject({
     url: z.url(),
@@ -110,6 +118,7 @@ export function isToolName(name: string): name is ToolName {
 export type ShellParams = z.infer<(typeof toolParams)['shell']>;
 export type FsReadParams = z.infer<(typeof toolParams)['fs.read']>;
 export type FsWriteParams = z.infer<(typeof toolParams)['fs.write']>;
+export type FsEditParams = z.infer<(typeof toolParams)['fs.edit']>;
 export type HttpRequestParams = z.infer<(typeof toolParams)['http.request']>;
 export type CodeNavigateImportsParams = z.infer<(typeof toolParams)['code.navigate_imports']>;
 export type CodeFindImplementationsParams = z.infer<(typeof toolParams)['code.find_implementations']>;

@@ -45,6 +45,8 @@ export const streamEventSchema = z.discriminatedUnion('type', [
     /** Set when the answer's text was longer than the stream shows (256 K characters a turn): its whole length, and what was streamed. */
     textChars: z.int().optional(),
     streamedChars: z.int().optional(),
+    /** Set when tool results were shortened so the turn fit the model's context: how many, and the tokens taken out (estimated). */
+    shortened: z.strictObject({ toolResults: z.int().nonnegative(), tokens: z.int().nonnegative() }).optional(),
   }),
   z.strictObject({ type: z.literal('step_started'), ...base, step: z.string(), kind: z.string() }),
   z.strictObject({ type: z.literal('step_completed'), ...base, step: z.string(), status: z.enum(['completed', 'skipped', 'cancelled']), note: z.string().optional() }),

@@ -169,8 +169,23 @@ export function outcomeOf(text: string | undefined): ToolOutcome {
   } catch {
     json = undefined;
   }
-  const shell = json && typeof json === 'object' && 'exitCode' in json && 'stdout' in json ? (json as ToolOutcome['shell']) : undefined;
+  const shell = json && typeof json === 'object' && 'exitCode' in json && 'stdout' in json ? (json as ToolOutcome['shell']) : shellView(text);
   return { text, ...(json !== undefined && { json }), ...(shell && { shell }) };
+}
+
+/**
+ * A shell result as an agent's model reads it (activities/tools/shell.ts): `exit code N`, then
+ * `stdout:` and `stderr:` sections when not empty, then a closing note in parentheses.
+ */
+function shellView(text: string): ToolOutcome['shell'] {
+  const whole = /^exit code (\d+)(?:, no output)?\n([\s\S]*?)\(The output is only shown here[^\n]*\)$/.exec(text);
+  if (!whole) return undefined;
+  const body = whole[2];
+  const errAt = body.search(/(^|\n)stderr:\n/);
+  const outPart = errAt < 0 ? body : body.slice(0, errAt);
+  const errPart = errAt < 0 ? '' : body.slice(errAt).replace(/^\n?stderr:\n/, '');
+  const section = (part: string, name: string) => (part.startsWith(`${name}:\n`) ? part.slice(name.length + 2) : '');
+  return { exitCode: Number(whole[1]), stdout: section(outPart, 'stdout'), stderr: errPart };
 }
 
 /** Every case, whatever it attacks, also must not bring any of the worker's `secrets` out. */

@@ -6,6 +6,9 @@
  * (what streamText reads); errors, raw bodies and hangs are answered the same either way.
  * `toolCallsAs` answers like a small model served without tool calling: its calls written into
  * the text in one of the styles such models use, which only cadre's `toolCalls` modes read back.
+ * A request with `tool_choice: "required"` is answered as llama.cpp's grammar answers it: always a
+ * call, the scripted text going to the `finish` tool when one is offered (`ignoreToolChoice`
+ * answers as a server that ignores it does: as scripted).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -70,6 +73,16 @@ export interface FakeModelServer {
   /** Each streamed text chunk and Date.now() just after it was written, across all requests. */
   chunkTimes: ChunkTime[];
   enqueue(...responses: FakeResponse[]): void;
+  /**
+   * The context it holds, as llama.cpp's server says it (GET /props) and enforces it: a request
+   * whose prompt (its messages' and tools' JSON, a token per 4 bytes) and max_tokens exceed it gets
+   * llama.cpp's 400. Unset: no /props, no limit.
+   */
+  contextTokens?: number;
+  /** The prompt tokens of each chat request, as counted for `contextTokens`. */
+  promptTokens: number[];
+  /** Answer `tool_choice: "required"` as scripted, as servers that ignore it do (Ollama). */
+  ignoreToolChoice: boolean;
   /** Drops the responses no request took (a test that queued one more than it expected to be asked for). */
   clearQueue(): void;
   close(): Promise<void>;
@@ -95,6 +108,19 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         return send(res, 400, { error: { message: 'fake server: body is not JSON' } });
       }
       const path = req.url ?? '';
+      // What a server says of itself is not a request of the script's.
+      if (path === '/props' || path === '/api/show') {
+        if (path === '/props' && fake.contextTokens !== undefined) return send(res, 200, { default_generation_settings: { n_ctx: fake.contextTokens } });
+        return send(res, 404, { error: { message: `fake server: no route ${path}` } });
+      }
+      if (path === '/v1/chat/completions' && fake.contextTokens !== undefined) {
+        const prompt = fakeTokens(body);
+        fake.promptTokens.push(prompt);
+        const wanted = prompt + (typeof body.max_tokens === 'number' ? body.max_tokens : 0);
+        if (wanted > fake.contextTokens) {
+          return send(res, 400, { error: { code: 400, type: 'exceed_context_size_error', message: 'the request exceeds the available context size, try increasing it', n_prompt_tokens: prompt, n_ctx: fake.contextTokens } });
+        }
+      }
       requests.push({ path, at: Date.now(), headers: req.headers, body });
       const next = queue.shift() ?? options.respond?.(body, path);
       if (!next) return send(res, 500, { error: { message: `fake server: no scripted response left for ${path}` } });
@@ -108,15 +134,21 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         return res.end(next.raw);
       }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
+      const required = body.tool_choice === 'required' && !fake.ignoreToolChoice;
+      const forced = required ? asRequired(next, body) : undefined;
+      if (typeof forced === 'string') return send(res, 500, { error: { message: forced } });
+      if (forced) return answer(res, body, path, forced, chunkTimes);
       return answer(res, body, path, next.toolCallsAs ? asText(next, next.toolCallsAs) : next, chunkTimes);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const fake: FakeModelServer = {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
     chunkTimes,
+    ignoreToolChoice: false,
+    promptTokens: [],
     enqueue: (...responses) => queue.push(...responses),
     clearQueue: () => void queue.splice(0),
     close: () =>
@@ -125,6 +157,30 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         server.close((err) => (err ? reject(err) : resolve()));
       }),
   };
+  return fake;
+}
+
+/** A chat request's prompt in tokens, as this server counts them: its messages' and tools' JSON, 4 bytes a token. */
+export function fakeTokens(body: Record<string, unknown>): number {
+  return Math.ceil(Buffer.byteLength(JSON.stringify([body.messages, body.tools ?? []])) / 4);
+}
+
+/**
+ * A reply under `tool_choice: "required"`, as a server constraining by grammar gives it: the calls
+ * as real calls (never as text), and scripted text with no call as a call to `finish` (its
+ * `answer`, or the text's JSON when `finish` takes the output's own fields). With no `finish` offered
+ * there is no call the text could be, and the script is wrong.
+ */
+function asRequired(reply: FakeReply, body: Record<string, unknown>): FakeReply | string {
+  if (reply.toolCalls?.length) return { ...reply, toolCallsAs: undefined };
+  const tools = (body.tools ?? []) as { function: { name: string; parameters?: { properties?: Record<string, unknown> } } }[];
+  const finish = tools.find((t) => t.function.name === 'finish');
+  if (!finish) return 'fake server: tool_choice is required, no finish tool was offered, and the scripted reply has no call';
+  const text = reply.text ?? '';
+  const properties = finish.function.parameters?.properties ?? {};
+  const answer = Object.keys(properties).join() === 'answer' ? (properties.answer as { type?: string }) : undefined;
+  const args = answer ? { answer: answer.type === 'string' ? text : (JSON.parse(text) as unknown) } : (JSON.parse(text) as Record<string, unknown>);
+  return { ...reply, text: undefined, chunks: undefined, toolCallsAs: undefined, toolCalls: [{ id: 'finish-1', name: 'finish', args }] };
 }
 
 function answer(res: http.ServerResponse, body: Record<string, unknown>, path: string, next: FakeReply, chunkTimes: ChunkTime[]): void {

@@ -64,6 +64,7 @@ describe('fs tools and protected paths', () => {
         ['fs.read', { path: target }],
         ['fs.write', { path: target, content: 'planted' }],
         ['fs.write', { path: target, content: 'planted', append: true }],
+        ['fs.edit', { path: target, old_text: 'core', new_text: 'planted' }],
       ] as const) {
         const refused = await applicationFailure(tool(ws, name, params));
         expect({ name, target, type: refused.type, nonRetryable: refused.nonRetryable }).toEqual({ name, target, type: 'OutsideWorkspace', nonRetryable: true });
@@ -128,6 +129,7 @@ describe('fs tools and hard links', () => {
       ['fs.read', { path: 'innocent.txt' }],
       ['fs.write', { path: 'innocent.txt', content: 'overwritten' }],
       ['fs.write', { path: 'innocent.txt', content: 'appended', append: true }],
+      ['fs.edit', { path: 'innocent.txt', old_text: 'secret', new_text: 'edited' }],
     ] as const) {
       const refused = await applicationFailure(tool(ws, name, params));
       expect(refused).toMatchObject({ type: 'OutsideWorkspace', nonRetryable: true });

@@ -68,7 +68,7 @@ steps:
 `),
     ).toEqual([
       'name: plan name must hold only a-z, 0-9 and "-"',
-      'steps[0].tool: unknown tool "shel" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>)',
+      'steps[0].tool: unknown tool "shel" (known tools: shell, fs.read, fs.write, fs.edit, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>)',
       'steps[1].with.command: unknown step "nope"',
       'steps[2].timeout: bad duration "5 minutes": use a number with ms, s, m, h or d (e.g. 30s, 5m)',
       'steps[3].retry.maximumAttempts: Invalid input: expected number, received string',
@@ -138,7 +138,7 @@ steps:
     ).toEqual([
       'steps[0].agent.model: a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml',
       'steps[0].agent.maxTurns: Too small: expected number to be >=1',
-      'steps[0].agent.tools[1]: unknown tool "rm" (known tools: shell, fs.read, fs.write, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>, mcp:<server>/*)',
+      'steps[0].agent.tools[1]: unknown tool "rm" (known tools: shell, fs.read, fs.write, fs.edit, http.request, sleep, git.status, git.commit, git.merge, git.reset, code.navigate_imports, code.find_implementations, code.find_references, code.trace_data_flow, code.search; the worker\'s own: ts:<name>, mcp:<server>/<tool>, mcp:<server>/*)',
       'steps[1].agent.approvals.shell.git push*: "maybe" is not a decision: use allow, ask or deny',
       'steps[1].agent.approvals.fs.write: "fs.write" is not one of the agent\'s tools (shell, fs.read)',
       'steps[1].agent.approvals.fs.read: only shell takes command rules; other tools take allow, deny or ask',

@@ -28,6 +28,8 @@ export interface ToolContext {
   /** Names this tool call, the same in each of its attempts (activity ids are): a retry finds what an earlier attempt did. */
   call?: string;
   signal: AbortSignal;
+  /** An agent's call: the result is text for its model to read (a window of numbered lines, what changed). */
+  forModel?: boolean;
   /** How the processes a tool starts are contained (people set it: plan, role, worker), and what they never get. */
   sandbox: ToolSandbox;
 }

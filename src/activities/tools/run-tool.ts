@@ -5,7 +5,7 @@ import { isToolName, toolParams, type ToolName } from '../../spec/tools';
 import { PROTECTED_PATHS, openBoundary } from '../confinement';
 import { ErrorTypes, permanent } from '../../errors/application-failures';
 import type { ToolContext } from './context';
-import { readWorkspaceFile, writeWorkspaceFile } from './fs';
+import { editWorkspaceFile, readWorkspaceFile, writeWorkspaceFile } from './fs';
 import { httpRequest } from './http';
 import { inCodeThread } from './code/thread';
 import { gitCommitTool, gitMergeTool, gitResetTool, gitStatusTool } from './git';
@@ -18,6 +18,7 @@ const handlers: { [T in ToolName]: Handler<T> } = {
   shell: runShell,
   'fs.read': readWorkspaceFile,
   'fs.write': writeWorkspaceFile,
+  'fs.edit': editWorkspaceFile,
   'http.request': httpRequest,
   sleep: async (params, ctx) => {
     await delay(durationMs(params.duration), undefined, { signal: ctx.signal });
@@ -46,6 +47,6 @@ export async function runTool(tool: string, params: unknown, ctx: Omit<ToolConte
   // Workers on other machines (containers) may not have the plan's workspace: said once, as WorkspaceMissing.
   // In a worktree, its `.git` (a file linking to the repository's metadata) is out of bounds too.
   const boundary = await openBoundary(ctx.workspace, { name: ctx.worktree ? 'worktree' : 'workspace', deny: PROTECTED_PATHS });
-  const { stepId, attempt, call, signal, limits, sandbox } = ctx;
-  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, ...(call !== undefined && { call }), signal, limits, sandbox });
+  const { stepId, attempt, call, signal, limits, sandbox, forModel } = ctx;
+  return (handlers[tool] as Handler<ToolName>)(parsed.data as Params<ToolName>, { boundary, stepId, attempt, ...(call !== undefined && { call }), signal, limits, sandbox, ...(forModel && { forModel }) });
 }

@@ -20,7 +20,7 @@ export interface ShellOutput {
   droppedBytes?: { stdout?: number; stderr?: number };
 }
 
-export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput> {
+export async function runShell(params: ShellParams, ctx: ToolContext): Promise<ShellOutput | string> {
   const { profile, secrets } = ctx.sandbox;
   let env: Record<string, string>;
   try {
@@ -49,7 +49,7 @@ export async function runShell(params: ShellParams, ctx: ToolContext): Promise<S
       const tail = (ctx.sandbox.redact?.(result.stderr) ?? result.stderr).trim().split('\n').slice(-3).map((line) => (line.length > 300 ? `${line.slice(0, 300)}…` : line)).join(' | ');
       throw transient(ErrorTypes.ShellExit, `command exited with code ${exitCode}${tail ? `: ${tail}` : ''}`, result);
     }
-    return result;
+    return ctx.forModel ? forModel(result) : result;
   } finally {
     ctx.signal.removeEventListener('abort', kill);
     await started.done(ctx.signal.aborted);
@@ -138,4 +138,15 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A command's outcome as a model reads it best: the exit code and each stream as text, saying that it wrote no file itself. */
+function forModel(result: ShellOutput): string {
+  const streams = (['stdout', 'stderr'] as const).filter((name) => result[name] !== '').map((name) => `${name}:\n${result[name].replace(/\n$/, '')}`);
+  return [
+    `exit code ${result.exitCode}${streams.length === 0 ? ', no output' : ''}`,
+    ...streams,
+    ...(result.droppedBytes ? [`(output cut: ${JSON.stringify(result.droppedBytes)} bytes not kept)`] : []),
+    '(The output is only shown here: write it to a file yourself if the task asks for one.)',
+  ].join('\n');
 }

@@ -180,7 +180,8 @@ export class AgentLoop {
         this.events?.turnEnded(this.turnNumber(), turn, this.model);
         this.usage.inputTokens += turn.usage.inputTokens;
         this.usage.outputTokens += turn.usage.outputTokens;
-        this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok' });
+        const shortened = turn.shortened && { shortened: turn.shortened.toolResults };
+        this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok', ...shortened });
         return turn;
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -260,6 +261,7 @@ export class AgentLoop {
         ...(this.spec.worktree && { worktree: true }),
         // Every turn sends the whole conversation: big outputs travel by reference, so no turn outgrows a payload.
         inlineLimit: AGENT_INLINE_LIMIT,
+        forModel: true,
         ...(this.spec.storeWorkspace && { storeWorkspace: this.spec.storeWorkspace }),
         ...(this.spec.sandbox && { sandbox: this.spec.sandbox }),
         ...this.streamTo(call.id),

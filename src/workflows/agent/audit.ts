@@ -47,6 +47,8 @@ export interface AuditEvent {
   /** A failure's class and what the worker did about it (worker.recovery). */
   errorClass?: string;
   recovery?: string;
+  /** Tool results shortened so a turn fit the model's context (model.turn). */
+  shortened?: number;
   /** A signal the agent sent that Temporal refused (signal.refused): its name. */
   signal?: string;
 }

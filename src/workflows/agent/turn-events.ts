@@ -23,7 +23,8 @@ export class TurnEvents {
     for (const call of result.toolCalls) this.publish({ type: 'tool_call', ...at, callId: call.id, tool: call.name, args: previewArgs(shown(call.args) as Record<string, unknown>) });
     const textChars = result.streamed?.textChars ?? 0;
     const cut = textChars > streamedChars && { textChars, streamedChars };
-    this.publish({ type: 'message_complete', ...at, finishReason: result.finishReason, usage: result.usage, toolCalls: result.toolCalls.length, ...cut });
+    const shortened = result.shortened && { shortened: result.shortened };
+    this.publish({ type: 'message_complete', ...at, finishReason: result.finishReason, usage: result.usage, toolCalls: result.toolCalls.length, ...cut, ...shortened });
   }
 
   /** A tool call's outcome, as a preview (the model and history keep the whole). */

@@ -51,7 +51,7 @@ export function retryPolicy(step: CompiledStep, defaultAttempts: number): RetryP
  * is recorded when the workflow task completes, so a worker that dies mid-task runs the tool again,
  * and they cannot heartbeat. A step opts in with `local: true`.
  */
-export const LOCAL_TOOLS: ReadonlySet<string> = new Set(['fs.read', 'fs.write']);
+export const LOCAL_TOOLS: ReadonlySet<string> = new Set(['fs.read', 'fs.write', 'fs.edit']);
 
 export function runsLocally(step: CompiledStep, tool: string): boolean {
   return step.local ?? LOCAL_TOOLS.has(tool);

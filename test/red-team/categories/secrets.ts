@@ -40,7 +40,7 @@ export function secretCases(t: SecretTargets): Case[] {
   /** A command that fails, its stderr holding the secret: the marker is in the error's last lines. */
   const failing = (id: string, title: string, attack: string) =>
     resultCase('secrets', id, title, { name: 'shell', args: { command: `${attack}\necho >&2; echo ${marker(id)} >&2; exit 3` } }, new RegExp(`ShellExit.*${marker(id)}`), (ctx) => leaks(ctx, t.secrets));
-  const read = (id: string, title: string, file: string) => resultCase('secrets', id, title, { name: 'fs_read', args: { path: file } }, /"content":/, (ctx) => leaks(ctx, t.secrets));
+  const read = (id: string, title: string, file: string) => resultCase('secrets', id, title, { name: 'fs_read', args: { path: file } }, /^\S+, lines \d+-\d+ of \d+:\n/, (ctx) => leaks(ctx, t.secrets));
   const fetch = (id: string, title: string, route: string, ranWhen = /"status":200/) =>
     resultCase('secrets', id, title, { name: 'http_request', args: { url: `http://127.0.0.1:${t.serverPort}${route}` } }, ranWhen, (ctx) => leaks(ctx, t.secrets));
   const K = '"$(cat .k)"';

@@ -1,0 +1,62 @@
+/**
+ * What an agent said and did, read back from its workflow's history: each model turn's text and
+ * calls, and each tool call's result. For reading why a model failed a benchmark task (the audit
+ * log holds no content by design); the bench's own workflows carry no encryption codec.
+ */
+import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+
+type Payload = temporal.api.common.v1.IPayload;
+
+const MAX_SHOWN = 1500;
+
+export interface Transcript {
+  text: string;
+  /** Model replies that did not parse as an offered call: a call written as text nothing read, or arguments that were not JSON, an unknown tool, arguments that did not match. */
+  unparsed: number;
+}
+
+export async function agentTranscript(client: Client, workflowId: string): Promise<Transcript> {
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const scheduled = new Map<string, { type: string; input: unknown }>();
+  const lines: string[] = [];
+  let unparsed = 0;
+  for (const event of events) {
+    const s = event.activityTaskScheduledEventAttributes;
+    if (s) {
+      scheduled.set(String(event.eventId), { type: s.activityType?.name ?? '?', input: decoded(s.input?.payloads?.[0]) });
+      continue;
+    }
+    const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes;
+    if (!done) continue;
+    const activity = scheduled.get(String(done.scheduledEventId));
+    if (!activity) continue;
+    const failure = event.activityTaskFailedEventAttributes?.failure?.message;
+    const result = 'result' in done ? decoded(done.result?.payloads?.[0]) : undefined;
+    if (activity.type === 'modelTurn') {
+      const turn = result as { text?: string; toolCalls?: { name: string; args: unknown; error?: string }[]; unparsedToolCall?: unknown } | undefined;
+      if (turn?.unparsedToolCall || turn?.toolCalls?.some((c) => c.error !== undefined && /^(the arguments|no tool named)/.test(c.error))) unparsed++;
+      lines.push(`--- model${failure ? ` failed: ${failure}` : ''}`);
+      if (turn?.text) lines.push(shown(turn.text));
+      for (const call of turn?.toolCalls ?? []) lines.push(`call ${call.name} ${shown(JSON.stringify(call.args))}${call.error ? `\n  (cannot run: ${call.error})` : ''}`);
+    } else if (activity.type === 'runTool') {
+      const output = (result as { output?: unknown } | undefined)?.output;
+      lines.push(`--- ${(activity.input as { tool?: string }).tool ?? 'tool'}: ${failure ? `error: ${failure}` : shown(typeof output === 'string' ? output : JSON.stringify(output))}`);
+    }
+  }
+  return { text: lines.join('\n'), unparsed };
+}
+
+function decoded(payload: Payload | undefined): unknown {
+  if (!payload) return undefined;
+  try {
+    return defaultPayloadConverter.fromPayload(payload);
+  } catch {
+    return '(not readable)';
+  }
+}
+
+function shown(text: string): string {
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}… (${text.length} characters)` : text;
+}

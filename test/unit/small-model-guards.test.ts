@@ -1,0 +1,88 @@
+/**
+ * The guards of `toolCalls: required` that keep a small model moving: a repeated call sent back
+ * unrun, a file read again with nothing changed since; and the fit of a conversation to a small
+ * context window, oldest tool results shortened first.
+ */
+import { type FitMessage, fitToWindow, outputReserve } from '../../src/providers/context-window';
+import type { ModelMessageInput } from '../../src/providers/model-turn';
+import { type Call as ToolCall, finishTooSoon, repeated } from '../../src/providers/required-guards';
+
+const call = (name: string, args: Record<string, unknown>, error?: string): ToolCall => ({ id: `${name}-${JSON.stringify(args)}`, name, args, ...(error && { error }) });
+const turn = (...calls: ToolCall[]): ModelMessageInput => ({ role: 'assistant', toolCalls: calls });
+
+describe('repeated calls', () => {
+  test('a file read again with nothing changed since is sent back; after a write or a command it runs', () => {
+    const read = call('fs_read', { path: 'notes.txt' });
+    expect(repeated(read, [])).toBeUndefined();
+    expect(repeated(call('fs_read', { path: 'notes.txt', from: 1, to: 1 }), [turn(read)])).toMatch(/^not run: you have read notes\.txt already .* nothing has changed it since/);
+    expect(repeated(read, [turn(read), turn(call('fs_write', { path: 'notes.txt', content: 'x' }))])).toBeUndefined();
+    expect(repeated(read, [turn(read), turn(call('shell', { command: 'sed -i s/a/b/ notes.txt' }))])).toBeUndefined();
+    expect(repeated(call('fs_read', { path: 'other.txt' }), [turn(read)])).toBeUndefined();
+    // A read that was itself refused, or that failed, does not count as read.
+    expect(repeated(read, [turn(call('fs_read', { path: 'notes.txt' }, 'not run: ...'))])).toBeUndefined();
+    const failed: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'no file "notes.txt"', isError: true };
+    expect(repeated(read, [turn(read), failed])).toBeUndefined();
+  });
+
+  test('any call the same as the one before it (arguments in any order) is sent back', () => {
+    const run = call('shell', { command: 'node test.js', cwd: '.' });
+    expect(repeated(call('shell', { cwd: '.', command: 'node test.js' }), [turn(run)])).toMatch(/^not run: this is the same shell call as your last one/);
+    expect(repeated(run, [turn(run), turn(call('fs_edit', { path: 'a.js', old_text: 'a', new_text: 'b' }))])).toBeUndefined();
+  });
+});
+
+describe('a finish too soon', () => {
+  const tools = ['fs_read', 'fs_write'];
+  const read = call('fs_read', { path: 'config.ini' });
+  const readResult: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'port = 8443' };
+
+  test('before any tool ran, or before a change when tools that change were offered: once', () => {
+    expect(finishTooSoon([], tools)).toMatch(/^not finished: you have not called any tool yet/);
+    expect(finishTooSoon([turn(read), readResult], tools)).toMatch(/^not finished: you have only read so far, and nothing in the workspace has changed/);
+    // Told once: the next finish is taken.
+    const told = turn(call('finish', { answer: '8443' }, 'not finished: ...'));
+    expect(finishTooSoon([turn(read), readResult, told], tools)).toBeUndefined();
+    // A change that worked, or no tool that changes anything offered: no word.
+    const write = call('fs_write', { path: 'port.txt', content: '8443' });
+    expect(finishTooSoon([turn(read), readResult, turn(write)], tools)).toBeUndefined();
+    expect(finishTooSoon([turn(read), readResult], ['fs_read'])).toBeUndefined();
+    expect(finishTooSoon([], [])).toBeUndefined();
+    // A change that failed is no change.
+    const failedWrite: ModelMessageInput = { role: 'tool', toolCallId: write.id, toolName: 'fs_write', result: 'SyntaxBroken', isError: true };
+    expect(finishTooSoon([turn(read), readResult, turn(write), failedWrite], tools)).toMatch(/only read so far/);
+  });
+});
+
+describe('fitting a conversation to the context window', () => {
+  const result = (n: number) => `${'word '.repeat(300)}#${n}`;
+  const messages = (n: number): FitMessage[] => [
+    { role: 'user', content: 'task' },
+    ...Array.from({ length: n }, (_, i) => [
+      { role: 'assistant', toolCalls: [{ id: `c${i}` }] },
+      { role: 'tool', toolName: 'fs_read', toolCallId: `c${i}`, result: result(i) },
+    ]).flat(),
+  ];
+
+  test('what fits goes whole; otherwise the oldest tool results are shortened first, each saying so', () => {
+    expect(fitToWindow({ messages: messages(2) }, 4096, 512, 'm')).toEqual({ messages: messages(2) });
+    const fit = fitToWindow({ messages: messages(6) }, 2048, 512, 'm');
+    const results = fit.messages.filter((m) => m.role === 'tool').map((m) => String(m.result));
+    const cut = results.filter((r) => r.startsWith('[shortened by cadre'));
+    expect(fit.shortened?.toolResults).toBe(cut.length);
+    expect(cut.length).toBeGreaterThan(0);
+    // Shortened from the oldest on: every shortened result comes before every whole one.
+    expect(results.slice(0, cut.length)).toEqual(cut);
+    expect(results.at(-1)).toBe(result(5));
+    expect(cut[0]).toMatch(/^\[shortened by cadre to fit the model's context: 1502 characters of fs_read's result, of which the start is: word word/);
+    expect(cut[0]).toMatch(/Call fs_read again if you need the rest\.$/);
+  });
+
+  test('a conversation that cannot fit even shortened fails ModelContextTooLong, not retried; the answer keeps its share', () => {
+    expect(() => fitToWindow({ system: 'x'.repeat(9000), messages: messages(1) }, 2048, 512, 'openai-compatible:tiny')).toThrow(
+      /^openai-compatible:tiny: the conversation needs about \d+ tokens with every tool result shortened, and the model's context holds 2048 \(512 kept for the answer\)/,
+    );
+    expect(outputReserve(2048, undefined)).toBe(512);
+    expect(outputReserve(16384, undefined)).toBe(2048);
+    expect(outputReserve(16384, 300)).toBe(300);
+  });
+});
