@@ -144,7 +144,9 @@ function readTrajectory(file: string): { exitStatus?: string; turns: number; inp
     info?: { exit_status?: string };
     messages?: { role?: string; extra?: { response?: { usage?: { prompt_tokens?: number; completion_tokens?: number } } } }[];
   };
-  const turns = (traj.messages ?? []).filter((m) => m.role === 'assistant');
+  // Each model reply keeps its response: a command as the assistant's message, a reply in the wrong
+  // format as the user message that tells the model so.
+  const turns = (traj.messages ?? []).filter((m) => m.extra?.response !== undefined);
   const usage = (pick: 'prompt_tokens' | 'completion_tokens') => turns.reduce((sum, m) => sum + (m.extra?.response?.usage?.[pick] ?? 0), 0);
   return { exitStatus: traj.info?.exit_status || undefined, turns: turns.length, inputTokens: usage('prompt_tokens'), outputTokens: usage('completion_tokens') };
 }

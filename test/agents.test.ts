@@ -377,7 +377,7 @@ output: "{{ steps.read.output }}"
         { toolCalls: [{ id: 'c', name: 'fs_read', args: { path: 'big.txt', from: 201 } }] },
         { text: 'The last row is row 250.' },
       );
-      const models = modelSettings({ compatible: { tiny: { baseURL: tiny.baseURL, model: 'tiny' } } }, {});
+      const models = modelSettings({ compatible: { tiny: { baseURL: tiny.baseURL, model: 'tiny', toolCalls: 'native' } } }, {});
       await withWorker(
         async (h) => {
           const id = await startPlan(h, plan);

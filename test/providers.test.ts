@@ -397,8 +397,8 @@ describe('the modelTurn activity', () => {
 });
 
 describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', () => {
-  const local = (toolCalls?: ToolCallMode, env: Record<string, string> = {}) =>
-    modelSettings({ compatible: { local: { baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', ...(toolCalls && { toolCalls }), ...(env.LOCAL_KEY && { apiKeyEnv: 'LOCAL_KEY' }) } } }, env);
+  const local = (toolCalls: ToolCallMode = 'native', env: Record<string, string> = {}) =>
+    modelSettings({ compatible: { local: { baseURL: server.baseURL, model: 'qwen2.5-coder-1.5b', toolCalls, ...(env.LOCAL_KEY && { apiKeyEnv: 'LOCAL_KEY' }) } } }, env);
   const model = 'openai-compatible:local';
   const write = { id: 'w', name: 'fs_write', args: { path: 'summary.txt', content: 'one <line> & "quotes"\nand two' } };
   const fsTools = [
@@ -595,13 +595,15 @@ describe('tool calls written as text (models.compatible.<endpoint>.toolCalls)', 
     expect(server.requests.at(-1)?.headers.authorization).toBe(`Bearer ${KEY}`);
   });
 
-  test('toolCalls is native by default, one of five modes, and can be replaced per endpoint', () => {
-    const parsed = parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}" }\n    small: { baseURL: "${server.baseURL}", toolCalls: xml }\n`);
-    const both = modelSettings(parsed, {});
-    expect([both.compatible.local.toolCalls, both.compatible.small.toolCalls]).toEqual(['native', 'xml']);
-    expect(withToolCalls(both, 'local', 'qwen').compatible.local.toolCalls).toBe('qwen');
-    expect(both.compatible.local.toolCalls).toBe('native');
-    expect(() => withToolCalls(both, 'nope', 'json')).toThrow('no endpoint "nope"');
+  test('toolCalls is required by default on this machine and native elsewhere, one of five modes, and can be replaced per endpoint', () => {
+    const parsed = parseModelsSection(
+      `models:\n  compatible:\n    local: { baseURL: "${server.baseURL}" }\n    small: { baseURL: "${server.baseURL}", toolCalls: xml }\n    hosted: { baseURL: "https://api.example.com/v1" }\n    lan: { baseURL: "http://192.168.1.20:8080/v1" }\n    named: { baseURL: "http://localhost:11434/v1" }\n    six: { baseURL: "http://[::1]:8000/v1" }\n`,
+    );
+    const all = modelSettings(parsed, {});
+    expect(Object.fromEntries(Object.entries(all.compatible).map(([name, e]) => [name, e.toolCalls]))).toEqual({ local: 'required', small: 'xml', hosted: 'native', lan: 'native', named: 'required', six: 'required' });
+    expect(withToolCalls(all, 'local', 'qwen').compatible.local.toolCalls).toBe('qwen');
+    expect(all.compatible.local.toolCalls).toBe('required');
+    expect(() => withToolCalls(all, 'nope', 'json')).toThrow('no endpoint "nope"');
     expect(() => parseModelsSection('models:\n  compatible:\n    local: { baseURL: "http://x", toolCalls: hermes }\n')).toThrow(/models\.compatible\.local\.toolCalls: .*"required"\|"native"\|"json"\|"xml"\|"qwen"/);
   });
 });
@@ -705,7 +707,8 @@ describe('toolCalls: required: every reply a call, and finish answers', () => {
 });
 
 describe('cadre models test: which toolCalls mode reads a model\'s calls', () => {
-  const endpoint = (extra = '') => modelSettings(parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small${extra} }\n`), {});
+  // Set to native as an endpoint elsewhere would be (one on this machine is required unless it says): the advice is from there.
+  const endpoint = (extra = ', toolCalls: native') => modelSettings(parseModelsSection(`models:\n  compatible:\n    local: { baseURL: "${server.baseURL}", model: small${extra} }\n`), {});
   const readNotes = { id: 'n', name: 'fs_read', args: { path: 'notes.txt' } };
   /** A model that answers every request the same way, whatever it was told. */
   const answersAlways = (style?: TextToolCallStyle) => server.enqueue(...Array.from({ length: 5 }, () => ({ toolCalls: [readNotes], ...(style && { toolCallsAs: style }) })));
@@ -805,7 +808,8 @@ describe('cadre models test: which toolCalls mode reads a model\'s calls', () =>
     server.enqueue(...Array.from({ length: 5 }, () => ({ text: 'no tools here' })));
     const json = await runCadre(['models', 'test', 'openai-compatible:local', '--json', '--timeout', '30s'], dir, env);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'openai-compatible:local', endpoint: { name: 'local', toolCalls: 'native' }, trials: [{ mode: 'required', outcome: 'fails' }, { mode: 'native' }, {}, {}, {}] });
+    // An endpoint on this machine that names no mode is required's.
+    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'openai-compatible:local', endpoint: { name: 'local', toolCalls: 'required' }, trials: [{ mode: 'required', outcome: 'fails' }, { mode: 'native' }, {}, {}, {}] });
     expect(JSON.parse(json.stdout).recommended).toBeUndefined();
   });
 });

@@ -11,6 +11,9 @@
 import { canonical } from '../protocol/canonical-json';
 import { FINISH_TOOL } from './finish-tool';
 
+/** fs.read's window for a model (activities/tools/text-views.ts): the providers layer does not import the activities'. */
+const WINDOW_LINES = 100;
+
 /** A call as the conversation holds it (model-turn.ts's ToolCall). */
 export interface Call {
   id: string;
@@ -36,7 +39,8 @@ export function repeated(call: Call, messages: Message[]): string | undefined {
   const last = earlier.at(-1);
   if (call.name === 'fs_read' && typeof call.args.path === 'string') {
     const path = call.args.path;
-    const readAt = lastIndex(earlier, (c) => c.name === 'fs_read' && c.args.path === path);
+    const wanted = window(call.args);
+    const readAt = lastIndex(earlier, (c) => c.name === 'fs_read' && c.args.path === path && covers(window(c.args), wanted));
     const changedAt = lastIndex(earlier, (c) => CHANGES.has(c.name));
     if (readAt >= 0 && readAt > changedAt) {
       return `not run: you have read ${path} already (its lines are above) and nothing has changed it since. Use what you read: do the next thing the task asks for.`;
@@ -48,13 +52,26 @@ export function repeated(call: Call, messages: Message[]): string | undefined {
   return undefined;
 }
 
+/** The lines an fs_read call asks for, as fs.read's window takes them (100 from `from` unless `to` says). */
+function window(args: Record<string, unknown>): { from: number; to: number } {
+  const from = typeof args.from === 'number' ? args.from : 1;
+  return { from, to: typeof args.to === 'number' ? args.to : from + WINDOW_LINES - 1 };
+}
+
+function covers(read: { from: number; to: number }, wanted: { from: number; to: number }): boolean {
+  return read.from <= wanted.from && wanted.to <= read.to;
+}
+
 /** Why a `finish` now is too soon (said once), or undefined. `offered`: the names of the step's tools. */
 export function finishTooSoon(messages: Message[], offered: string[]): string | undefined {
   if (offered.length === 0) return undefined;
   const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
   if (calls.some((c) => c.name === FINISH_TOOL)) return undefined;
   const worked = workedCalls(messages);
-  if (worked.length === 0) return 'not finished: you have not called any tool yet, so nothing has been done. Do the task with the tools first, then call finish.';
+  if (worked.length === 0) {
+    const what = calls.length === 0 ? 'you have not called any tool yet' : 'none of your tool calls has worked yet';
+    return `not finished: ${what}, so nothing has been done. Do the task with the tools first, then call finish.`;
+  }
   if (offered.some((name) => CHANGES.has(name)) && !worked.some((c) => CHANGES.has(c.name))) {
     return 'not finished: you have only read so far, and nothing in the workspace has changed. If the task asks for a file to be written or changed, or a command to be run, do that now, then call finish.';
   }

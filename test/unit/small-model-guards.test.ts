@@ -18,6 +18,10 @@ describe('repeated calls', () => {
     expect(repeated(read, [turn(read), turn(call('fs_write', { path: 'notes.txt', content: 'x' }))])).toBeUndefined();
     expect(repeated(read, [turn(read), turn(call('shell', { command: 'sed -i s/a/b/ notes.txt' }))])).toBeUndefined();
     expect(repeated(call('fs_read', { path: 'other.txt' }), [turn(read)])).toBeUndefined();
+    // Lines not read before are new: the next window of a long file runs; a window inside one read does not.
+    expect(repeated(call('fs_read', { path: 'notes.txt', from: 101 }), [turn(read)])).toBeUndefined();
+    expect(repeated(call('fs_read', { path: 'notes.txt', from: 50, to: 120 }), [turn(read)])).toBeUndefined();
+    expect(repeated(call('fs_read', { path: 'notes.txt', from: 20, to: 40 }), [turn(read)])).toMatch(/^not run: you have read notes\.txt already/);
     // A read that was itself refused, or that failed, does not count as read.
     expect(repeated(read, [turn(call('fs_read', { path: 'notes.txt' }, 'not run: ...'))])).toBeUndefined();
     const failed: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'no file "notes.txt"', isError: true };
@@ -38,6 +42,8 @@ describe('a finish too soon', () => {
 
   test('before any tool ran, or before a change when tools that change were offered: once', () => {
     expect(finishTooSoon([], tools)).toMatch(/^not finished: you have not called any tool yet/);
+    const failedRead: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'data is a folder', isError: true };
+    expect(finishTooSoon([turn(read), failedRead], tools)).toMatch(/^not finished: none of your tool calls has worked yet, so nothing has been done/);
     expect(finishTooSoon([turn(read), readResult], tools)).toMatch(/^not finished: you have only read so far, and nothing in the workspace has changed/);
     // Told once: the next finish is taken.
     const told = turn(call('finish', { answer: '8443' }, 'not finished: ...'));
