@@ -13,8 +13,8 @@
  * redirects.ts and stdin.ts, wrappers.ts (unwrapping, with scripts.ts, variables.ts, shells.ts, ...).
  */
 
-import { readFile } from 'node:fs/promises';
-import { Language, Parser } from 'web-tree-sitter';
+import type { Parser } from 'web-tree-sitter';
+import { treeSitterParser } from '../tree-sitter-parsers';
 import { Collector, MAX_COMMAND_LENGTH, UNKNOWN_STDIN, type ParsedCommand } from './segments';
 import { parseScript } from './walk';
 
@@ -26,23 +26,9 @@ export { GIT_COMMAND_CONFIG } from './git-options';
 // ---------------------------------------------------------------------------------------------
 // The parser: initialised once, on first use, and reused (parsing is synchronous).
 
-let parserReady: Promise<Parser> | undefined;
-
-/** The bash parser, loaded once per process (loading the grammar costs hundreds of milliseconds): preflight reads trees with it too. */
+/** The bash parser, loaded once per process: preflight reads trees with it too. */
 export function loadParser(): Promise<Parser> {
-  parserReady ??= (async () => {
-    await Parser.init();
-    // Read here, not by Language.load(path): its dynamic import() of fs fails under jest's CommonJS vm.
-    const bash = await Language.load(await readFile(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm')));
-    const parser = new Parser();
-    parser.setLanguage(bash);
-    return parser;
-  })().catch((error: unknown) => {
-    // A failed load (a missing file) is not cached: the next call tries again.
-    parserReady = undefined;
-    throw error;
-  });
-  return parserReady;
+  return treeSitterParser('tree-sitter-bash/tree-sitter-bash.wasm');
 }
 
 export async function parseCommand(command: string): Promise<ParsedCommand> {

@@ -4,9 +4,9 @@
  * compiler's parser, Python by tree-sitter's grammar (WebAssembly, as the shell parser). Only
  * syntax: nothing runs, nothing is type-checked. Each parser loads once, on first use.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Node as SyntaxNode, Parser } from 'web-tree-sitter';
+import type { Node as SyntaxNode } from 'web-tree-sitter';
+import { treeSitterParser } from '../../tree-sitter-parsers';
 
 export interface SyntaxProblem {
   /** 1-based. */
@@ -58,26 +58,8 @@ async function scriptProblem(name: string, text: string): Promise<SyntaxProblem 
   return { ...lineAndColumn(text, first.start ?? 0), message };
 }
 
-let python: Promise<Parser> | undefined;
-
-function pythonParser(): Promise<Parser> {
-  python ??= (async () => {
-    const { Language, Parser } = await import('web-tree-sitter');
-    await Parser.init();
-    // Read here, not by Language.load(path): its dynamic import() of fs fails under jest's CommonJS vm.
-    const language = await Language.load(await readFile(require.resolve('tree-sitter-python/tree-sitter-python.wasm')));
-    const parser = new Parser();
-    parser.setLanguage(language);
-    return parser;
-  })().catch((error: unknown) => {
-    python = undefined;
-    throw error;
-  });
-  return python;
-}
-
 async function pythonProblem(text: string): Promise<SyntaxProblem | undefined> {
-  const tree = (await pythonParser()).parse(text);
+  const tree = (await treeSitterParser('tree-sitter-python/tree-sitter-python.wasm')).parse(text);
   if (!tree) return undefined;
   try {
     if (!tree.rootNode.hasError) return undefined;
