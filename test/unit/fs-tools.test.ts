@@ -139,6 +139,14 @@ describe('the syntax check before a write or an edit', () => {
     expect(JSON.parse(readFileSync(path.join(ws, 'list.json'), 'utf8'))).toEqual([1, 2, 3]);
   });
 
+  test('a file too big to read first is still overwritten, its new text checked', async () => {
+    const ws = workspace({ 'big.json': `[${'1,'.repeat(300)}1]` });
+    const small = { ...INLINE_OUTPUT_LIMITS, readBytes: 100 };
+    const write = (content: string) => runTool('fs.write', { path: 'big.json', content }, { ...ctx(ws, false), limits: small });
+    expect(await write('{"ok": true}')).toEqual({ path: 'big.json', bytes: 12 });
+    await expect(write('{"ok": ')).rejects.toMatchObject({ type: 'SyntaxBroken' });
+  });
+
   test('files that parse pass, in each language; a model is told what was written', async () => {
     const ws = workspace({});
     for (const [file, text] of [

@@ -132,11 +132,13 @@ async function readText(file: string, ctx: ToolContext): Promise<string> {
   }
 }
 
+/** The file's text before a write, for the syntax check; a file too big to read is checked as if new. */
 async function readIfThere(file: string, ctx: ToolContext): Promise<string | undefined> {
   try {
     return await readText(file, ctx);
   } catch (err) {
-    if ((err as { type?: string }).type === ErrorTypes.FileNotFound) return undefined;
+    const type = (err as { type?: string }).type;
+    if (type === ErrorTypes.FileNotFound || type === ErrorTypes.TooLarge) return undefined;
     throw err;
   }
 }
