@@ -9,23 +9,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { TemporalServer } from '../src/worker/dev-server';
 import type { StreamEventAt } from '../src/streaming/events';
-import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
 import { compile, startPlan, tempWorkspace, waitUntil } from './support/harness';
-import { LOW_LIMITS, SIGNALS_LIMIT, allRuns, onServer, refused, serverWith, signalsIn, words } from './support/limits';
+import { SIGNALS_LIMIT, allRuns, onServer, lowLimitServers, refused, signalsIn, words } from './support/limits';
 
-let models: FakeModelServer;
-let low: TemporalServer;
-beforeAll(async () => {
-  models = await startFakeModelServer();
-  low = await serverWith(LOW_LIMITS);
-}, 120_000);
-afterAll(async () => {
-  await models?.close();
-  await low?.stop();
-});
+const servers = lowLimitServers();
 
 test('sixteen agents stream for long; the approval asked after them is shown, answered, and the run completes', async () => {
   const ws = tempWorkspace();
@@ -49,9 +38,9 @@ inputs:
   // Ten pieces a second for five seconds each, at 100 ms batches: fifty signals an agent, 800 in all,
   // as sixteen agents streaming for 100 s sent 16,000 to a run that takes 10,000.
   const chunks = Array.from({ length: 50 }, (_, i) => `word${i} `);
-  models.enqueue(...items.map(() => ({ chunks, chunkDelayMs: 100, usage: { inputTokens: 5, outputTokens: 100 } })));
-  models.enqueue({ text: 'Reading. ', toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] }, { text: 'The notes say: the notes.' });
-  await onServer(low, models, async (h) => {
+  servers.models.enqueue(...items.map(() => ({ chunks, chunkDelayMs: 100, usage: { inputTokens: 5, outputTokens: 100 } })));
+  servers.models.enqueue({ text: 'Reading. ', toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] }, { text: 'The notes say: the notes.' });
+  await onServer(servers.low, servers.models, async (h) => {
     const id = await startPlan(h, plan, { items });
     const waiting = await waitUntil(h, id, (d) => d.waiting.some((w) => w.kind === 'approval'), 120_000);
     const approval = waiting.waiting.find((w) => w.kind === 'approval');
@@ -97,8 +86,8 @@ inputs:
     ws,
   );
   const items = Array.from({ length: 20 }, (_, i) => i);
-  models.enqueue(...items.map((i) => ({ chunks: [`part `, `${i}`], chunkDelayMs: 5 })));
-  await onServer(low, models, async (h) => {
+  servers.models.enqueue(...items.map((i) => ({ chunks: [`part `, `${i}`], chunkDelayMs: 5 })));
+  await onServer(servers.low, servers.models, async (h) => {
     const id = await startPlan(h, plan, { items });
     const events: StreamEventAt[] = [];
     for await (const e of h.client.events(id)) events.push(e);
@@ -124,7 +113,7 @@ inputs:
 
 test('a run past 80% of its signals warns in its stream, and `cadre status` shows its counts against the limits it was given', async () => {
   const plan = compile(`name: flooded\nsteps:\n  - { id: hold, ask: { question: "Go?", choices: [yes] } }\n`, tempWorkspace());
-  await onServer(low, models, async (h) => {
+  await onServer(servers.low, servers.models, async (h) => {
     // The low server takes 500 signals a run, and the run is told so (CADRE_RUN_LIMITS for the CLI).
     const { workflowId: id } = await h.client.start(plan, {}, { workflowId: `flooded-${Date.now()}`, taskQueue: h.taskQueue, limits: { signals: SIGNALS_LIMIT } });
     await waitUntil(h, id, (d) => d.waiting.length > 0);
@@ -133,7 +122,7 @@ test('a run past 80% of its signals warns in its stream, and `cadre status` show
     for (let sent = 0; sent < 420; sent += 30) await Promise.all(Array.from({ length: 30 }, () => handle.signal('resume')));
     const d = await waitUntil(h, id, (x) => (x.limits?.signals ?? 0) >= 420);
     expect(d.limits).toMatchObject({ signals: 420, updates: 0, max: { signals: 500, updates: 2000 } });
-    const status = await runCadre(['status', id], tempWorkspace(), { ...testServerEnv(), TEMPORAL_ADDRESS: low.address, CADRE_TASK_QUEUE: h.taskQueue });
+    const status = await runCadre(['status', id], tempWorkspace(), { ...testServerEnv(), TEMPORAL_ADDRESS: servers.low.address, CADRE_TASK_QUEUE: h.taskQueue });
     expect(status.stdout).toMatch(/limits: 420 of 500 signals \(84%\): Temporal's per-run limits/);
     await h.client.answer(id, 'hold', 'yes');
     const events: StreamEventAt[] = [];
@@ -147,8 +136,8 @@ test('an agent near its limits stops streaming its text, says so once, and still
   const plan = compile(`name: shed\nsteps:\n  - { id: talk, agent: { prompt: "talk at length", model: "openai:gpt-4o-mini" } }\n`, tempWorkspace());
   // Five turns of text: with 40 signals a run, the agent sheds its text at 20.
   const turns = Array.from({ length: 5 }, (_, i) => ({ chunks: words(30, `t${i}-`), chunkDelayMs: 50, toolCalls: i < 4 ? [{ id: `c${i}`, name: 'nothing', args: { round: i } }] : undefined }));
-  models.enqueue(...turns);
-  await onServer(low, models, async (h) => {
+  servers.models.enqueue(...turns);
+  await onServer(servers.low, servers.models, async (h) => {
     const { workflowId: id } = await h.client.start(plan, {}, { workflowId: `shed-${Date.now()}`, taskQueue: h.taskQueue, limits: { signals: 40 } });
     const events: StreamEventAt[] = [];
     for await (const e of h.client.events(id)) events.push(e);

@@ -12,24 +12,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import YAML from 'yaml';
-import type { TemporalServer } from '../src/worker/dev-server';
 import { agentDiagnosticsQuery } from '../src/protocol/definitions';
 import { runLimitReached } from '../src/client/limit-errors';
 import type { StreamEventAt } from '../src/streaming/events';
-import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
 import { compile, startPlan, tempWorkspace, waitUntil, withWorker } from './support/harness';
-import { LOW_LIMITS, SIGNALS_LIMIT, allRuns, onServer, refused, serverWith, signalsIn, updatesIn } from './support/limits';
+import { SIGNALS_LIMIT, allRuns, onServer, lowLimitServers, refused, serverWith, signalsIn, updatesIn } from './support/limits';
 
-let models: FakeModelServer;
-let low: TemporalServer;
-beforeAll(async () => {
-  models = await startFakeModelServer();
-  low = await serverWith(LOW_LIMITS);
-}, 120_000);
-afterAll(async () => {
-  await models?.close();
-  await low?.stop();
-});
+const servers = lowLimitServers();
 
 test('a noisy team: twenty workers move often; the board is right at the end and no signal is refused', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-noisy-'));
@@ -52,7 +41,7 @@ inputs:
   );
   // Each: running, blocked and running again each round, completing, completed: 27 moves, 540 in all.
   const moves = 1 + 2 * rounds + 2;
-  await onServer(low, models, async (h) => {
+  await onServer(servers.low, servers.models, async (h) => {
     const id = await startPlan(h, plan, { items: Array.from({ length: 20 }, (_, i) => i) });
     const result = await h.client.result(id);
     expect(result.status).toBe('completed');
@@ -117,12 +106,12 @@ test('a signal Temporal refuses is never silent: the agent says so, shows its wa
     const ws = tempWorkspace();
     writeFileSync(path.join(ws, 'notes.txt'), 'the notes');
     const plan = compile(`name: full-run\nsteps:\n  - { id: act, agent: { prompt: "read notes.txt", model: "openai:gpt-4o-mini", tools: [shell, fs.read], approvals: { fs.read: ask } } }\n`, ws);
-    models.enqueue(
+    servers.models.enqueue(
       { text: 'First a pause. ', toolCalls: [{ id: 's1', name: 'shell', args: { command: 'sleep 3' } }] },
       { text: 'Now reading. ', toolCalls: [{ id: 'r1', name: 'fs_read', args: { path: 'notes.txt' } }] },
       { text: 'The notes say: the notes.' },
     );
-    await onServer(full, models, async (h) => {
+    await onServer(full, servers.models, async (h) => {
       const id = await startPlan(h, plan);
       const agent = `${id}/act`;
       // Someone floods the run with signals while its agent runs a command: the run takes no more.

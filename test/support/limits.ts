@@ -10,7 +10,7 @@ import { temporal } from '@temporalio/proto';
 import { modelSettings } from '../../src/providers/config';
 import { startDevServer, type TemporalServer } from '../../src/worker/dev-server';
 import { registerSearchAttributes } from '../../src/worker/embedded';
-import type { FakeModelServer } from './fake-model-server';
+import { type FakeModelServer, startFakeModelServer } from './fake-model-server';
 import { type Harness, withWorker } from './harness';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -24,6 +24,23 @@ export async function serverWith(dynamicConfig: Record<string, number>): Promise
   const server = await startDevServer({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'cadre-limits-')), ephemeral: true, dynamicConfig });
   await registerSearchAttributes(server, () => undefined);
   return server;
+}
+
+/**
+ * A fake model server and a low-limits dev server for a test file: started before its tests,
+ * stopped after them (the fields are set once beforeAll has run).
+ */
+export function lowLimitServers(): { models: FakeModelServer; low: TemporalServer } {
+  const servers = {} as { models: FakeModelServer; low: TemporalServer };
+  beforeAll(async () => {
+    servers.models = await startFakeModelServer();
+    servers.low = await serverWith(LOW_LIMITS);
+  }, 120_000);
+  afterAll(async () => {
+    await servers.models?.close();
+    await servers.low?.stop();
+  });
+  return servers;
 }
 
 /** Runs `fn` with a worker on `server` whose OpenAI models are the fake server's. */
