@@ -10,6 +10,8 @@ import type { temporal } from '@temporalio/proto';
 type Payload = temporal.api.common.v1.IPayload;
 
 const MAX_SHOWN = 1500;
+/** A turn that failed so: the reply held no call that could be read (words in place of a call, or a call cut short). */
+const UNREAD_REPLIES = new Set(['ToolChoiceIgnored', 'ModelOutputCut']);
 
 export interface Transcript {
   text: string;
@@ -32,11 +34,13 @@ export async function agentTranscript(client: Client, workflowId: string): Promi
     if (!done) continue;
     const activity = scheduled.get(String(done.scheduledEventId));
     if (!activity) continue;
-    const failure = event.activityTaskFailedEventAttributes?.failure?.message;
+    const failed = event.activityTaskFailedEventAttributes?.failure;
+    const failure = failed?.message;
     const result = 'result' in done ? decoded(done.result?.payloads?.[0]) : undefined;
     if (activity.type === 'modelTurn') {
       const turn = result as { text?: string; toolCalls?: { name: string; args: unknown; error?: string }[]; unparsedToolCall?: unknown } | undefined;
-      if (turn?.unparsedToolCall || turn?.toolCalls?.some((c) => c.error !== undefined && /^(the arguments|no tool named)/.test(c.error))) unparsed++;
+      const unread = UNREAD_REPLIES.has(failed?.applicationFailureInfo?.type ?? '');
+      if (unread || turn?.unparsedToolCall || turn?.toolCalls?.some((c) => c.error !== undefined && /^(the arguments|no tool named)/.test(c.error))) unparsed++;
       lines.push(`--- model${failure ? ` failed: ${failure}` : ''}`);
       if (turn?.text) lines.push(shown(turn.text));
       for (const call of turn?.toolCalls ?? []) lines.push(`call ${call.name} ${shown(JSON.stringify(call.args))}${call.error ? `\n  (cannot run: ${call.error})` : ''}`);

@@ -681,6 +681,36 @@ describe('toolCalls: required: every reply a call, and finish answers', () => {
     expect(heard.join('')).toBe('The notes are in notes.txt: read them first.');
   });
 
+  test('greedy, a model says the same again: the turn after a call sent back, and a reply cut before its call ended, are sampled', async () => {
+    server.ignoreToolChoice = true;
+    const call = (thought: string) => JSON.stringify({ thought, name: 'fs_read', arguments: { path: 'notes.txt' } });
+    const refused: ModelTurnRequest = {
+      ...ask,
+      messages: [
+        ...ask.messages,
+        { role: 'assistant', toolCalls: [{ id: 'f', name: 'finish', args: { answer: 'done' }, error: 'not finished: you have not called any tool yet' }] },
+        { role: 'tool', toolCallId: 'f', toolName: 'finish', result: 'not finished: you have not called any tool yet', isError: true },
+      ],
+    };
+    server.enqueue({ text: call('read first') }, { text: call('read') });
+    await modelTurn(refused, settings());
+    await modelTurn(ask, settings());
+    expect(server.requests.map((r) => r.body.temperature)).toEqual([0.7, 0]);
+    // Cut at max_tokens (whitespace the grammar allows, without end): asked again once, sampled; both replies' tokens count.
+    server.requests.splice(0);
+    server.enqueue({ text: `{\n  "thought": "The file${' '.repeat(40)}`, finishReason: 'length', usage: { inputTokens: 100, outputTokens: 64 } }, { text: call('again'), usage: { inputTokens: 100, outputTokens: 20 } });
+    expect(await modelTurn(ask, settings())).toMatchObject({ text: 'again', toolCalls: [{ name: 'fs_read' }], usage: { inputTokens: 200, outputTokens: 84 } });
+    expect(server.requests.map((r) => r.body.temperature)).toEqual([0, 0.7]);
+    // Cut twice: the step fails ModelOutputCut, saying what the model wrote; an endpoint that sets its own temperature is not asked again.
+    const cut = { text: '{"thought": "The', finishReason: 'length' as const };
+    server.enqueue(cut, cut);
+    await expect(modelTurn(ask, settings())).rejects.toMatchObject({ type: ErrorTypes.ModelOutputCut, nonRetryable: true, message: expect.stringContaining('It said: "{\\"thought\\": \\"The"') });
+    server.requests.splice(0);
+    server.enqueue(cut);
+    await expect(modelTurn(ask, settings({ temperature: 0.2 }))).rejects.toMatchObject({ type: ErrorTypes.ModelOutputCut });
+    expect(server.requests).toHaveLength(1);
+  });
+
   test('a server that ignores "required" is detected and named, never taken for an answer; a tool of the step named finish is refused', async () => {
     server.ignoreToolChoice = true;
     server.enqueue({ text: 'I would call fs_read on notes.txt.' });

@@ -249,7 +249,7 @@ async function openAt(resolved: Resolved, dir: FileHandle, index: number, flags:
     if (code === 'ELOOP' || (code === 'ENOTDIR' && (await lstat(at).catch(ifMissing))?.isSymbolicLink())) {
       changed(resolved, path.join(resolved.boundary.root, ...resolved.names.slice(0, index + 1)));
     }
-    return refusal(resolved, err, kind);
+    return refusal(resolved, err, kind, resolved.names.slice(0, index + 1).join('/'));
   }
 }
 
@@ -294,10 +294,14 @@ function changed(resolved: Resolved, where: string): never {
 }
 
 /** Open errors that are the input's fault become permanent failures; others are thrown as they are. */
-function refusal(resolved: Resolved, err: unknown, kind: 'file' | 'directory'): never {
+function refusal(resolved: Resolved, err: unknown, kind: 'file' | 'directory', missing?: string): never {
   const code = (err as NodeJS.ErrnoException).code;
   const what = `${resolved.field} ${quote(resolved.target)}`;
-  if (code === 'ENOENT' || code === 'ENOTDIR') throw permanent(ErrorTypes.FileNotFound, `no ${kind} ${quote(resolved.target)} in the ${resolved.boundary.name}`);
+  if (code === 'ENOENT' || code === 'ENOTDIR') {
+    // A folder missing on the way names the target as a file, and then the folder that is not there.
+    const onTheWay = missing !== undefined && missing !== resolved.names.join('/') ? `: there is no folder ${quote(missing)}` : '';
+    throw permanent(ErrorTypes.FileNotFound, `no ${onTheWay ? 'file' : kind} ${quote(resolved.target)} in the ${resolved.boundary.name}${onTheWay}`);
+  }
   if (code === 'EISDIR') throw permanent(ErrorTypes.BadToolInput, `${what} is a directory`);
   // A FIFO opened for writing with O_NONBLOCK and no reader.
   if (code === 'ENXIO') throw permanent(ErrorTypes.BadToolInput, `${what} is not a regular file`);

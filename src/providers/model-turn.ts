@@ -14,7 +14,7 @@ import { compatibleEndpoint, languageModel, toolCallsOf } from './registry';
 import { contextTokens, fitToWindow, outputReserve, type Shortened } from './context-window';
 import { type WrittenStyle, findUnparsedToolCall } from './unparsed-tool-call';
 import { FINISH_TOOL, type OfferedTool, finishTool } from './finish-tool';
-import { REQUIRED_GUIDE, requiredTurn } from './required-turn';
+import { REQUIRED_GUIDE, requiredTurn, sentBack } from './required-turn';
 
 const jsonObject = z.record(z.string(), z.unknown());
 // `error` is what modelTurn said of a call it returned; a caller may send the call back as it got it.
@@ -98,35 +98,51 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
   try {
     const model = withUniqueCallIds(languageModel(id, settings));
     const fit = await fitted({ ...req, system }, tools, id, settings);
-    const result = await streamed(
-      {
-        model,
-        system,
-        messages: fit.messages.map(toModelMessage),
-        tools: tools && toolSet(tools),
-        // Every reply a call of an offered tool: a server that constrains by grammar can give nothing else.
-        ...(finishing && { toolChoice: 'required' as const }),
-        ...(req.outputSchema && !finishing && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
-        maxOutputTokens: fit.maxOutputTokens,
-        // Temporal's retry policy owns retries (with the provider's Retry-After).
-        maxRetries: 0,
-        abortSignal: signal,
-      },
-      listener,
-    );
-    if (result.text === '' && result.toolCalls.length === 0 && !ANSWERED.has(result.finishReason)) {
-      // A 200 whose body held no stream (a proxy's page, a cut body): transient, like any unreadable answer.
-      throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${result.finishReason})`);
-    }
+    const ask = async (resample: boolean) => {
+      const reply = await streamed(
+        {
+          model,
+          system,
+          messages: fit.messages.map(toModelMessage),
+          tools: tools && toolSet(tools),
+          // Every reply a call of an offered tool: a server that constrains by grammar can give nothing else.
+          ...(finishing && { toolChoice: 'required' as const }),
+          ...(req.outputSchema && !finishing && { output: Output.object({ schema: jsonSchema(req.outputSchema) }) }),
+          ...(resample && resampled(id, settings)),
+          maxOutputTokens: fit.maxOutputTokens,
+          // Temporal's retry policy owns retries (with the provider's Retry-After).
+          maxRetries: 0,
+          abortSignal: signal,
+        },
+        listener,
+      );
+      if (reply.text === '' && reply.toolCalls.length === 0 && !ANSWERED.has(reply.finishReason)) {
+        // A 200 whose body held no stream (a proxy's page, a cut body): transient, like any unreadable answer.
+        throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${reply.finishReason})`);
+      }
+      const usage = { inputTokens: reply.usage.inputTokens ?? 0, outputTokens: reply.usage.outputTokens ?? 0 };
+      return { ...reply, calls: reply.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input)), usage };
+    };
     const checkCall = toolCallChecker(tools ?? []);
-    const calls = result.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input));
-    const usage = { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 };
     const shortened = fit.shortened && { shortened: fit.shortened };
     if (finishing) {
       const server = callsBy.endpoint === undefined ? undefined : settings.compatible[callsBy.endpoint]?.baseURL;
-      const turn = requiredTurn(calls, { text: result.text, finishReason: result.finishReason, usage }, { outputSchema: req.outputSchema, label: `${id.provider}:${id.name}`, server, request: req }, listener);
-      return { ...turn, ...shortened };
+      const context = { outputSchema: req.outputSchema, label: `${id.provider}:${id.name}`, server, request: req };
+      const afterSentBack = sentBack(req.messages);
+      const first = await ask(afterSentBack);
+      try {
+        return { ...requiredTurn(first.calls, first, context, listener), ...shortened };
+      } catch (err) {
+        // A greedy reply cut before its call ended (a grammar-held model can loop on whitespace) is
+        // asked again once, sampled; both replies' tokens count (and a reader saw both replies' text).
+        if (afterSentBack || (err as { type?: string }).type !== ErrorTypes.ModelOutputCut || !resampling(id, settings)) throw err;
+        const again = await ask(true);
+        const usage = { inputTokens: first.usage.inputTokens + again.usage.inputTokens, outputTokens: first.usage.outputTokens + again.usage.outputTokens };
+        return { ...requiredTurn(again.calls, { ...again, usage }, context, listener), ...shortened };
+      }
     }
+    const result = await ask(false);
+    const { calls, usage } = result;
     // A small model read in a text mode writes a turn's calls all at once, the later ones guessing
     // what the earlier return (Qwen2.5-Coder 1.5B: fs_write of a file beside the fs_read of it, run
     // side by side). Only the first runs; the model, whose history shows that call alone, makes
@@ -176,6 +192,20 @@ async function fitted(
   const reserve = outputReserve(window, req.maxOutputTokens ?? endpoint.sampling.maxOutputTokens);
   const fit = fitToWindow({ system: req.system, tools, messages: req.messages }, window, reserve, `${id.provider}:${id.name}`);
   return { ...fit, maxOutputTokens: reserve };
+}
+
+const RESAMPLE_TEMPERATURE = 0.7;
+
+/**
+ * The temperature of a turn after a call sent back, or of a reply asked again, for an endpoint that
+ * samples greedily: greedy, the model says the same again.
+ */
+function resampled(id: ModelId, settings: ModelSettings): { temperature?: number } {
+  return resampling(id, settings) ? { temperature: RESAMPLE_TEMPERATURE } : {};
+}
+
+function resampling(id: ModelId, settings: ModelSettings): boolean {
+  return id.provider === 'openai-compatible' && compatibleEndpoint(id, settings).endpoint.sampling.temperature === 0;
 }
 
 /** What to set so that calls written in `style` are read: the endpoint's `toolCalls`, named. */

@@ -4,9 +4,10 @@
  *  - a repeated call: Qwen2.5-Coder 1.5B read the same file four times in a row, each time saying it
  *    had the answer (the agent loop's own guard, a note at the third identical turn and a failure
  *    at the fourth, still stands behind it);
- *  - a finish too soon, once: before any tool ran, or, when tools that change the workspace were
- *    offered, before one of them worked (it answered "0" to "count the files and write the number
- *    to count.txt"). A second finish is taken: some tasks need no tool, or no change.
+ *  - a finish too soon, twice at most, quoting the task: before any tool ran, or, when tools that
+ *    change the workspace were offered, before one of them worked (it answered "0" to "count the
+ *    files and write the number to count.txt"). A third finish is taken: some tasks need no tool,
+ *    or no change.
  */
 import { canonical } from '../protocol/canonical-json';
 import { FINISH_TOOL } from './finish-tool';
@@ -25,6 +26,7 @@ export interface Call {
 /** The parts of a message the guards read (model-turn.ts's messages have them). */
 export interface Message {
   role: string;
+  content?: unknown;
   toolCalls?: Call[];
   toolCallId?: string;
   isError?: boolean;
@@ -43,7 +45,7 @@ export function repeated(call: Call, messages: Message[]): string | undefined {
     const readAt = lastIndex(earlier, (c) => c.name === 'fs_read' && c.args.path === path && covers(window(c.args), wanted));
     const changedAt = lastIndex(earlier, (c) => CHANGES.has(c.name));
     if (readAt >= 0 && readAt > changedAt) {
-      return `not run: you have read ${path} already (its lines are above) and nothing has changed it since. Use what you read: do the next thing the task asks for.`;
+      return `not run: ${path} as you read it is above, the same as it is now.${theTask(messages)} Go on with its next step using what you read.`;
     }
   }
   if (last && last.name === call.name && canonical(last.args) === canonical(call.args)) {
@@ -62,20 +64,38 @@ function covers(read: { from: number; to: number }, wanted: { from: number; to: 
   return read.from <= wanted.from && wanted.to <= read.to;
 }
 
-/** Why a `finish` now is too soon (said once), or undefined. `offered`: the names of the step's tools. */
+/** How many finishes too soon are sent back: the third is taken (some tasks need no tool, or no change). */
+const FINISH_REFUSALS = 2;
+/** How much of the task a refused finish quotes back. */
+const TASK_QUOTED = 400;
+
+/** Why a `finish` now is too soon (said twice at most), or undefined. `offered`: the names of the step's tools. */
 export function finishTooSoon(messages: Message[], offered: string[]): string | undefined {
   if (offered.length === 0) return undefined;
   const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
-  if (calls.some((c) => c.name === FINISH_TOOL)) return undefined;
+  if (calls.filter((c) => c.name === FINISH_TOOL).length >= FINISH_REFUSALS) return undefined;
   const worked = workedCalls(messages);
   if (worked.length === 0) {
     const what = calls.length === 0 ? 'you have not called any tool yet' : 'none of your tool calls has worked yet';
-    return `not finished: ${what}, so nothing has been done. Do the task with the tools first, then call finish.`;
+    return `not finished: ${what}, so nothing has been done.${theTask(messages)} Do it with the tools first, then call finish.`;
   }
-  if (offered.some((name) => CHANGES.has(name)) && !worked.some((c) => CHANGES.has(c.name))) {
-    return 'not finished: you have only read so far, and nothing in the workspace has changed. If the task asks for a file to be written or changed, or a command to be run, do that now, then call finish.';
+  const changers = offered.filter((name) => CHANGES.has(name));
+  if (changers.length > 0 && !worked.some((c) => CHANGES.has(c.name))) {
+    return `not finished: you have only read so far.${theTask(messages)} If it asks for a file to be written or changed, or a command to be run, do that now (${changers.join(', ')}), then call finish.`;
   }
   return undefined;
+}
+
+/**
+ * The task, quoted back: in a long conversation a small model loses it (Qwen2.5-Coder 1.5B, told
+ * only that nothing had changed, answered "8443" again instead of writing it to port.txt, and took
+ * "nothing has changed" for a reason the task could not be done).
+ */
+function theTask(messages: Message[]): string {
+  const task = messages.find((m) => m.role === 'user')?.content;
+  if (typeof task !== 'string' || task.trim() === '') return '';
+  const text = task.trim();
+  return ` The task was: "${text.length > TASK_QUOTED ? `${text.slice(0, TASK_QUOTED)}…` : text}"`;
 }
 
 /** The calls that ran and worked: one sent back unrun, or whose tool failed, taught the model nothing to reuse. */

@@ -40,8 +40,9 @@ export function requiredTurn(calls: Call[], result: Omit<Turn, 'toolCalls' | 'ou
   const { messages } = context.request;
   const call = calls[0];
   if (!call) {
-    if (result.text.trim() === '' && finishReason === 'length') {
-      throw permanent(ErrorTypes.ModelOutputCut, `${context.label}: the reply reached its maxOutputTokens before its tool call ended: raise maxOutputTokens for the endpoint, or ask for less at once`);
+    if (finishReason === 'length') {
+      const said = result.text.trim() === '' ? '' : ` It said: ${JSON.stringify(clip(result.text.trim()))}`;
+      throw permanent(ErrorTypes.ModelOutputCut, `${context.label}: the reply reached its maxOutputTokens before its tool call ended: raise maxOutputTokens for the endpoint, or ask for less at once.${said}`);
     }
     throw permanent(
       ErrorTypes.ToolChoiceIgnored,
@@ -60,6 +61,12 @@ export function requiredTurn(calls: Call[], result: Omit<Turn, 'toolCalls' | 'ou
   const answer = finishAnswer(call.args, context.outputSchema);
   listener?.textDelta(answer.text);
   return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), toolCalls: [], finishReason: 'stop', usage };
+}
+
+/** Whether the model's last call was sent back unrun by a guard: greedy, it says the same again. */
+export function sentBack(messages: Message[]): boolean {
+  const last = messages.filter((m) => m.role === 'assistant').at(-1);
+  return last?.toolCalls?.some((c) => c.error !== undefined && /^not (run|finished):/.test(c.error)) ?? false;
 }
 
 function clip(text: string): string {

@@ -31,6 +31,8 @@ export interface FakeReply {
   /** The tool calls go out as text in this style (after `text`), not as the wire format's tool calls; streamed in pieces of 5 characters that cut through the tags. */
   toolCallsAs?: TextToolCallStyle;
   usage?: { inputTokens: number; outputTokens: number };
+  /** OpenAI's wire format: `length` says the reply reached max_tokens (cut). Default: `tool_calls` or `stop`. */
+  finishReason?: 'length';
   /** Streaming only: the text in these pieces, in order (their join is the text). Default: `text` split after each run of whitespace. */
   chunks?: string[];
   /** Streaming only: wait this long between text chunks. Default 0. */
@@ -237,7 +239,7 @@ function openAiBody(reply: FakeReply, model: string) {
             tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args) } })),
           }),
         },
-        finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+        finish_reason: reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
       },
     ],
     usage: { prompt_tokens: reply.usage?.inputTokens ?? 0, completion_tokens: reply.usage?.outputTokens ?? 0, total_tokens: (reply.usage?.inputTokens ?? 0) + (reply.usage?.outputTokens ?? 0) },
@@ -320,7 +322,7 @@ function openAiStream(reply: FakeReply, body: Record<string, unknown>): StreamFr
         chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
         ...argPieces(argsText(call.args)).map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })),
       ]),
-      chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+      chunk({}, reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop')),
       // Usage comes only when asked for, as from OpenAI (@ai-sdk/openai-compatible asks only with `includeUsage`).
       ...(includeUsage
         ? [sse({ ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } })]

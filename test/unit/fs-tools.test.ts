@@ -44,15 +44,22 @@ describe('fs.read', () => {
     const ws = workspace({ 'top.txt': 'x' });
     mkdirSync(path.join(ws, 'data', 'deeper'), { recursive: true });
     for (const name of ['b.txt', 'a.txt', 'c.md']) writeFileSync(path.join(ws, 'data', name), name);
-    const refused = await applicationFailure(model(ws, 'fs.read', { path: 'data' }));
+    expect(await model(ws, 'fs.read', { path: 'data/' })).toBe('data is a folder; it holds 4 entries:\na.txt\nb.txt\nc.md\ndeeper/');
+    const refused = await applicationFailure(model(ws, 'fs.edit', { path: 'data', old_text: 'a', new_text: 'b' }));
     expect(refused).toMatchObject({ type: 'BadToolInput', nonRetryable: true });
-    expect(refused.message).toBe('data is a folder, not a file; it holds 4 entries:\na.txt\nb.txt\nc.md\ndeeper/\nRead one of its files by its path (data/<name>).');
+    expect(refused.message).toBe('data is a folder, not a file; it holds 4 entries:\na.txt\nb.txt\nc.md\ndeeper/\nName one of its files by its path (data/<name>).');
     await expect(plan(ws, 'fs.read', { path: 'data' })).rejects.toMatchObject({ type: 'BadToolInput', message: 'path "data" is not a regular file' });
-    // A file that is not there: the nearest folder that is, listed.
+    // A file that is not there: the folder missing on the way, and the nearest folder that is, listed.
     const missing = await applicationFailure(model(ws, 'fs.edit', { path: 'data/deeper/nope/x.js', old_text: 'a', new_text: 'b' }));
-    expect(missing).toMatchObject({ type: 'FileNotFound', message: 'no directory "data/deeper/nope/x.js" in the workspace; the folder data/deeper holds nothing' });
+    expect(missing).toMatchObject({
+      type: 'FileNotFound',
+      message: 'no file "data/deeper/nope/x.js" in the workspace: there is no folder "data/deeper/nope"; the folder data/deeper holds nothing',
+    });
     const top = await applicationFailure(model(ws, 'fs.read', { path: 'node_modules/math.js' }));
     expect(top.message).toMatch(/; the workspace holds 2 entries:\ndata\/\ntop\.txt$/);
+    // A file of the name asked for in the nearest folder is offered.
+    const meant = await applicationFailure(model(ws, 'fs.edit', { path: 'node_modules/top/src/top.txt', old_text: 'x', new_text: 'y' }));
+    expect(meant.message).toBe('no file "node_modules/top/src/top.txt" in the workspace: there is no folder "node_modules". Did you mean "top.txt"? The workspace holds 2 entries:\ndata/\ntop.txt');
     // A protected folder is refused as before, never listed.
     mkdirSync(path.join(ws, '.git'));
     await expect(model(ws, 'fs.read', { path: '.git' })).rejects.toMatchObject({ type: 'OutsideWorkspace' });

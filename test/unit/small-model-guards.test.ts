@@ -14,14 +14,16 @@ describe('repeated calls', () => {
   test('a file read again with nothing changed since is sent back; after a write or a command it runs', () => {
     const read = call('fs_read', { path: 'notes.txt' });
     expect(repeated(read, [])).toBeUndefined();
-    expect(repeated(call('fs_read', { path: 'notes.txt', from: 1, to: 1 }), [turn(read)])).toMatch(/^not run: you have read notes\.txt already .* nothing has changed it since/);
+    expect(repeated(call('fs_read', { path: 'notes.txt', from: 1, to: 1 }), [turn(read)])).toMatch(/^not run: notes\.txt as you read it is above, the same as it is now\. Go on/);
     expect(repeated(read, [turn(read), turn(call('fs_write', { path: 'notes.txt', content: 'x' }))])).toBeUndefined();
     expect(repeated(read, [turn(read), turn(call('shell', { command: 'sed -i s/a/b/ notes.txt' }))])).toBeUndefined();
     expect(repeated(call('fs_read', { path: 'other.txt' }), [turn(read)])).toBeUndefined();
     // Lines not read before are new: the next window of a long file runs; a window inside one read does not.
     expect(repeated(call('fs_read', { path: 'notes.txt', from: 101 }), [turn(read)])).toBeUndefined();
     expect(repeated(call('fs_read', { path: 'notes.txt', from: 50, to: 120 }), [turn(read)])).toBeUndefined();
-    expect(repeated(call('fs_read', { path: 'notes.txt', from: 20, to: 40 }), [turn(read)])).toMatch(/^not run: you have read notes\.txt already/);
+    expect(repeated(call('fs_read', { path: 'notes.txt', from: 20, to: 40 }), [turn(read)])).toMatch(/^not run: notes\.txt as you read it is above/);
+    // The task is quoted back: a small model that reads again has lost it.
+    expect(repeated(read, [{ role: 'user', content: 'Sum the notes.' }, turn(read)])).toBe('not run: notes.txt as you read it is above, the same as it is now. The task was: "Sum the notes." Go on with its next step using what you read.');
     // A read that was itself refused, or that failed, does not count as read.
     expect(repeated(read, [turn(call('fs_read', { path: 'notes.txt' }, 'not run: ...'))])).toBeUndefined();
     const failed: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'no file "notes.txt"', isError: true };
@@ -40,14 +42,18 @@ describe('a finish too soon', () => {
   const read = call('fs_read', { path: 'config.ini' });
   const readResult: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'port = 8443' };
 
-  test('before any tool ran, or before a change when tools that change were offered: once', () => {
+  test('before any tool ran, or before a change when tools that change were offered: twice, quoting the task', () => {
     expect(finishTooSoon([], tools)).toMatch(/^not finished: you have not called any tool yet/);
     const failedRead: ModelMessageInput = { role: 'tool', toolCallId: read.id, toolName: 'fs_read', result: 'data is a folder', isError: true };
     expect(finishTooSoon([turn(read), failedRead], tools)).toMatch(/^not finished: none of your tool calls has worked yet, so nothing has been done/);
-    expect(finishTooSoon([turn(read), readResult], tools)).toMatch(/^not finished: you have only read so far, and nothing in the workspace has changed/);
-    // Told once: the next finish is taken.
+    expect(finishTooSoon([turn(read), readResult], tools)).toMatch(/^not finished: you have only read so far\. If it asks .* now \(fs_write\), then call finish\.$/);
+    const task: ModelMessageInput = { role: 'user', content: ' Write the port to port.txt. ' };
+    expect(finishTooSoon([task, turn(read), readResult], tools)).toMatch(/so far\. The task was: "Write the port to port\.txt\." If it asks/);
+    expect(finishTooSoon([{ role: 'user', content: 'x'.repeat(500) }], tools)).toContain(`"${'x'.repeat(400)}…"`);
+    // Told twice: the next finish is taken.
     const told = turn(call('finish', { answer: '8443' }, 'not finished: ...'));
-    expect(finishTooSoon([turn(read), readResult, told], tools)).toBeUndefined();
+    expect(finishTooSoon([turn(read), readResult, told], tools)).toMatch(/^not finished/);
+    expect(finishTooSoon([turn(read), readResult, told, told], tools)).toBeUndefined();
     // A change that worked, or no tool that changes anything offered: no word.
     const write = call('fs_write', { path: 'port.txt', content: '8443' });
     expect(finishTooSoon([turn(read), readResult, turn(write)], tools)).toBeUndefined();

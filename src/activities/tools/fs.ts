@@ -11,9 +11,12 @@ import { editedText, numbered, windowOf } from './text-views';
  * model gets a window of numbered lines (100 unless it asks for others) and what to read next.
  */
 export async function readWorkspaceFile(params: FsReadParams, ctx: ToolContext) {
-  const content = ctx.forModel ? await readText(params.path, ctx).catch((err: unknown) => explained(params.path, ctx, err)) : await readText(params.path, ctx);
+  if (ctx.forModel) {
+    const content = await readText(params.path, ctx).catch((err: unknown) => folderOrExplained(params.path, ctx, err));
+    return typeof content === 'string' ? windowOf(params.path, content, params.from, params.to).view : content.listed;
+  }
+  const content = await readText(params.path, ctx);
   const windowed = params.from !== undefined || params.to !== undefined;
-  if (ctx.forModel) return windowOf(params.path, content, params.from, params.to).view;
   if (windowed) {
     const window = windowOf(params.path, content, params.from, params.to);
     return { path: params.path, content: window.text, from: window.from, to: window.to, lines: window.total };
@@ -73,23 +76,42 @@ const DONE_YET = 'Check the task: if it asks for more, do that next; if all of i
 const MAX_LISTED = 200;
 
 /**
- * A model's read or edit that missed says what is there: a folder read as a file lists the folder
- * (small models call fs_read on a folder to list it, and repeat that when told only that it is not
- * a file), and a file that is not there lists the nearest folder that is (Qwen2.5-Coder 1.5B made
- * up node_modules/math.js/src/math.js for the math.js beside it). Other errors stand.
+ * A model's read of a folder is its listing, as SWE-agent's viewer does: small models call fs_read
+ * on a folder to list it, and Qwen2.5-Coder 1.5B took an error that listed it as a dead end ("0"
+ * to "count the .txt files in data"). Nothing more is said: told how to read one of the files, it
+ * read one instead of counting them.
+ */
+async function folderOrExplained(target: string, ctx: ToolContext, err: unknown): Promise<{ listed: string }> {
+  const names = (err as { type?: string }).type === ErrorTypes.BadToolInput ? await listing(target, ctx) : undefined;
+  if (!names) return explained(target, ctx, err);
+  const folder = target.replace(/\/+$/, '');
+  return { listed: `${folder} is a folder; it holds ${entries(names)}` };
+}
+
+/**
+ * A model's edit of a folder, or a read or edit that missed, says what is there: a folder edited
+ * as a file lists the folder, and a file that is not there lists the nearest folder that is
+ * (Qwen2.5-Coder 1.5B made up node_modules/math.js/src/math.js for the math.js beside it). Other
+ * errors stand.
  */
 async function explained(target: string, ctx: ToolContext, err: unknown): Promise<never> {
   const type = (err as { type?: string }).type;
   if (type === ErrorTypes.BadToolInput) {
     const names = await listing(target, ctx);
-    if (names) throw permanent(ErrorTypes.BadToolInput, `${target} is a folder, not a file; it holds ${entries(names)}\nRead one of its files by its path (${target.replace(/\/+$/, '')}/<name>).`);
+    if (names) throw permanent(ErrorTypes.BadToolInput, `${target} is a folder, not a file; it holds ${entries(names)}\nName one of its files by its path (${target.replace(/\/+$/, '')}/<name>).`);
   }
   if (type === ErrorTypes.FileNotFound) {
     const parts = target.split('/').filter((part) => part !== '' && part !== '.');
     for (let depth = parts.length - 1; depth >= 0; depth--) {
       const folder = parts.slice(0, depth).join('/');
       const names = await listing(folder || '.', ctx);
-      if (names) throw permanent(ErrorTypes.FileNotFound, `${(err as Error).message}; ${folder ? `the folder ${folder}` : 'the workspace'} holds ${entries(names)}`);
+      if (!names) continue;
+      // A file of the same name in the nearest folder is likely the one meant.
+      const name = parts.at(-1);
+      const meant = depth < parts.length - 1 && name !== undefined && names.includes(name) ? JSON.stringify(folder ? `${folder}/${name}` : name) : undefined;
+      const where = folder ? `the folder ${folder}` : 'the workspace';
+      const said = meant ? `. Did you mean ${meant}? ${where[0].toUpperCase()}${where.slice(1)}` : `; ${where}`;
+      throw permanent(ErrorTypes.FileNotFound, `${(err as Error).message}${said} holds ${entries(names)}`);
     }
   }
   throw err;
