@@ -1,5 +1,5 @@
 /**
- * How big a benchmark runs. CI runs every benchmark at a scale its 15-minute budget on two cores
+ * How big a benchmark runs. CI runs every benchmark at a scale its share of the 12-minute budget on two cores
  * allows, and says so in its report; `CADRE_BENCH=full npm run bench` runs the sizes docs/benchmarks.md quotes
  * as full scale (the 50,000-item forEach, 1,000-message sessions, ...).
  */

@@ -73,7 +73,7 @@ const POLL_MS = Number(process.env.CADRE_BENCH_POLL_MS) > 0 ? Number(process.env
 const LOOP_SAMPLE_MS = 10;
 /** Agents streaming at once, and for how long each, for the run's limits. */
 const AGENTS = scaled(16, 4);
-const AGENT_SECONDS = scaled(60, 10);
+const AGENT_SECONDS = scaled(60, 6);
 const TARGET_ROOT_EVENTS_PER_AGENT_SECOND = 2;
 const RESULTS_FILE = resultsFile('streaming');
 

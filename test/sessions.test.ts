@@ -40,15 +40,18 @@ function withModels<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
   return withWorker(fn, { activityDeps: { models } });
 }
 
-test('300 messages: replies in order, the last 50 messages in context, older ones summarised, continue-as-new carries it all', async () => {
+const MESSAGES = 150;
+
+test('150 messages: replies in order, the last 50 messages in context, older ones summarised, continue-as-new carries it all', async () => {
   server.requests.splice(0);
   const ws = tempWorkspace();
   const id = uniqueId('session');
-  const start = sessionInput({ model: 'openai:gpt-4o-mini', system: 'Be brief.', workspace: ws });
+  // Continued as new every 50 messages (100 by default): three runs at least.
+  const start = sessionInput({ model: 'openai:gpt-4o-mini', system: 'Be brief.', workspace: ws, continueEvery: 50 });
   await withModels(async (h) => {
     const runs = new Set<number>();
     let firstRunId: string | undefined;
-    for (let i = 1; i <= 300; i++) {
+    for (let i = 1; i <= MESSAGES; i++) {
       const result = await sendMessage(h.client, id, `m-${i}`, start, { taskQueue: h.taskQueue });
       firstRunId ??= (await h.client.client.workflow.getHandle(id).describe()).runId;
       expect(result.reply).toBe(`reply to m-${i}`);
@@ -56,22 +59,22 @@ test('300 messages: replies in order, the last 50 messages in context, older one
       runs.add(result.run);
     }
     const d = await sessionDiagnostics(h.client, id);
-    expect(d.answered).toBe(300);
+    expect(d.answered).toBe(MESSAGES);
     expect(d.inContext).toBeGreaterThanOrEqual(50);
     // keep + one fold batch, and the exchange that crossed it while its summary is made.
     expect(d.inContext).toBeLessThanOrEqual(72);
-    expect(d.summarised + d.inContext).toBe(600);
+    expect(d.summarised + d.inContext).toBe(2 * MESSAGES);
     expect(d.dropped).toBe(0);
     // Continued as new at least once: later replies came from later runs, with one history each.
     expect(runs.size).toBeGreaterThanOrEqual(3);
     expect((await h.client.client.workflow.getHandle(id).describe()).runId).not.toBe(firstRunId);
 
     const answers = server.requests.filter((r) => !isSummary(r));
-    expect(answers).toHaveLength(300);
-    const last = messagesOf(answers[299]);
+    expect(answers).toHaveLength(MESSAGES);
+    const last = messagesOf(answers[MESSAGES - 1]);
     const users = last.filter((m) => m.role === 'user').map(textOf);
     // The last 50 messages at least (25 exchanges), in order, and nothing older than what was folded.
-    expect(users.slice(-25)).toEqual(Array.from({ length: 25 }, (_, k) => `m-${276 + k}`));
+    expect(users.slice(-25)).toEqual(Array.from({ length: 25 }, (_, k) => `m-${MESSAGES - 24 + k}`));
     expect(users).not.toContain('m-1');
     expect(textOf(last[0])).toMatch(/^Be brief\.\n\nSummary of the earlier conversation \(\d+ messages\): summary \d+$/);
     // The summariser saw the folded messages and the summary before it.
@@ -79,7 +82,7 @@ test('300 messages: replies in order, the last 50 messages in context, older one
     expect(textOf(messagesOf(secondSummary)[1])).toContain('Earlier summary: summary 1');
     await endSession(h.client, id);
     const ended = await h.client.client.workflow.getHandle(id).result();
-    expect(ended.answered).toBe(300);
+    expect(ended.answered).toBe(MESSAGES);
   });
 });
 
