@@ -18,7 +18,7 @@ import { checkStartPayload } from '../spec/payload';
 import { formatIssues } from '../spec/validate';
 import { CadrePlan, CadreStatus, answerUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { auditDir, auditFile } from '../store/audit-files';
-import { taskQueue as defaultTaskQueue } from './task-queue';
+import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
 import { CadreError } from '../errors/cadre-error';
 import { CONNECT_TIMEOUT_MS, refusesConnections } from './reach';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';

@@ -11,7 +11,7 @@ import { streamOffsetQuery } from '../protocol/stream';
 import { EventPrinter } from './event-printer';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
 import type { ApprovalPolicy, Approvals } from '../spec/types';
-import { taskQueue as defaultTaskQueue } from './task-queue';
+import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
 import {
   type SendResult,
   type SessionDiagnostics,

@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { type DevServerOptions, type TemporalServer, resolveServer } from './dev-server';
 import { ensureSearchAttributes } from './search-attributes';
-import { createCadreWorker } from './worker';
+import { createCadreWorker, hostName } from './worker';
 
 export interface Embedded {
   server: TemporalServer;
@@ -24,11 +24,11 @@ export async function startEmbedded(options: DevServerOptions & { taskQueue?: st
   try {
     await registerSearchAttributes(server, log);
     log('starting a worker...');
-    const created = await createCadreWorker({ address: server.address, namespace: server.namespace, taskQueue: options.taskQueue });
+    const created = await createCadreWorker({ address: server.address, namespace: server.namespace, taskQueue: options.taskQueue, host: hostName() });
     log(`worker started (workflows: ${created.workflowCode})`);
     connection = created.connection;
     const worker = created.worker;
-    const running = worker.run();
+    const running = created.run();
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {

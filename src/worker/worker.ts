@@ -1,4 +1,7 @@
-/** Builds a cadre worker: the plan workflows plus every activity, on one task queue. */
+/**
+ * Builds a cadre worker: the plan workflows plus every activity on the shared task queue, and, for
+ * a worker with a host, every activity again on the queue only that host polls (hostTaskQueue).
+ */
 import { NativeConnection, type NativeConnectionOptions, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
 import { auditSinks } from './audit-log';
@@ -6,9 +9,9 @@ import { cadreDataConverter } from '../codec/data-converter';
 import { type Tracing, tracingFromEnv } from './tracing';
 import { prebuiltBundle } from './prebuilt-bundle';
 
-import { taskQueue } from '../client/task-queue';
+import { hostTaskQueue, taskQueue } from '../protocol/task-queue';
 
-export { DEFAULT_TASK_QUEUE, taskQueue } from '../client/task-queue';
+export { DEFAULT_TASK_QUEUE, hostName, hostTaskQueue, taskQueue } from '../protocol/task-queue';
 
 export interface CadreWorkerOptions {
   address: string;
@@ -18,6 +21,12 @@ export interface CadreWorkerOptions {
   apiKey?: string;
   metadata?: Record<string, string>;
   taskQueue?: string;
+  /**
+   * This machine's name among cadre's hosts (`cadre worker`: CADRE_HOST, else the machine's name):
+   * the worker also polls the host's own queue, and says so in its identity. Unset (tests, benchmarks):
+   * the shared queue only.
+   */
+  host?: string;
   /** A bundle built once with `bundleWorkflowCode` (tests); otherwise a prebuilt one (./prebuilt-bundle), else the worker bundles at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Activity dependencies besides the blob store (model settings in tests). */
@@ -29,7 +38,13 @@ export interface CadreWorkerOptions {
 }
 
 export interface CadreWorker {
+  /** The shared queue's worker: workflows and activities. */
   worker: Worker;
+  /** The host's own queue's worker (activities only), when the worker has a host. */
+  hostWorker?: Worker;
+  host?: { name: string; taskQueue: string };
+  /** Runs both workers until they are shut down (the shared one's shutdown stops both). */
+  run(): Promise<void>;
   connection: NativeConnection;
   tracing?: Tracing;
   /** Where the workflow code came from, for the start line. */
@@ -46,26 +61,43 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
   const bundle = options.workflowBundle ?? (prebuilt && { codePath: prebuilt.codePath });
   const connection = await NativeConnection.connect({ address, ...(tls !== undefined && { tls }), ...(apiKey !== undefined && { apiKey }), ...(metadata !== undefined && { metadata }) });
   try {
-    const worker = await Worker.create({
+    const shared = options.taskQueue ?? taskQueue();
+    const identity = options.host === undefined ? {} : { identity: `${process.pid}@${options.host}` };
+    // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
+    const activities = createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...options.activityDeps });
+    const common = {
       connection,
       namespace: options.namespace,
-      taskQueue: options.taskQueue ?? taskQueue(),
-      ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
-      // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
-      activities: createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...options.activityDeps }),
-      sinks: auditSinks(options.auditDir),
+      ...identity,
       // Payload encryption when keys are configured (src/codec); the same keys must reach every client.
       ...(dataConverter && { dataConverter }),
-      ...(tracing && { plugins: [tracing.plugin] }),
       // Let running tools finish on Ctrl-C before the worker goes.
       shutdownGraceTime: '10s',
       // Heartbeats reach the server at least every 2 s, so a team worker's stuck detection (10 s by
       // default) tells a long tool that still beats from a silent one.
       maxHeartbeatThrottleInterval: '2s',
+    } satisfies Partial<WorkerOptions>;
+    const worker = await Worker.create({
+      ...common,
+      taskQueue: shared,
+      ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
+      activities,
+      sinks: auditSinks(options.auditDir),
+      ...(tracing && { plugins: [tracing.plugin] }),
       ...options.overrides,
     });
+    const host = options.host === undefined ? undefined : { name: options.host, taskQueue: hostTaskQueue(options.host, shared) };
+    const hostWorker = host && (await Worker.create({ ...common, taskQueue: host.taskQueue, activities, ...(tracing && { plugins: [tracing.plugin] }) }));
+    const run = async () => {
+      if (!hostWorker) return worker.run();
+      // The host's queue lives as long as the shared one: a shutdown of either stops the other.
+      const stopOther = (other: Worker) => () => {
+        if (other.getState() === 'RUNNING') other.shutdown();
+      };
+      await Promise.all([worker.run().finally(stopOther(hostWorker)), hostWorker.run().finally(stopOther(worker))]);
+    };
     const workflowCode = options.workflowBundle ? 'a bundle passed in' : prebuilt ? (prebuilt.source === 'build' ? "the build's prebuilt bundle" : `${prebuilt.codePath} (CADRE_WORKFLOW_BUNDLE)`) : 'bundled at start';
-    return { worker, connection, workflowCode, ...(tracing && { tracing }) };
+    return { worker, run, connection, workflowCode, ...(hostWorker && { hostWorker, host }), ...(tracing && { tracing }) };
   } catch (err) {
     await connection.close();
     throw err;

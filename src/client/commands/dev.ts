@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import { codecKeysFromEnv } from '../../codec/keys';
 import { CadreError, readServerInfo } from '../client';
 import { removeServerInfo, writeServerInfo } from '../connection-config';
-import { taskQueue } from '../task-queue';
+import { taskQueue } from '../../protocol/task-queue';
 import { info, out, port, untilSignal } from './shared';
 
 /** The minimum length of a codec token (codec/server.ts), here so the help text needs no server. */

@@ -9,7 +9,7 @@ import type { CompiledPlan } from '../../spec/types';
 import { formatIssues } from '../../spec/validate';
 import { CadreError, UsageError } from '../client';
 import { renderDiagnostics } from '../format';
-import { taskQueue } from '../task-queue';
+import { taskQueue } from '../../protocol/task-queue';
 import { checkWorkflowId } from '../workflow-ids';
 import { collectInput, exitCodeOf, follow, info, leaveRunOnCtrlC, out, withClient } from './shared';
 

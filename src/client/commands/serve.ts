@@ -2,7 +2,7 @@
 import { type Command, Option } from 'commander';
 import { CadreError } from '../client';
 import { sessionInput } from '../sessions';
-import { taskQueue } from '../task-queue';
+import { taskQueue } from '../../protocol/task-queue';
 import { info, port, untilSignal, withClient } from './shared';
 import { type SessionCliOptions, sessionOptions } from './agents';
 

@@ -1,6 +1,6 @@
 /** `cadre team <goal-or-plan>`: a goal or a plan file handed to a team of agents. */
 import type { Command } from 'commander';
-import { taskQueue } from '../task-queue';
+import { taskQueue } from '../../protocol/task-queue';
 import { checkWorkflowId } from '../workflow-ids';
 import { startAndFollow } from './run';
 import { info } from './shared';

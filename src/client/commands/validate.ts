@@ -5,7 +5,7 @@ import { checkPlan, checkServer } from '../../preflight/preflight';
 import { PlanError, loadPlanWithWarnings } from '../../spec/load';
 import { formatIssues } from '../../spec/validate';
 import { CadreError } from '../client';
-import { taskQueue } from '../task-queue';
+import { taskQueue } from '../../protocol/task-queue';
 import { collectInput, info, out, withClient } from './shared';
 
 export function registerValidateCommand(program: Command): void {

@@ -1,8 +1,8 @@
 /** `cadre worker` and `cadre setup`: a worker against any server, and the search attributes it needs. */
 import type { Command } from 'commander';
-import { CadreClient, CadreError, resolveConnection } from '../client';
+import { CadreClient, CadreError, UsageError, resolveConnection } from '../client';
 import { connectionOptions } from '../connection-config';
-import { taskQueue } from '../task-queue';
+import { hostName, hostTaskQueue, taskQueue } from '../../protocol/task-queue';
 import { info, out, port, untilSignal, withClient } from './shared';
 
 const RECONNECT_MS = 2000;
@@ -24,6 +24,15 @@ async function connectWhenUp(): Promise<CadreClient> {
   }
 }
 
+/** The worker's host name, checked before anything starts. */
+function hostNameOrUsage(): string {
+  try {
+    return hostName();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 export function registerWorkerCommands(program: Command): void {
   program
     .command('worker')
@@ -32,6 +41,7 @@ export function registerWorkerCommands(program: Command): void {
     .option('--metrics-port <port>', 'serve Prometheus metrics at http://0.0.0.0:<port>/metrics (default: CADRE_METRICS_PORT; off)', port)
     .action(async (opts: { metricsPort?: number }) => {
       const metricsPort = opts.metricsPort ?? (process.env.CADRE_METRICS_PORT ? port(process.env.CADRE_METRICS_PORT) : undefined);
+      const host = hostNameOrUsage();
       const [{ installConciseLogging, statusLine }, { SetupPermissionError, ensureSearchAttributes }, { createCadreWorker }, { workerSandboxWarning }] = await Promise.all([
         import('../../worker/logging'),
         import('../../worker/search-attributes'),
@@ -52,15 +62,40 @@ export function registerWorkerCommands(program: Command): void {
       }
       const sandboxWarning = workerSandboxWarning();
       if (sandboxWarning) statusLine(`warning: ${sandboxWarning}`);
-      statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}"`, { address: server.address, namespace: server.namespace, taskQueue: taskQueue() });
-      const { worker, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace });
-      const running = worker.run();
+      statusLine(`worker on ${server.address}, namespace ${server.namespace}, task queue "${taskQueue()}", host ${host} (its own queue "${hostTaskQueue(host)}")`, {
+        address: server.address,
+        namespace: server.namespace,
+        taskQueue: taskQueue(),
+        host,
+        hostTaskQueue: hostTaskQueue(host),
+      });
+      const { worker, run, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace, host });
+      const running = run();
       statusLine(`worker running (workflows: ${workflowCode}); Ctrl-C stops it after running tools finish`, { workflowCode, ...(metricsPort !== undefined && { metrics: `http://0.0.0.0:${metricsPort}/metrics` }) });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await tracing?.shutdown();
       await connection.close();
+    });
+
+  program
+    .command('workers')
+    .description("the fleet's hosts: each one's own task queue, its worker processes, its last poll, up or lost")
+    .addHelpText('after', '\nExamples:\n  cadre workers\n  cadre workers --json | jq -r \'.[] | select(.state == "lost") | .host\'')
+    .option('--task-queue <queue>', 'the shared task queue', taskQueue())
+    .option('--json', 'print JSON')
+    .action(async (opts: { taskQueue: string; json?: boolean }) => {
+      const { listHosts } = await import('../hosts');
+      await withClient(async (client) => {
+        const hosts = await listHosts(client.connection, client.server.namespace, opts.taskQueue);
+        if (opts.json) return out(JSON.stringify(hosts, null, 2));
+        if (hosts.length === 0) return out(`no worker polls task queue "${opts.taskQueue}": start \`cadre worker\` (CADRE_HOST names its host)`);
+        const rows = hosts.map((h) => [h.host, h.state, h.state === 'shared-only' ? '-' : h.taskQueue, String(h.pollers.shared), String(h.pollers.own), h.lastPollAt ?? '-']);
+        const table = [['HOST', 'STATE', 'OWN QUEUE', 'PROCESSES', 'OWN POLLERS', 'LAST POLL OF OWN QUEUE'], ...rows];
+        const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)) + 2);
+        for (const row of table) out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join(''));
+      });
     });
 
   program

@@ -1,0 +1,63 @@
+/**
+ * The hosts of a fleet, as Temporal sees them: each worker polls the shared task queue under the
+ * identity `<pid>@<host>` and its host's own queue (protocol/task-queue.ts). `cadre workers`.
+ */
+import type { Connection } from '@temporalio/client';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
+import { temporal } from '@temporalio/proto';
+import { hostTaskQueue } from '../protocol/task-queue';
+
+/**
+ * A host is lost when its own queue has had no poll for this long. The server keeps a poller's last
+ * poll request, and an idle worker's long polls last up to a minute each: so twice that.
+ */
+export const HOST_LOST_AFTER_MS = 120_000;
+
+export interface HostReport {
+  host: string;
+  /** The queue only this host polls. */
+  taskQueue: string;
+  /** Worker processes of this host polling the shared queue (workflows or activities), and its own queue. */
+  pollers: { shared: number; own: number };
+  /** The last poll of its own queue the server saw (ISO). */
+  lastPollAt?: string;
+  /** `up` while its own queue is polled; `lost` after HOST_LOST_AFTER_MS without; `shared-only` for a worker with no host queue (an older cadre, or one without a host). */
+  state: 'up' | 'lost' | 'shared-only';
+}
+
+type Poller = temporal.api.taskqueue.v1.IPollerInfo;
+const { TaskQueueType, TaskQueueKind } = temporal.api.enums.v1;
+
+/** Every host seen polling the shared queue or its own, sorted by name. */
+export async function listHosts(connection: Connection, namespace: string, shared: string, now = Date.now()): Promise<HostReport[]> {
+  const pollersOf = async (queue: string, type: temporal.api.enums.v1.TaskQueueType): Promise<Poller[]> =>
+    (await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: queue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: type })).pollers ?? [];
+  const sharedPollers = [...(await pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)), ...(await pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))];
+  const processes = new Map<string, Set<string>>();
+  for (const poller of sharedPollers) {
+    const host = hostOf(poller.identity);
+    if (host === undefined) continue;
+    processes.set(host, (processes.get(host) ?? new Set()).add(poller.identity ?? ''));
+  }
+  const reports = await Promise.all(
+    [...processes.keys()].map(async (host): Promise<HostReport> => {
+      const queue = hostTaskQueue(host, shared);
+      const own = await pollersOf(queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY);
+      const last = Math.max(0, ...own.map((p) => optionalTsToMs(p.lastAccessTime) ?? 0));
+      const state = hostState(own.length, last, now);
+      return { host, taskQueue: queue, pollers: { shared: processes.get(host)?.size ?? 0, own: own.length }, ...(last > 0 && { lastPollAt: new Date(last).toISOString() }), state };
+    }),
+  );
+  return reports.sort((a, b) => a.host.localeCompare(b.host));
+}
+
+export function hostState(ownPollers: number, lastPollMs: number, now: number): HostReport['state'] {
+  if (ownPollers === 0) return 'shared-only';
+  return now - lastPollMs > HOST_LOST_AFTER_MS ? 'lost' : 'up';
+}
+
+/** `4242@build-1` → `build-1`: the SDK's identity form, which cadre's workers keep with their host's name. */
+function hostOf(identity: string | null | undefined): string | undefined {
+  const at = identity?.indexOf('@') ?? -1;
+  return identity && at >= 0 && at < identity.length - 1 ? identity.slice(at + 1) : undefined;
+}
