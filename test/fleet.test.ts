@@ -4,7 +4,8 @@
  */
 import { HOST_LOST_AFTER_MS, hostState, listHosts } from '../src/client/hosts';
 import { CadreClient } from '../src/client/client';
-import { hostName, hostTaskQueue } from '../src/protocol/task-queue';
+import { hostTaskQueue } from '../src/protocol/task-queue';
+import { hostName } from '../src/worker/host-name';
 import { runCadre, startCadreWorker, testServerEnv } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 

@@ -6,7 +6,8 @@ import { Connection } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { type DevServerOptions, type TemporalServer, resolveServer } from './dev-server';
 import { ensureSearchAttributes } from './search-attributes';
-import { createCadreWorker, hostName } from './worker';
+import { createCadreWorker } from './worker';
+import { hostName } from './host-name';
 
 export interface Embedded {
   server: TemporalServer;

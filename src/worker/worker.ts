@@ -11,7 +11,8 @@ import { prebuiltBundle } from './prebuilt-bundle';
 
 import { hostTaskQueue, taskQueue } from '../protocol/task-queue';
 
-export { DEFAULT_TASK_QUEUE, hostName, hostTaskQueue, taskQueue } from '../protocol/task-queue';
+export { DEFAULT_TASK_QUEUE, hostTaskQueue, taskQueue } from '../protocol/task-queue';
+export { hostName } from './host-name';
 
 export interface CadreWorkerOptions {
   address: string;

@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { CadreClient, CadreError, UsageError, resolveConnection } from '../client';
 import { connectionOptions } from '../connection-config';
-import { hostName, hostTaskQueue, taskQueue } from '../../protocol/task-queue';
+import { hostTaskQueue, taskQueue } from '../../protocol/task-queue';
+import { hostName } from '../../worker/host-name';
 import { info, out, port, untilSignal, withClient } from './shared';
 
 const RECONNECT_MS = 2000;
