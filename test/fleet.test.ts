@@ -2,12 +2,15 @@
  * A fleet on one machine: `cadre worker` processes as hosts (CADRE_HOST), each polling the shared
  * task queue and a queue of its own; `cadre workers` lists them as Temporal sees them.
  */
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { HOST_LOST_AFTER_MS, hostState, listHosts } from '../src/client/hosts';
 import { CadreClient } from '../src/client/client';
 import { hostTaskQueue } from '../src/protocol/task-queue';
 import { hostName } from '../src/worker/host-name';
 import { runCadre, startCadreWorker, testServerEnv } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
+import { git } from './support/git-repo';
 
 describe('hosts', () => {
   test('a host is named by CADRE_HOST, else the machine; a name that cannot be part of a queue is refused', () => {
@@ -56,3 +59,98 @@ describe('hosts', () => {
     expect(result).toMatchObject({ code: 2, stderr: expect.stringContaining('CADRE_HOST must be 1-100 letters, digits') });
   });
 });
+
+/** Which worker started each activity of a run, by activity type: history records each start's identity. */
+async function activityHosts(client: CadreClient, workflowId: string): Promise<[string, string][]> {
+  const { events } = await client.client.workflow.getHandle(workflowId).fetchHistory();
+  const types = new Map<string, string>();
+  const hosts: [string, string][] = [];
+  for (const event of events ?? []) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) types.set(String(event.eventId), scheduled.activityType?.name ?? '?');
+    const started = event.activityTaskStartedEventAttributes;
+    if (started) hosts.push([types.get(String(started.scheduledEventId)) ?? '?', (started.identity ?? '').replace(/^\d+@/, '')]);
+  }
+  return hosts;
+}
+
+const FLEET_PLAN = (workspace: string) => `name: fleet
+workspace: ${workspace}
+steps:
+  - { id: where, tool: shell, with: { command: "pwd" } }
+  - { id: note, dependsOn: [where], tool: fs.write, with: { path: note.txt, content: "written on the host that holds me" } }
+  - { id: edit, dependsOn: [note], worktree: { repo: ${workspace}, task: t }, tool: shell, with: { command: "echo changed > app.txt" } }
+  - { id: save, dependsOn: [edit], worktree: { repo: ${workspace}, task: t }, tool: git.commit, with: { message: "on its host", all: true } }
+`;
+
+describe('workspace affinity', () => {
+  test('two hosts with their own workspace roots: each run is bound to the host that holds its workspace, and every activity of it runs there', async () => {
+    const root = realpathSync(tempWorkspace());
+    const shared = uniqueId('affinity');
+    const [alpha, beta] = [uniqueId('alpha'), uniqueId('beta')];
+    const roots = { [alpha]: path.join(root, 'alpha'), [beta]: path.join(root, 'beta') };
+    const repos = Object.fromEntries(
+      Object.entries(roots).map(([host, dir]) => {
+        const repo = path.join(dir, 'repo');
+        mkdirSync(repo, { recursive: true });
+        git(repo, 'init', '--quiet', '--initial-branch=main');
+        writeFileSync(path.join(repo, 'app.txt'), 'first\n');
+        git(repo, 'add', '.');
+        git(repo, 'commit', '--quiet', '-m', 'first');
+        writeFileSync(path.join(root, `${host}.yaml`), FLEET_PLAN(repo));
+        return [host, repo];
+      }),
+    );
+    const env = (host: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: roots[host] });
+    const workers = await Promise.all([startCadreWorker([], root, env(alpha)), startCadreWorker([], root, env(beta))]);
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    try {
+      const runs = await Promise.all(
+        [alpha, beta, alpha, beta].map(async (host, i) => {
+          const id = uniqueId(`fleet-${i}`);
+          const result = await runCadre(['run', `${host}.yaml`, '--id', id, '--wait', '--task-queue', shared], root, testServerEnv());
+          if (result.code !== 0) throw new Error(`cadre run ${host}.yaml: ${result.stdout}${result.stderr}`);
+          return { host, id };
+        }),
+      );
+      for (const { host, id } of runs) {
+        const d = await client.diagnostics(id);
+        expect(d).toMatchObject({ status: 'completed', host });
+        const started = await activityHosts(client, id);
+        // The shell and fs steps, the worktree made and removed, the commit, and the question of where: all on the host.
+        expect(started.map(([type]) => type).sort()).toEqual(expect.arrayContaining(['createWorktree', 'removeWorktree', 'runTool']));
+        expect(started.filter(([, on]) => on !== host)).toEqual([]);
+        expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([host]);
+      }
+      // The work is where the host keeps it: the note in its workspace, the commit on the worktree's branch.
+      for (const host of [alpha, beta]) {
+        expect(git(repos[host], 'log', '--format=%s', '-1', 'cadre/fleet/t')).toBe('on its host');
+      }
+      const status = await runCadre(['status', runs[0].id], root, testServerEnv());
+      expect(status.stdout).toContain(`on host ${alpha} (its workspace's activities run there)`);
+    } finally {
+      await client.close();
+      await Promise.all(workers.map((w) => w.stop()));
+    }
+  });
+
+  test('a workspace no host holds fails the run before any step, naming the workspace and the host', async () => {
+    const root = realpathSync(tempWorkspace());
+    const shared = uniqueId('nowhere');
+    const host = uniqueId('solo');
+    mkdirSync(path.join(root, 'mine'));
+    writeFileSync(path.join(root, 'plan.yaml'), `name: nowhere\nworkspace: ${root}\nsteps:\n  - { id: a, tool: shell, with: { command: "echo a" } }\n`);
+    const worker = await startCadreWorker([], root, { ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: path.join(root, 'mine') });
+    try {
+      const result = await runCadre(['run', 'plan.yaml', '--wait', '--json', '--task-queue', shared], root, testServerEnv());
+      expect(result.code).toBe(1);
+      const d = JSON.parse(result.stdout) as { status: string; reason: string; steps: { status: string }[] };
+      expect(d.status).toBe('failed');
+      expect(d.reason).toBe(`workspace ${root} is on no host of the fleet: workspace ${root} is not on host ${host} (its workspaces are under ${path.join(root, 'mine')}), the only host polling`);
+      expect(d.steps.map((s) => s.status)).toEqual(['pending']);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+

@@ -22,6 +22,7 @@ import { repairWorktree } from '../git/repair';
 import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
+import { type WorkerHost, locateWorkspace } from './workspace-host';
 import { AnalyticsWriter } from '../analytics/writer';
 import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
 import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
@@ -42,6 +43,7 @@ export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
 export type { AgentTool } from './tools/agent-toolset';
 export type { PlanDocumentRequest, PlanDocumentResult } from './plan-document';
+export type { WorkspaceHost } from './workspace-host';
 
 export interface ToolRequest {
   tool: string;
@@ -87,6 +89,8 @@ export type ActivityDeps = StoreOptions &
   SandboxDeps & {
     /** Where finished runs are recorded; default from CADRE_ANALYTICS, CADRE_DATABASE_URL, CADRE_ANALYTICS_DIR. */
     analytics?: AnalyticsTarget;
+    /** This worker's host in a fleet (worker/worker.ts); unset, runs are not bound to a host. */
+    host?: WorkerHost;
   };
 
 /** Starts the code tools' thread and, with the agent's workspace, its service; not awaited (the toolset answers at once), never failing. */
@@ -105,6 +109,8 @@ export function createActivities(deps: ActivityDeps = {}) {
   const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
   return {
     ...valueActivities(deps),
+    // Which host holds a run's workspace (workspace-host.ts): asked first as a local activity, then on the shared queue.
+    locateWorkspace: ({ workspace, hereOnly }: { workspace: string; hereOnly: boolean }) => locateWorkspace(deps.host, workspace, hereOnly),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),

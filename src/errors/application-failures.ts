@@ -21,6 +21,8 @@ export const ErrorTypes = {
   TooLarge: 'TooLarge',
   /** The plan's workspace does not exist on this worker's machine. */
   WorkspaceMissing: 'WorkspaceMissing',
+  /** The workspace is not on the host that took the activity (a fleet): retried, where another host may take it. */
+  WorkspaceNotHere: 'WorkspaceNotHere',
   /** A template read a value that is not there (and gave no default). */
   MissingValue: 'MissingValue',
   /** A value stored outside history cannot be read (gone, changed, another machine's store). */

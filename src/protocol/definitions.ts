@@ -113,6 +113,8 @@ export interface Diagnostics {
   reason?: string;
   /** The git worktrees the run's steps work in, and what became of them when it ended. */
   worktrees?: WorktreeRecord[];
+  /** The host of a fleet that holds the run's workspace, where its tool, git and compensation activities go. */
+  host?: string;
   /** The run's agents as a team: each one's state as it last signalled it. */
   workers?: WorkerRecord[];
   /** Questions workers asked, and who answered them (the last 200). */
@@ -361,7 +363,9 @@ export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');
 export const CadrePlan = defineSearchAttributeKey('CadrePlan', 'KEYWORD');
 /** A team worker's state (`agentTask`): `CadreWorkerState = "blocked"` finds the stuck ones. */
 export const CadreWorkerState = defineSearchAttributeKey('CadreWorkerState', 'KEYWORD');
-export const SEARCH_ATTRIBUTES = [CadreStatus, CadrePlan, CadreWorkerState];
+/** The host a run's workspace is bound to in a fleet: `CadreHost = "build-1"` finds its runs. */
+export const CadreHost = defineSearchAttributeKey('CadreHost', 'KEYWORD');
+export const SEARCH_ATTRIBUTES = [CadreStatus, CadrePlan, CadreWorkerState, CadreHost];
 
 export const FAILURE_CHOICES = ['retry', 'skip', 'abort'];
 export const TIMEOUT_CHOICES = ['retry', 'extend', 'skip', 'abort'];

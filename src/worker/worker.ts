@@ -65,7 +65,9 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
     const shared = options.taskQueue ?? taskQueue();
     const identity = options.host === undefined ? {} : { identity: `${process.pid}@${options.host}` };
     // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
-    const activities = createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...options.activityDeps });
+    const host = options.host === undefined ? undefined : { name: options.host, taskQueue: hostTaskQueue(options.host, shared) };
+    const workspaces = process.env.CADRE_WORKSPACES || undefined;
+    const activities = createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...(host && { host: { ...host, ...(workspaces && { workspaces }) } }), ...options.activityDeps });
     const common = {
       connection,
       namespace: options.namespace,
@@ -87,7 +89,6 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
       ...(tracing && { plugins: [tracing.plugin] }),
       ...options.overrides,
     });
-    const host = options.host === undefined ? undefined : { name: options.host, taskQueue: hostTaskQueue(options.host, shared) };
     const hostWorker = host && (await Worker.create({ ...common, taskQueue: host.taskQueue, activities, ...(tracing && { plugins: [tracing.plugin] }) }));
     const run = async () => {
       if (!hostWorker) return worker.run();

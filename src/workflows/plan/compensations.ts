@@ -60,6 +60,7 @@ export class Compensations {
     const activities = proxyActivities<Activities>({
       ...this.host.activityIds.next(`compensate:${step.id}`),
       ...compensationActivityOptions(`compensate ${step.id}`),
+      ...this.host.host.queue(),
     });
     await activities.runTool({ tool: call.tool, params, workspace: this.host.plan.workspace, stepId: step.id, ...this.host.inline(), ...this.host.sandbox() });
   }

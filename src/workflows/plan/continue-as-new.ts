@@ -17,6 +17,7 @@ import { hasDeferred, isStored } from '../../spec/refs';
 import type { StepRecord, WorkerRecord } from '../../protocol/definitions';
 import type { CarriedTeam } from '../team/team';
 import type { CarriedLease } from './worktrees';
+import type { WorkspaceHost } from '../../activities';
 import { sizeOf } from '../common/sizes';
 import type { RunLimits } from '../common/run-limits';
 import type { RunStream } from '../common/run-stream';
@@ -42,6 +43,8 @@ export interface PlanCarry {
   workers: WorkerRecord[];
   humanWaits: HumanWaitOutcome[];
   stream: WorkflowStreamState;
+  /** The host the workspace is bound to (patch workspace-hosts). */
+  host?: WorkspaceHost;
 }
 
 /** runPlan's input in a run that continued as new. */

@@ -44,6 +44,9 @@ export const PATCH_AGENT_STREAMS = 'agent-streams';
 /** A run past its history or signal budget continues as new once no step runs (continue-as-new.ts). */
 export const PATCH_CONTINUE_AS_NEW = 'plan-continue-as-new';
 
+/** A run binds its workspace to the host that holds it, and sends its workspace's activities there (workspace-host.ts). */
+export const PATCH_WORKSPACE_HOSTS = 'workspace-hosts';
+
 const PATCH_PLAN_BASELINE = 'plan-baseline';
 const PATCH_PLAN_BASELINE_2 = 'plan-baseline-2';
 

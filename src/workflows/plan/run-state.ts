@@ -30,7 +30,8 @@ import { recordFinishedRun } from './analytics';
 import { RunStream } from '../common/run-stream';
 import { RunLimits } from '../common/run-limits';
 import { type ContinuedPlanInput, type PlanCarry, isContinued } from './continue-as-new';
-import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PlanPatches } from './plan-patches';
+import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PATCH_WORKSPACE_HOSTS, PlanPatches } from './plan-patches';
+import { WorkspaceHostBinding } from './workspace-host';
 
 const MAX_SIGNAL_ERRORS = 50;
 /** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
@@ -73,6 +74,9 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   readonly team?: Team;
   /** Agents stream their turns on their own workflows, and the run's stream says where (patch agent-streams). */
   readonly agentStreams = this.patches.has(PATCH_AGENT_STREAMS);
+  /** The host the workspace is bound to in a fleet (workspace-host.ts); runs recorded before replay unbound. */
+  readonly host = new WorkspaceHostBinding();
+  protected readonly bindsHost = this.patches.has(PATCH_WORKSPACE_HOSTS);
   /** The run's use of Temporal's per-run limits: its handlers count what they take. */
   readonly limits: RunLimits;
   /** The run's stream: its steps, waits and end, and where each of its agents streams its turns. */
@@ -92,7 +96,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.lean = this.patches.has(PATCH_LEAN_STEPS);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
-    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed());
+    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.queue());
     this.agents = new AgentSteps(
       this.patches,
       this.limits,
@@ -134,6 +138,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       workers: this.agents.workers(),
       humanWaits: [...this.waits.ended],
       stream: this.stream.carried(),
+      ...(this.host.host && { host: this.host.host }),
     };
   }
 
@@ -149,6 +154,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     if (carry.team) this.team?.restore(carry.team);
     this.agents.restoreWorkers(carry.workers);
     this.waits.ended.push(...carry.humanWaits);
+    this.host.restore(carry.host);
   }
 
   signalError(name: string, waitId: unknown, err: unknown): void {
@@ -331,6 +337,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.output !== undefined && { output: this.output }),
       ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
+      ...(this.host.host && { host: this.host.host.host }),
       ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
       ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
       limits: this.limits.usage(),

@@ -57,6 +57,8 @@ export interface StepToolCall {
   inlineLimit?: number;
   /** The plan's sandbox and egress, for the worker to apply. */
   sandbox?: SandboxSpec;
+  /** The queue of the host the workspace is bound to (a fleet); unset, the run's own queue. */
+  taskQueue?: string;
   /** Only tools that start processes (which alone can run unconfined) get the audit handler: one promise less a call (patch lean-steps). */
   auditsProcessToolsOnly?: boolean;
 }
@@ -78,7 +80,7 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
   const { step, timeout, label } = call;
   const activities = call.local
     ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
-    : proxyActivities<Activities>({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) });
+    : proxyActivities<Activities>({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label), ...(call.taskQueue !== undefined && { taskQueue: call.taskQueue }) });
   const result = activities.runTool({
     tool: call.tool,
     params: call.params,

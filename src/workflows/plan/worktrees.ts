@@ -12,13 +12,19 @@ import { describeFailure } from '../common/failures';
 
 type Info = Awaited<ReturnType<Activities['createWorktree']>>;
 
-const git = proxyActivities<Activities>({
+const GIT_OPTIONS = {
   startToCloseTimeout: '2m',
   // The activities heartbeat: a worker that dies mid-way is noticed in seconds, and the retry adopts its work.
   heartbeatTimeout: '5s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 5 },
   summary: 'worktree',
-});
+} as const;
+const anyWorker = proxyActivities<Activities>(GIT_OPTIONS);
+
+/** The git activities, on the queue of the host that holds the repository when the run is bound to one. */
+function git(queue: { taskQueue?: string }) {
+  return queue.taskQueue === undefined ? anyWorker : proxyActivities<Activities>({ ...GIT_OPTIONS, taskQueue: queue.taskQueue });
+}
 
 interface Lease {
   spec: WorktreeSpec;
@@ -35,6 +41,8 @@ export class WorktreeLeases {
   constructor(
     private readonly plan: string,
     private readonly changed: () => void,
+    /** The queue of the host the run's workspace is bound to (workspace-host.ts). */
+    private readonly queue: () => { taskQueue?: string } = () => ({}),
   ) {}
 
   get size(): number {
@@ -46,7 +54,7 @@ export class WorktreeLeases {
     const key = `${spec.repo}\0${spec.task}`;
     let lease = this.leases.get(key);
     if (!lease) {
-      const pending = git.createWorktree({
+      const pending = git(this.queue()).createWorktree({
         repo: spec.repo,
         plan: this.plan,
         task: spec.task,
@@ -89,7 +97,7 @@ export class WorktreeLeases {
         continue;
       }
       try {
-        const removed = await git.removeWorktree({ repo: spec.repo, path: info.path });
+        const removed = await git(this.queue()).removeWorktree({ repo: spec.repo, path: info.path });
         record.state = 'removed';
         record.note = removed.keptBranch ? `its commits stay on branch ${removed.keptBranch}` : removed.reason;
       } catch (err) {

@@ -13,6 +13,7 @@ import type { Team } from '../../team/team';
 import type { AgentSteps } from '../agent-steps';
 import type { ActivityIds } from '../tool-call';
 import type { WorktreeLeases } from '../worktrees';
+import type { WorkspaceHostBinding } from '../workspace-host';
 
 /** What a kind may use of the run it is part of. */
 export interface PlanRunContext {
@@ -24,6 +25,8 @@ export interface PlanRunContext {
   readonly templates: ResolveOptions;
   readonly activityIds: ActivityIds;
   readonly worktrees: WorktreeLeases;
+  /** The host the workspace is bound to, in a fleet: where its activities go (patch workspace-hosts). */
+  readonly host: WorkspaceHostBinding;
   readonly agents: AgentSteps;
   readonly team?: Team;
   /** The step's record, as diagnostics show it; call changed() after changing it. */
