@@ -2,7 +2,7 @@
  * A fleet on one machine: `cadre worker` processes as hosts (CADRE_HOST), each polling the shared
  * task queue and a queue of its own; `cadre workers` lists them as Temporal sees them.
  */
-import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { HOST_LOST_AFTER_MS, hostState, listHosts } from '../src/client/hosts';
 import { CadreClient } from '../src/client/client';
@@ -81,6 +81,15 @@ steps:
   - { id: note, dependsOn: [where], tool: fs.write, with: { path: note.txt, content: "written on the host that holds me" } }
   - { id: edit, dependsOn: [note], worktree: { repo: ${workspace}, task: t }, tool: shell, with: { command: "echo changed > app.txt" } }
   - { id: save, dependsOn: [edit], worktree: { repo: ${workspace}, task: t }, tool: git.commit, with: { message: "on its host", all: true } }
+  - id: agent
+    dependsOn: [save]
+    agent: { prompt: "Write agent.txt.", model: "scripted:${workspace}/agent-script.yaml", tools: [fs.write], maxTurns: 3 }
+`;
+
+/** The agent step's offline model: one write, then its answer. */
+const AGENT_SCRIPT = `turns:
+  - reply: { toolCalls: [{ name: fs_write, args: { path: agent.txt, content: "by the agent" } }] }
+  - reply: { text: "wrote agent.txt" }
 `;
 
 describe('workspace affinity', () => {
@@ -95,6 +104,7 @@ describe('workspace affinity', () => {
         mkdirSync(repo, { recursive: true });
         git(repo, 'init', '--quiet', '--initial-branch=main');
         writeFileSync(path.join(repo, 'app.txt'), 'first\n');
+        writeFileSync(path.join(repo, 'agent-script.yaml'), AGENT_SCRIPT);
         git(repo, 'add', '.');
         git(repo, 'commit', '--quiet', '-m', 'first');
         writeFileSync(path.join(root, `${host}.yaml`), FLEET_PLAN(repo));
@@ -120,10 +130,15 @@ describe('workspace affinity', () => {
         // The shell and fs steps, the worktree made and removed, the commit, and the question of where: all on the host.
         expect(started.map(([type]) => type).sort()).toEqual(expect.arrayContaining(['createWorktree', 'removeWorktree', 'runTool']));
         expect(started.filter(([, on]) => on !== host)).toEqual([]);
+        // The agent's model turns, its toolset and its tool call too (they read the workspace's blob store and files).
+        const agent = await activityHosts(client, `${id}/agent`);
+        expect(agent.map(([type]) => type).sort()).toEqual(['agentToolset', 'modelTurn', 'modelTurn', 'runTool']);
+        expect(agent.filter(([, on]) => on !== host)).toEqual([]);
         expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([host]);
       }
-      // The work is where the host keeps it: the note in its workspace, the commit on the worktree's branch.
+      // The work is where the host keeps it: the agent's file in its workspace, the commit on the worktree's branch.
       for (const host of [alpha, beta]) {
+        expect(readFileSync(path.join(repos[host], 'agent.txt'), 'utf8')).toBe('by the agent');
         expect(git(repos[host], 'log', '--format=%s', '-1', 'cadre/fleet/t')).toBe('on its host');
       }
       const status = await runCadre(['status', runs[0].id], root, testServerEnv());

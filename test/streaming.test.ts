@@ -10,7 +10,7 @@ import { modelSettings } from '../src/providers/config';
 import { sendMessage, sessionInput } from '../src/client/sessions';
 import { STREAM_EVENT_TYPES, type StreamEventAt } from '../src/streaming/events';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
-import { type Harness, compile, kill, startPlan, startWorkerProcess, tempWorkspace, uniqueId, withWorker } from './support/harness';
+import { type Harness, compile, kill, startPlan, startWorkerProcess, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
 import { exited, spawnCadre, testServerEnv } from './support/cli';
 import { CadreClient } from '../src/client/client';
 import { STREAM_TOPIC, streamQuery } from '../src/protocol/stream';
@@ -208,6 +208,8 @@ test('the log stays bounded: past 3,000 events the oldest go, and a reader from 
   await withModels(async (h) => {
     const id = await startPlan(h, plan);
     const handle = h.client.client.workflow.getHandle(id);
+    // The run's own events (its step, its question) first, so that all the newest held are texts.
+    await waitUntil(h, id, (d) => d.waiting.length > 0);
     // 3,500 events from outside, as activities publish them: 35 batches of 100.
     const publisher = WorkflowStreamClient.create(h.client.client, id);
     for (let i = 0; i < 3500; i++) {

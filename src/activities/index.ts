@@ -109,8 +109,8 @@ export function createActivities(deps: ActivityDeps = {}) {
   const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
   return {
     ...valueActivities(deps),
-    // Which host holds a run's workspace (workspace-host.ts): asked first as a local activity, then on the shared queue.
-    locateWorkspace: ({ workspace, hereOnly }: { workspace: string; hereOnly: boolean }) => locateWorkspace(deps.host, workspace, hereOnly),
+    // Which host holds a run's workspace (workspace-host.ts), asked on the shared queue.
+    locateWorkspace: ({ workspace }: { workspace: string }) => locateWorkspace(deps.host, workspace),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),

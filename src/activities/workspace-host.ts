@@ -1,6 +1,6 @@
 /**
- * Which host holds a run's workspace (docs/operations.md, A fleet): the first thing a run asks, on
- * its own worker (a local activity), then on the shared queue, where any host may take it. A host
+ * Which host holds a run's workspace (docs/operations.md, A fleet): the first thing a run asks, of
+ * the shared queue, where any host may take it (retried until one that holds it does). A host
  * holds a workspace that is a folder on its disk, inside its workspace root (CADRE_WORKSPACES) when
  * it has one. The run then sends that workspace's activities to the host's own queue.
  */
@@ -8,7 +8,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { temporal } from '@temporalio/proto';
-import { ErrorTypes, transient } from '../errors/application-failures';
+import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import { isInside } from './confinement';
 import { CadreHost } from '../protocol/definitions';
 
@@ -29,26 +29,19 @@ export interface WorkspaceHost {
   indexed: boolean;
 }
 
-/** This host has no copy of the workspace; `hosts` poll the shared queue. */
-export interface NotHere {
-  notHere: string;
-  hosts: number;
-}
-
 /**
  * The host of `workspace` if it is this worker's; `null` for a worker with no host (its runs go
- * unrouted, as before fleets). A workspace this host does not hold is `NotHere` when asked of this
- * host only (the run's own worker), else fails `WorkspaceNotHere`, to be retried where another host
- * may take it.
+ * unrouted, as before fleets). A workspace this host does not hold fails `WorkspaceNotHere`, to be
+ * retried where another host may take it, or `WorkspaceMissing` when no other host polls.
  */
-export async function locateWorkspace(host: WorkerHost | undefined, workspace: string, hereOnly: boolean): Promise<WorkspaceHost | NotHere | null> {
+export async function locateWorkspace(host: WorkerHost | undefined, workspace: string): Promise<WorkspaceHost | null> {
   if (!host) return null;
   const inRoot = host.workspaces === undefined || isInside(path.resolve(workspace), path.resolve(host.workspaces));
   const held = inRoot && (await stat(workspace).catch(() => undefined))?.isDirectory();
   const hosts = await hostsPolling();
   if (held) return { host: host.name, taskQueue: host.taskQueue, solo: hosts <= 1, indexed: await hostIndexed() };
   const notHere = `workspace ${workspace} is not on host ${host.name}${host.workspaces ? ` (its workspaces are under ${host.workspaces})` : ''}`;
-  if (hereOnly) return { notHere, hosts };
+  if (hosts <= 1) throw permanent(ErrorTypes.WorkspaceMissing, `${notHere}, the only host polling`);
   throw transient(ErrorTypes.WorkspaceNotHere, notHere);
 }
 

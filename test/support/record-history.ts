@@ -239,6 +239,25 @@ steps:
     answers: {},
     setup: gitRepository,
   },
+  // A run bound to its worker's host (patch workspace-hosts): tool, fs and worktree activities on the host's queue.
+  {
+    name: 'run-plan-workspace-host',
+    plan: `
+name: replay-workspace-host
+steps:
+  - { id: where, tool: shell, with: { command: "pwd" } }
+  - { id: note, dependsOn: [where], tool: fs.write, with: { path: note.txt, content: "on its host" } }
+  - { id: edit, dependsOn: [note], worktree: { repo: repo, task: t }, tool: shell, with: { command: "echo changed > app.txt" } }
+  - { id: save, dependsOn: [edit], worktree: { repo: repo, task: t }, tool: git.commit, with: { message: "on its host", all: true } }
+  - { id: act, dependsOn: [save], agent: { prompt: "Read notes.txt, write out.txt", model: "scripted:agent.yaml", tools: [fs.read, fs.write, shell], approvals: { fs.write: ask } } }
+`,
+    answers: { 'act/call-2.1': ['approve'] },
+    children: { 'agent-task-workspace-host': '/act' },
+    setup: (workspace) => {
+      gitRepository(workspace);
+      agentScenarios(workspace);
+    },
+  },
   // A forEach of 1,200 items: its run (two chunks) and its first chunk, a runItems child workflow.
   {
     name: 'run-plan-foreach-chunks',

@@ -58,7 +58,7 @@ export class AgentLoop {
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
     this.maxTurns = spec.maxTurns;
-    this.models = modelActivities(spec.modelAttempts);
+    this.models = modelActivities(spec.modelAttempts, spec.taskQueue);
     this.model = spec.model;
     if (patched(PATCH_COMMAND_RULES)) {
       const gate = { label: spec.label, approvals: spec.approvals, approvalTimeout: spec.approvalTimeout, ...(spec.inheritedApprovals && { inherited: spec.inheritedApprovals }) };
@@ -155,7 +155,7 @@ export class AgentLoop {
     if (!this.offered) {
       // The workspace goes along so a worker can ready the code tools for it while the model takes its first turn.
       const request = { tools: this.spec.tools, workspace: this.spec.workspace, ...(this.spec.worktree && { worktree: true }) };
-      this.offered = this.spec.tools.length > 0 ? toolset.agentToolset(request) : Promise.resolve([]);
+      this.offered = this.spec.tools.length > 0 ? toolset(this.spec.taskQueue).agentToolset(request) : Promise.resolve([]);
     }
     return this.offered;
   }
@@ -292,7 +292,7 @@ export class AgentLoop {
   }
 
   private toolActivities(tool: string, callId: string) {
-    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout);
+    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout, this.spec.taskQueue);
   }
 
   /** Runs from before command rules: globs decided in the workflow, first match wins. Undefined when the call may run. */

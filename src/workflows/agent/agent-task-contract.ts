@@ -41,6 +41,8 @@ export interface AgentTaskInput {
   team?: TeamWorker;
   /** The plan's sandbox and egress; subtasks and specialists get the same. */
   sandbox?: SandboxSpec;
+  /** The queue of the fleet's host that holds its workspace (and blob store): its activities go there. Absent: its own queue. */
+  hostQueue?: string;
   /** A subtask's parents' tools and approvals: it gets no tool they lack, and no looser policy. */
   inherited?: InheritedPolicy;
   /**

@@ -100,6 +100,7 @@ class AgentRun {
       workspace: input.workspace,
       ...(input.worktree && { worktree: true }),
       ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
+      ...(input.hostQueue && { taskQueue: input.hostQueue }),
       ...(sandbox && { sandbox }),
       // Its turns stream to its own workflow, whose limits are its own: its plan run's go to the messages that control the run.
       stream: this.stream.target(),
@@ -204,7 +205,7 @@ class AgentRun {
       limits: this.stream.limits,
       refused: (signal, err) => this.refused(signal, err),
       ...(this.stream.own && { announce: (step: string, workflowId: string) => this.stream.announce(step, workflowId) }),
-      childInput: () => this.stream.childInput(),
+      childInput: () => ({ ...this.stream.childInput(), ...(this.input.hostQueue && { hostQueue: this.input.hostQueue }) }),
       askPerson: (id, prompt, timeout) =>
         this.loop.waits.wait({ id, kind: 'ask', prompt, ...(timeout !== undefined && { timeout }) }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() }),
       askWhileBlocked: async (id, prompt, choices) => {

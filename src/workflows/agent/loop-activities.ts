@@ -15,8 +15,9 @@ const MAX_RESULT_CHARS = 64 * 1024;
 /** Tool output bytes an agent keeps in its history: bigger parts are stored and passed by reference. */
 export const AGENT_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);
 
-export function modelActivities(maximumAttempts = 8) {
+export function modelActivities(maximumAttempts = 8, taskQueue?: string) {
   return proxyActivities<Activities>({
+    ...(taskQueue !== undefined && { taskQueue }),
     startToCloseTimeout: '5m',
     // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
     heartbeatTimeout: '10s',
@@ -41,11 +42,18 @@ export function modelActivities(maximumAttempts = 8) {
   });
 }
 
-export const toolset = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' });
+const TOOLSET_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' } as const;
+const anyToolset = proxyActivities<Activities>(TOOLSET_OPTIONS);
+
+/** The activity that lists an agent's tools (it warms the code tools for the workspace: on its host in a fleet). */
+export function toolset(taskQueue?: string) {
+  return taskQueue === undefined ? anyToolset : proxyActivities<Activities>({ ...TOOLSET_OPTIONS, taskQueue });
+}
 
 /** One tool call's activity, its id naming the step and the call. */
-export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s') {
+export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', taskQueue?: string) {
   return proxyActivities<Activities>({
+    ...(taskQueue !== undefined && { taskQueue }),
     activityId: `${label}/${callId}`,
     summary: `${label}: ${tool}`,
     scheduleToCloseTimeout: '10m',

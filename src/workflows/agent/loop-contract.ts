@@ -32,6 +32,8 @@ export interface LoopSpec {
   storeWorkspace?: string;
   /** The plan's sandbox and egress, for the worker to apply to every tool call. */
   sandbox?: SandboxSpec;
+  /** The queue of the host that holds the workspace (a fleet): model turns, the toolset and tools go there. */
+  taskQueue?: string;
   /** Attempts of one model turn before its failure goes to `recover` (default 8). */
   modelAttempts?: number;
   /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */

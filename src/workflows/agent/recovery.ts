@@ -10,7 +10,12 @@ import type { WorkerReporter } from './worker-reporter';
 /** Rounds of a team worker's model-turn retries for a transient failure, when no fallback model helps. */
 const TRANSIENT_ROUNDS = 3;
 
-const repairs = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' });
+const REPAIR_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' } as const;
+
+/** The repair activity, on the queue of the host that holds the worktree when there is one. */
+function repairs(taskQueue: string | undefined) {
+  return proxyActivities<Activities>(taskQueue === undefined ? REPAIR_OPTIONS : { ...REPAIR_OPTIONS, taskQueue });
+}
 
 export class WorkerRecovery {
   private onFallback = false;
@@ -52,7 +57,7 @@ export class WorkerRecovery {
       return { retry: true };
     }
     if (where === 'tool' && errorClass === 'infrastructure' && this.input.worktree) {
-      const { removed } = await repairs.repairWorktree({ worktree: this.input.workspace });
+      const { removed } = await repairs(this.input.hostQueue).repairWorktree({ worktree: this.input.workspace });
       record(removed.length > 0 ? 'repaired_worktree' : 'nothing_to_repair');
       return removed.length > 0 ? { retry: true } : undefined;
     }

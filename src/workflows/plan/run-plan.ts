@@ -4,7 +4,7 @@
  * policy; humans answer through the `answer` update; abort and cancellation run the
  * `compensate` actions of completed steps in reverse order.
  */
-import { ApplicationFailure, CancellationScope, ContinueAsNew, condition, isCancellation, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, ContinueAsNew, condition, isCancellation } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { evaluateCondition } from '../../spec/expressions';
@@ -12,7 +12,7 @@ import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../spec/types';
 import { compileDocument, isPlanDocument } from './plan-document';
 import { isoAt, nowMs } from '../common/clock';
-import { CadreHost, FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepRecord, type StepStatus, type WaitKind } from '../../protocol/definitions';
+import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepRecord, type StepStatus, type WaitKind } from '../../protocol/definitions';
 import { describeFailure, type StepError } from '../common/failures';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
@@ -68,7 +68,7 @@ class PlanRun extends PlanRunState {
 
   async run(): Promise<PlanResult> {
     try {
-      if (this.bindsHost && this.host.host === undefined) await this.bindHost();
+      if (this.bindsHost && this.host.host === undefined && !(await this.boundToHost())) throw this.planFailed();
       return await this.runSteps();
     } catch (err) {
       if (!this.hardened || isCancellation(err) || err instanceof ApplicationFailure || err instanceof ContinueAsNew) throw err;
@@ -82,19 +82,6 @@ class PlanRun extends PlanRunState {
       // Readers' long polls return with the last events, rather than find the run gone (a run continuing as new let them go already).
       if (this.drainsStream && !this.continuing) await CancellationScope.nonCancellable(() => this.stream.drain());
     }
-  }
-
-  /** Binds the workspace to the host that holds it (a fleet); on no host, the run fails before any step. */
-  private async bindHost(): Promise<void> {
-    try {
-      await this.host.bind(this.plan.workspace);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      this.abortReason = messageOf(err);
-      this.finish('failed');
-      throw this.planFailed();
-    }
-    if (this.host.host?.indexed) upsertSearchAttributes([{ key: CadreHost, value: this.host.host.host }]);
   }
 
   private async runSteps(): Promise<PlanResult> {

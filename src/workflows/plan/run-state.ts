@@ -4,7 +4,7 @@
  * run-plan.ts schedules the steps on it.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { isCancellation, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
 import { BLOB_THRESHOLD_BYTES, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
 import { describeStored, hasDeferred, isStored } from '../../spec/refs';
@@ -104,6 +104,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       (id, waiting) => this.agentWaiting(id, waiting),
       // Workers' states are read by queries only: a signal does not wake the scheduler.
       (worker) => this.team?.workerChanged(worker),
+      () => this.host.queue(),
     );
     if (this.plan.team) {
       this.team = new Team(
@@ -351,6 +352,19 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     if (!this.hardened || sizeOf(full) <= MAX_RESULT_BYTES) return full;
     const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
     return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
+  }
+
+  /** Binds the workspace to the host that holds it (a fleet); false when none does, the run failed with why. */
+  protected async boundToHost(): Promise<boolean> {
+    try {
+      await this.host.bind(this.plan.workspace);
+      return true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      this.abortReason = messageOf(err);
+      this.finish('failed');
+      return false;
+    }
   }
 
   /** Runs the step's action once: its output and the attempts it took (run-plan.ts). */

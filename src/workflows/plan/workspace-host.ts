@@ -1,20 +1,21 @@
 /**
  * The host a run's workspace is bound to (docs/operations.md, A fleet): asked once as the run
- * starts, first of its own worker (a local activity, nothing to route when that host holds it and
- * polls alone), then of the shared queue, whichever host takes it. The run's tool, worktree and
- * compensation activities then go to that host's own queue. Workflow code.
+ * starts, of the shared queue, whichever host takes it. An activity, not a local one: with a local
+ * activity here, one query's replay in a loaded test run met a patch marker it had no command for
+ * (not seen again alone); an activity is the well-trodden path, worth its few milliseconds a run.
+ * The run's tool, worktree, compensation and agent activities then go to that host's own queue.
+ * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { CadreHost } from '../../protocol/definitions';
 import type { Activities, WorkspaceHost } from '../../activities';
 import { describeFailure } from '../common/failures';
-
-const here = proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 2 }, summary: 'which host holds the workspace' });
 
 /** Any host may take it: one that does not hold the workspace fails WorkspaceNotHere, retried until one that does takes it. */
 const anyHost = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '2m',
-  retry: { initialInterval: '200ms', backoffCoefficient: 1.5, maximumInterval: '2s' },
+  retry: { initialInterval: '200ms', backoffCoefficient: 1.5, maximumInterval: '2s', nonRetryableErrorTypes: ['WorkspaceMissing'] },
   summary: 'which host holds the workspace',
 });
 
@@ -35,18 +36,14 @@ export class WorkspaceHostBinding {
    * host (no fleet). No host holding it fails the run's start with WorkspaceMissing.
    */
   async bind(workspace: string): Promise<void> {
-    const local = await here.locateWorkspace({ workspace, hereOnly: true });
-    if (local === null) return;
-    if ('host' in local) {
-      this.bound = local;
-      return;
-    }
-    if (local.hosts <= 1) throw missing(workspace, `${local.notHere}, the only host polling`);
     try {
-      this.bound = (await anyHost.locateWorkspace({ workspace, hereOnly: false })) as WorkspaceHost;
+      this.bound = (await anyHost.locateWorkspace({ workspace })) ?? undefined;
+      if (this.bound?.indexed) upsertSearchAttributes([{ key: CadreHost, value: this.bound.host }]);
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
-      throw missing(workspace, `no host that took the question in 2 minutes holds it; the last: ${describeFailure(err)}`);
+      // The host's own words, without the failure's type before them.
+      const message = describeFailure(err).message.replace(/^WorkspaceMissing: |^WorkspaceNotHere: /, '');
+      throw missing(workspace, message.includes('the only host polling') ? message : `no host that took the question in 2 minutes holds it; the last: ${message}`);
     }
   }
 

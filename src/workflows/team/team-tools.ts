@@ -55,8 +55,8 @@ export interface TeamWorkerContext {
   announce?(step: string, workflowId: string): void;
   /** A signal to the team run that Temporal refused (it took as many as a run may): never silent. */
   refused(signal: string, err: ApplicationFailure): void;
-  /** What a subtask is told of streams and limits: as its worker was. */
-  childInput(): { ownStream?: true; limits?: Partial<RunLimitValues> };
+  /** What a subtask is told of streams, limits and its host's queue: as its worker was. */
+  childInput(): { ownStream?: true; limits?: Partial<RunLimitValues>; hostQueue?: string };
 }
 
 const SIGNAL_STATE_SCHEMA: Record<string, unknown> = {
@@ -245,7 +245,8 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
       ctx.sync(`started subtask ${label} (${role})`);
       // A subtask's own worktree is the parent's lease: released (kept when it holds uncommitted
       // work) when the subtask ends, however it ends, cancellation included.
-      const leases = new WorktreeLeases('team', () => undefined);
+      const hostQueue = ctx.childInput().hostQueue;
+      const leases = new WorktreeLeases('team', () => undefined, () => (hostQueue === undefined ? {} : { taskQueue: hostQueue }));
       try {
         const own = args.worktree === true && ctx.worktree ? await leases.lease({ repo: ctx.workspace, task: label.replace(/[^A-Za-z0-9._-]+/g, '-'), base: ctx.worktree.branch, cleanup: 'always' }, label) : undefined;
         const input = {

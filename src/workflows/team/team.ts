@@ -28,7 +28,7 @@ export interface CarriedTeam {
 }
 const MAX_NOTE_CHARS = 1000;
 
-const roleFiles = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 3 }, summary: 'team roles' });
+const ROLE_FILE_OPTIONS = { startToCloseTimeout: '30s', retry: { maximumAttempts: 3 }, summary: 'team roles' } as const;
 
 export class Team {
   private roleList?: Promise<TeamRole[]>;
@@ -48,7 +48,7 @@ export class Team {
     private readonly changed: () => void,
     limits: RunLimits,
     /** What specialists are told of streams and limits, as the run's other agents. */
-    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits'>,
+    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue'>,
   ) {
     onSignal(limits, teamQuestionSignal, (question) => {
       void this.consult(question);
@@ -64,7 +64,9 @@ export class Team {
 
   /** The roles, read once per run (history keeps them, so a replay sees the same). */
   roles(): Promise<TeamRole[]> {
-    this.roleList ??= roleFiles.teamRoles({ workspace: this.workspace });
+    // The workspace's roles/ folder is read on the host that holds it (a fleet).
+    const taskQueue = this.childInput().hostQueue;
+    this.roleList ??= proxyActivities<Activities>(taskQueue === undefined ? ROLE_FILE_OPTIONS : { ...ROLE_FILE_OPTIONS, taskQueue }).teamRoles({ workspace: this.workspace });
     return this.roleList;
   }
 
