@@ -11,6 +11,7 @@ import { hostName } from '../src/worker/host-name';
 import { runCadre, startCadreWorker, testServerEnv } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 import { git } from './support/git-repo';
+import { until } from './support/until';
 
 describe('hosts', () => {
   test('a host is named by CADRE_HOST, else the machine; a name that cannot be part of a queue is refused', () => {
@@ -37,15 +38,15 @@ describe('hosts', () => {
     const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
     try {
       expect(workers[0].stderr()).toContain(`"host":"${alpha}","hostTaskQueue":"${shared}@${alpha}"`);
-      const hosts = await listHosts(client.connection, client.server.namespace, shared);
-      expect(hosts.map((h) => [h.host, h.taskQueue, h.state, h.pollers])).toEqual(
-        [alpha, beta].sort().map((host) => [host, `${shared}@${host}`, 'up', { shared: 1, own: 1 }]),
+      const hosts = await listHosts(client.client, shared);
+      expect(hosts.map((h) => [h.host, h.taskQueue, h.state, h.pollers, h.runs])).toEqual(
+        [alpha, beta].sort().map((host) => [host, `${shared}@${host}`, 'up', { shared: 1, own: 1 }, 0]),
       );
       const listed = await runCadre(['workers', '--task-queue', shared], dir, testServerEnv());
       expect(listed.code).toBe(0);
       const lines = listed.stdout.trim().split('\n');
-      expect(lines[0]).toMatch(/^HOST\s+STATE\s+OWN QUEUE\s+PROCESSES\s+OWN POLLERS\s+LAST POLL OF OWN QUEUE$/);
-      expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 5))).toEqual([alpha, beta].sort().map((host) => [host, 'up', `${shared}@${host}`, '1', '1']));
+      expect(lines[0]).toMatch(/^HOST\s+STATE\s+OWN QUEUE\s+PROCESSES\s+OWN POLLERS\s+RUNS\s+LAST POLL OF OWN QUEUE$/);
+      expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 6))).toEqual([alpha, beta].sort().map((host) => [host, 'up', `${shared}@${host}`, '1', '1', '0']));
       // Nothing polls a queue no worker was started on.
       expect(await runCadre(['workers', '--task-queue', uniqueId('nobody')], dir, testServerEnv())).toMatchObject({ code: 0, stdout: expect.stringMatching(/^no worker polls task queue/) });
     } finally {
@@ -143,6 +144,16 @@ describe('workspace affinity', () => {
       }
       const status = await runCadre(['status', runs[0].id], root, testServerEnv());
       expect(status.stdout).toContain(`on host ${alpha} (its workspace's activities run there)`);
+      // A run that waits is counted on its host by cadre workers (the CadreHost search attribute).
+      writeFileSync(path.join(root, 'wait.yaml'), `name: waits\nworkspace: ${repos[alpha]}\nsteps:\n  - { id: hold, ask: { question: "Go?", choices: [yes] } }\n`);
+      const waiting = uniqueId('fleet-wait');
+      expect(await runCadre(['run', 'wait.yaml', '--id', waiting, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
+      const counted = await until('the waiting run counted on its host', async () => {
+        const hosts = await listHosts(client.client, shared);
+        return hosts.find((h) => h.host === alpha)?.runs === 1 ? hosts : undefined;
+      });
+      expect(counted.map((h) => [h.host, h.runs])).toEqual([alpha, beta].sort().map((h) => [h, h === alpha ? 1 : 0]));
+      await client.answer(waiting, 'hold', 'yes');
     } finally {
       await client.close();
       await Promise.all(workers.map((w) => w.stop()));

@@ -2,10 +2,11 @@
  * The hosts of a fleet, as Temporal sees them: each worker polls the shared task queue under the
  * identity `<pid>@<host>` and its host's own queue (protocol/task-queue.ts). `cadre workers`.
  */
-import type { Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { hostTaskQueue } from '../protocol/task-queue';
+import { CadreHost } from '../protocol/definitions';
 
 /**
  * A host is lost when its own queue has had no poll for this long. The server keeps a poller's last
@@ -21,6 +22,8 @@ export interface HostReport {
   pollers: { shared: number; own: number };
   /** The last poll of its own queue the server saw (ISO). */
   lastPollAt?: string;
+  /** Running runs bound to it (the CadreHost search attribute); absent when the namespace cannot say. */
+  runs?: number;
   /** `up` while its own queue is polled; `lost` after HOST_LOST_AFTER_MS without; `shared-only` for a worker with no host queue (an older cadre, or one without a host). */
   state: 'up' | 'lost' | 'shared-only';
 }
@@ -29,7 +32,9 @@ type Poller = temporal.api.taskqueue.v1.IPollerInfo;
 const { TaskQueueType, TaskQueueKind } = temporal.api.enums.v1;
 
 /** Every host seen polling the shared queue or its own, sorted by name. */
-export async function listHosts(connection: Connection, namespace: string, shared: string, now = Date.now()): Promise<HostReport[]> {
+export async function listHosts(client: Client, shared: string, now = Date.now()): Promise<HostReport[]> {
+  const { connection, options } = client;
+  const namespace = options.namespace;
   const pollersOf = async (queue: string, type: temporal.api.enums.v1.TaskQueueType): Promise<Poller[]> =>
     (await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: queue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: type })).pollers ?? [];
   const sharedPollers = [...(await pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)), ...(await pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))];
@@ -45,10 +50,27 @@ export async function listHosts(connection: Connection, namespace: string, share
       const own = await pollersOf(queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY);
       const last = Math.max(0, ...own.map((p) => optionalTsToMs(p.lastAccessTime) ?? 0));
       const state = hostState(own.length, last, now);
-      return { host, taskQueue: queue, pollers: { shared: processes.get(host)?.size ?? 0, own: own.length }, ...(last > 0 && { lastPollAt: new Date(last).toISOString() }), state };
+      const runs = await runsBound(client, host);
+      return {
+        host,
+        taskQueue: queue,
+        pollers: { shared: processes.get(host)?.size ?? 0, own: own.length },
+        ...(last > 0 && { lastPollAt: new Date(last).toISOString() }),
+        ...(runs !== undefined && { runs }),
+        state,
+      };
     }),
   );
   return reports.sort((a, b) => a.host.localeCompare(b.host));
+}
+
+/** Running runs whose workspace is bound to `host`, or undefined when the namespace lacks CadreHost. */
+async function runsBound(client: Client, host: string): Promise<number | undefined> {
+  try {
+    return (await client.workflow.count(`${CadreHost.name} = ${JSON.stringify(host)} AND ExecutionStatus = "Running"`)).count;
+  } catch {
+    return undefined;
+  }
 }
 
 export function hostState(ownPollers: number, lastPollMs: number, now: number): HostReport['state'] {

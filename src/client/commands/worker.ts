@@ -89,11 +89,11 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (opts: { taskQueue: string; json?: boolean }) => {
       const { listHosts } = await import('../hosts');
       await withClient(async (client) => {
-        const hosts = await listHosts(client.connection, client.server.namespace, opts.taskQueue);
+        const hosts = await listHosts(client.client, opts.taskQueue);
         if (opts.json) return out(JSON.stringify(hosts, null, 2));
         if (hosts.length === 0) return out(`no worker polls task queue "${opts.taskQueue}": start \`cadre worker\` (CADRE_HOST names its host)`);
-        const rows = hosts.map((h) => [h.host, h.state, h.state === 'shared-only' ? '-' : h.taskQueue, String(h.pollers.shared), String(h.pollers.own), h.lastPollAt ?? '-']);
-        const table = [['HOST', 'STATE', 'OWN QUEUE', 'PROCESSES', 'OWN POLLERS', 'LAST POLL OF OWN QUEUE'], ...rows];
+        const rows = hosts.map((h) => [h.host, h.state, h.state === 'shared-only' ? '-' : h.taskQueue, String(h.pollers.shared), String(h.pollers.own), String(h.runs ?? '-'), h.lastPollAt ?? '-']);
+        const table = [['HOST', 'STATE', 'OWN QUEUE', 'PROCESSES', 'OWN POLLERS', 'RUNS', 'LAST POLL OF OWN QUEUE'], ...rows];
         const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)) + 2);
         for (const row of table) out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join(''));
       });
