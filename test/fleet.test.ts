@@ -75,13 +75,14 @@ async function activityHosts(client: CadreClient, workflowId: string): Promise<[
   return hosts;
 }
 
-const FLEET_PLAN = (workspace: string) => `name: fleet
+/** Each run its own worktree task: two runs of one plan and task in one repository would share a worktree. */
+const FLEET_PLAN = (workspace: string, task: string) => `name: fleet
 workspace: ${workspace}
 steps:
   - { id: where, tool: shell, with: { command: "pwd" } }
   - { id: note, dependsOn: [where], tool: fs.write, with: { path: note.txt, content: "written on the host that holds me" } }
-  - { id: edit, dependsOn: [note], worktree: { repo: ${workspace}, task: t }, tool: shell, with: { command: "echo changed > app.txt" } }
-  - { id: save, dependsOn: [edit], worktree: { repo: ${workspace}, task: t }, tool: git.commit, with: { message: "on its host", all: true } }
+  - { id: edit, dependsOn: [note], worktree: { repo: ${workspace}, task: ${task} }, tool: shell, with: { command: "echo changed > app.txt" } }
+  - { id: save, dependsOn: [edit], worktree: { repo: ${workspace}, task: ${task} }, tool: git.commit, with: { message: "on its host", all: true } }
   - id: agent
     dependsOn: [save]
     agent: { prompt: "Write agent.txt.", model: "scripted:${workspace}/agent-script.yaml", tools: [fs.write], maxTurns: 3 }
@@ -108,7 +109,6 @@ describe('workspace affinity', () => {
         writeFileSync(path.join(repo, 'agent-script.yaml'), AGENT_SCRIPT);
         git(repo, 'add', '.');
         git(repo, 'commit', '--quiet', '-m', 'first');
-        writeFileSync(path.join(root, `${host}.yaml`), FLEET_PLAN(repo));
         return [host, repo];
       }),
     );
@@ -119,9 +119,10 @@ describe('workspace affinity', () => {
       const runs = await Promise.all(
         [alpha, beta, alpha, beta].map(async (host, i) => {
           const id = uniqueId(`fleet-${i}`);
-          const result = await runCadre(['run', `${host}.yaml`, '--id', id, '--wait', '--task-queue', shared], root, testServerEnv());
-          if (result.code !== 0) throw new Error(`cadre run ${host}.yaml: ${result.stdout}${result.stderr}`);
-          return { host, id };
+          writeFileSync(path.join(root, `run-${i}.yaml`), FLEET_PLAN(repos[host], `t${i}`));
+          const result = await runCadre(['run', `run-${i}.yaml`, '--id', id, '--wait', '--task-queue', shared], root, testServerEnv());
+          if (result.code !== 0) throw new Error(`cadre run run-${i}.yaml on ${host}: ${result.stdout}${result.stderr}`);
+          return { host, id, task: `t${i}` };
         }),
       );
       for (const { host, id } of runs) {
@@ -138,9 +139,9 @@ describe('workspace affinity', () => {
         expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([host]);
       }
       // The work is where the host keeps it: the agent's file in its workspace, the commit on the worktree's branch.
-      for (const host of [alpha, beta]) {
+      for (const { host, task } of runs) {
         expect(readFileSync(path.join(repos[host], 'agent.txt'), 'utf8')).toBe('by the agent');
-        expect(git(repos[host], 'log', '--format=%s', '-1', 'cadre/fleet/t')).toBe('on its host');
+        expect(git(repos[host], 'log', '--format=%s', '-1', `cadre/fleet/${task}`)).toBe('on its host');
       }
       const status = await runCadre(['status', runs[0].id], root, testServerEnv());
       expect(status.stdout).toContain(`on host ${alpha} (its workspace's activities run there)`);
