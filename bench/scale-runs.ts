@@ -66,8 +66,10 @@ export function stepLatencies(events: HistoryEvent[]): { step: number[]; activit
   const activity: number[] = [];
   let ready = eventMs(events[0]);
   for (const event of events) {
-    if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) scheduled.set(String(event.eventId), eventMs(event));
-    else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+    // Steps' activities only: a run's question of which host holds its workspace (a fleet) is the run's, counted in its first step's time.
+    if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool') {
+      scheduled.set(String(event.eventId), eventMs(event));
+    } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED && scheduled.has(String(event.activityTaskCompletedEventAttributes?.scheduledEventId))) {
       const at = eventMs(event);
       const from = scheduled.get(String(event.activityTaskCompletedEventAttributes?.scheduledEventId));
       if (from !== undefined) activity.push(at - from);

@@ -57,10 +57,10 @@ output: { shape: "{{ steps.shape.output }}", each: "{{ steps.each.output }}", la
       expect(d.output).toEqual({ shape: { greeting: 'hello world', n: 3, list: [1, 'world'] }, each: ['a0', 'b1', 'c2'], last: 'item-1999' });
       expect(step(d, 'skipped')).toMatchObject({ status: 'skipped' });
       expect(step(d, 'hello')).toMatchObject({ status: 'completed', attempts: 1 });
-      // No activity for an echo: only the shell step's, and the local activity that read its stored output.
+      // No activity for an echo: only the run's question of where its workspace is, the shell step's, and the local activity that read its stored output.
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
       const activities = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
-      expect(activities).toEqual(['runTool']);
+      expect(activities).toEqual(['locateWorkspace', 'runTool']);
     });
   });
 
@@ -129,7 +129,7 @@ steps:
       expect(step(done, 'shaky').retrying).toBeUndefined();
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
       const ids = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityId] : []));
-      expect(ids).toEqual(['shaky']);
+      expect(ids).toEqual(['workspace-host', 'shaky']);
     });
   });
 

@@ -13,6 +13,8 @@ import { describeFailure } from '../common/failures';
 
 /** Any host may take it: one that does not hold the workspace fails WorkspaceNotHere, retried until one that does takes it. */
 const anyHost = proxyActivities<Activities>({
+  // Named, as the steps' activities are, for the Web UI and `describe`.
+  activityId: 'workspace-host',
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '2m',
   retry: { initialInterval: '200ms', backoffCoefficient: 1.5, maximumInterval: '2s', nonRetryableErrorTypes: ['WorkspaceMissing'] },
