@@ -95,6 +95,8 @@ describe('production shape: the real Temporal server on PostgreSQL with two cadr
       TEMPORAL_ADDRESS: address,
       TEMPORAL_NAMESPACE: namespace,
       CADRE_TASK_QUEUE: uniqueId('production'),
+      // As the compose file's replicas: one host, one shared workspace, so a killed worker's runs go on on the other.
+      CADRE_HOST: 'compose',
       CADRE_LOG_LEVEL: 'ERROR',
       CADRE_DATABASE_URL: pg!.urlFor('cadre'),
     };
