@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const BENCHMARKS = ['plan-overhead', 'history-limits', 'worktrees', 'code-navigation', 'sessions', 'team-signals', 'team-example', 'sandbox', 'streaming'];
+const BENCHMARKS = ['plan-overhead', 'history-limits', 'worktrees', 'code-navigation', 'sessions', 'team-signals', 'team-example', 'sandbox', 'streaming', 'cli-startup'];
 
 const took: [string, number][] = [];
 let failed: string | undefined;

@@ -28,6 +28,14 @@ test('every command that prints a result takes --json; the main ones show exampl
   }
 });
 
+test('the CLI loads no Temporal client, workflow code, plan format or model code before a command runs (cadre --version starts at once)', async () => {
+  const cli = path.join(__dirname, '..', 'dist', 'src', 'client', 'cli.js');
+  const { stdout } = await promisify(execFile)(process.execPath, ['-e', `require(${JSON.stringify(cli)}); process.stdout.write(JSON.stringify(Object.keys(require.cache)))`]);
+  const loaded = JSON.parse(stdout) as string[];
+  expect(loaded.filter((file) => /node_modules\/(@temporalio\/(client|workflow|worker)|zod|yaml|jexl|ai|@ai-sdk\/[^/]+)\//.test(file))).toEqual([]);
+  expect(loaded.length).toBeLessThan(150);
+});
+
 test('colour only on a terminal, and never with NO_COLOR', () => {
   expect(colourOn({ isTTY: true }, {})).toBe(true);
   expect(colourOn({ isTTY: false }, {})).toBe(false);

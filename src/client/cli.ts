@@ -4,9 +4,10 @@
  * arguments and prints (the worker, the AI SDK and servers load only in the commands that run them).
  */
 import { Command, CommanderError } from 'commander';
-import { PlanError } from '../spec/load';
-import { formatIssues } from '../spec/validate';
-import { CadreError, UsageError, errorChain } from './client';
+import { PlanError } from '../spec/plan-error';
+import { formatIssues } from '../spec/issues';
+import { CadreError, UsageError } from '../errors/cadre-error';
+import { errorChain } from './error-chain';
 import { setConnectionFlags } from './connection-config';
 import { packageVersion } from '../package-root';
 import { registerAnswerCommands } from './commands/answers';

@@ -12,17 +12,9 @@ import { formatBytes } from './text';
 import type { CompiledPlan } from './types';
 import { type PlanIssue, validatePlan } from './validate';
 import { planExampleIssues } from './approvals';
+import { PlanError } from './plan-error';
 
-export class PlanError extends Error {
-  constructor(
-    readonly file: string,
-    readonly issues: PlanIssue[],
-    /** Whether the file could not be read or parsed, or its plan did not validate. */
-    readonly stage: 'read' | 'validate' = 'read',
-  ) {
-    super(`${file}: ${issues.length} problem${issues.length === 1 ? '' : 's'}`);
-  }
-}
+export { PlanError } from './plan-error';
 
 const READ_ERRORS: Record<string, string> = {
   ENOENT: 'no such file',

@@ -1,7 +1,5 @@
 /** An agent's audit log (`cadre audit`) and sessions with one (`cadre send`, `cadre chat`). */
 import type { Command } from 'commander';
-import { CadreClient } from '../client';
-import { chatSessionId, printReply, sendMessage, sessionInput } from '../sessions';
 import { commaList, info, out, withRun } from './shared';
 
 export type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
@@ -22,6 +20,7 @@ export function registerAuditCommand(program: Command): void {
     .description("a run's audit log: its agents' messages, model turns, tool calls and approvals, as JSON lines without content")
     .option('--dir <path>', 'where the worker writes audit logs (default: CADRE_AUDIT_DIR or ~/.cadre/audit)')
     .action(async (id: string, opts: { dir?: string }) => {
+      const { CadreClient } = await import('../client');
       const lines = CadreClient.readAuditLog(id, opts.dir);
       for (const line of lines) out(line);
     });
@@ -34,6 +33,7 @@ export function registerSessionCommands(program: Command): void {
       .description('send a message to a session, starting it if it is not running, and print the reply as it is written')
       .option('--json', 'print the reply and counts as JSON, once the reply is whole'),
   ).action(async (id: string, message: string, opts: SessionCliOptions & { json?: boolean }) => {
+    const { printReply, sendMessage, sessionInput } = await import('../sessions');
     await withRun(id, async (client) => {
       if (opts.json) return out(JSON.stringify(await sendMessage(client, id, message, sessionInput(opts))));
       await printReply(client, id, message, sessionInput(opts));
@@ -42,8 +42,8 @@ export function registerSessionCommands(program: Command): void {
 
   sessionOptions(program.command('chat [session]').description('talk with an agent in a session that survives restarts; /end ends it, Ctrl-D leaves it')).action(
     async (id: string | undefined, opts: SessionCliOptions) => {
+      const [{ chat }, { chatSessionId, sessionInput }] = await Promise.all([import('../chat'), import('../sessions')]);
       const sessionId = id ?? chatSessionId();
-      const { chat } = await import('../chat');
       await withRun(sessionId, (client) => chat(client, sessionId, sessionInput(opts), { input: process.stdin, out, info, write: (text) => void process.stdout.write(text) }));
     },
   );

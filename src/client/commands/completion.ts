@@ -1,6 +1,6 @@
 /** `cadre completion bash|zsh`: a shell completion script made from the command tree. */
 import type { Command } from 'commander';
-import { UsageError } from '../client';
+import { UsageError } from '../../errors/cadre-error';
 import { completionScript } from '../completion';
 import { out } from './shared';
 

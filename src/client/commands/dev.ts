@@ -1,8 +1,8 @@
 /** `cadre dev`, `cadre codec-server` and `cadre demo`: servers in the foreground, loaded only when asked for. */
 import { type Command, Option } from 'commander';
 import { codecKeysFromEnv } from '../../codec/keys';
-import { CadreError, readServerInfo } from '../client';
-import { removeServerInfo, writeServerInfo } from '../connection-config';
+import { CadreError } from '../../errors/cadre-error';
+import { readServerInfo, removeServerInfo, writeServerInfo } from '../connection-config';
 import { taskQueue } from '../../protocol/task-queue';
 import { info, out, port, untilSignal } from './shared';
 

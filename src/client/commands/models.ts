@@ -1,7 +1,7 @@
 /** `cadre models test [model]`: which `toolCalls` mode reads the model's tool calls (logic in providers/mode-trials.ts). */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { durationMs, isDuration } from '../../spec/duration';
-import { UsageError } from '../client';
+import { UsageError } from '../../errors/cadre-error';
 import { info, out } from './shared';
 
 export function registerModelsCommand(program: Command): void {

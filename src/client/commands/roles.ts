@@ -1,9 +1,5 @@
-/** `cadre roles [task...]`: the team roles cadre knows, or which of them fits a task. */
+/** `cadre roles [task...]`: the team roles cadre knows, or which of them fits a task (roles-action.ts). */
 import type { Command } from 'commander';
-import { type Role, RoleError, isBuiltinSource, loadRoles, shown } from '../../roles/roles';
-import { routeTask, suggestRole } from '../../roles/router';
-
-const out = (line: string): void => void process.stdout.write(`${line}\n`);
 
 export function registerRolesCommand(program: Command): void {
   program
@@ -11,43 +7,7 @@ export function registerRolesCommand(program: Command): void {
     .description('list the team roles (built-in, ./roles, CADRE_ROLES_DIR); with a task, rank the roles that fit it')
     .option('--json', 'print JSON')
     .action(async (task: string[], opts: { json?: boolean }) => {
-      let roles: Role[];
-      try {
-        roles = await loadRoles();
-      } catch (err) {
-        // Every problem on its own line (the CLI's generic handler would keep only the first).
-        if (!(err instanceof RoleError)) throw err;
-        process.stderr.write(`${err.message}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      if (task.length > 0) return printSuggestions(task.join(' '), roles, opts.json);
-      if (opts.json) return out(JSON.stringify(roles, null, 2));
-      printTable(roles);
+      const { listRoles } = await import('./roles-action');
+      await listRoles(task, opts);
     });
-}
-
-function printTable(roles: Role[]): void {
-  const rows = roles.map((r) => [r.name, String(r.tools.length), clip(r.competencies.join(', '), 50), sourceOf(r)]);
-  const header = ['NAME', 'TOOLS', 'COMPETENCIES', 'SOURCE'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  for (const row of [header, ...rows]) out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '));
-}
-
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
-function sourceOf(role: Role): string {
-  if (isBuiltinSource(role.source)) return 'built-in';
-  if (role.overrides === undefined) return shown(role.source);
-  return `${shown(role.source)} (overrides ${isBuiltinSource(role.overrides) ? 'built-in' : shown(role.overrides)})`;
-}
-
-function printSuggestions(task: string, roles: Role[], json?: boolean): void {
-  const ranked = suggestRole(task, roles);
-  if (json) return out(JSON.stringify({ task, route: routeTask(task, roles), suggestions: ranked }, null, 2));
-  if (ranked.length === 0) return out(`no role's competencies match; a team would route it to ${routeTask(task, roles)}`);
-  const width = Math.max(...ranked.map((s) => s.role.length));
-  for (const s of ranked) out(`${s.role.padEnd(width)}  score ${s.score}  matched: ${s.matched.join(', ')}`);
 }

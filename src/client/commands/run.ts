@@ -1,13 +1,9 @@
 /** `cadre run <plan>`: start a plan, checked here first; with --wait, follow it to its end. */
 import { type Command, Option } from 'commander';
 import { errorsOf, formatProblems, warningsOf } from '../../preflight/codes';
-import { environmentProblems } from '../../preflight/environment';
-import { checkWorkers } from '../../preflight/preflight';
-import { resolveInputs } from '../../spec/inputs';
-import { loadPlan } from '../../spec/load';
 import type { CompiledPlan } from '../../spec/types';
-import { formatIssues } from '../../spec/validate';
-import { CadreError, UsageError } from '../client';
+import { formatIssues } from '../../spec/issues';
+import { CadreError, UsageError } from '../../errors/cadre-error';
 import { renderDiagnostics } from '../format';
 import { taskQueue } from '../../protocol/task-queue';
 import { checkWorkflowId } from '../workflow-ids';
@@ -26,6 +22,8 @@ export function registerRunCommand(program: Command): void {
     .option('--no-preflight', 'start without checking commands, workspaces, hosts and variables here (workers on another machine)')
     .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean; preflight: boolean }) => {
       if (opts.id !== undefined) checkWorkflowId(opts.id);
+      // The plan format and the checks load only when a command runs: `cadre --version` starts fast.
+      const [{ loadPlan }, { resolveInputs }, { environmentProblems }] = await Promise.all([import('../../spec/load'), import('../../spec/inputs'), import('../../preflight/environment')]);
       const plan = await loadPlan(file, process.cwd());
       if (plan.sandbox?.mode === 'none') info(`warning: ${file} says sandbox: none: its tools run unconfined, with the worker's permissions, files and network (docs/security.md)`);
       // Bad inputs are the user's to fix before any server is involved.
@@ -53,6 +51,7 @@ export async function startAndFollow(
   await withClient(async (client) => {
     if (opts.warnWithoutWorker) {
       // The run would wait for a worker: say so, and start it all the same.
+      const { checkWorkers } = await import('../../preflight/preflight');
       const problems = await checkWorkers(client.connection, client.server.namespace, opts.taskQueue).catch(() => []);
       for (const p of problems) info(`warning: ${formatProblems([p])}`);
     }

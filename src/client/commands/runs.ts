@@ -6,9 +6,9 @@ import { RUN_STATUSES } from '../run-status';
 import { colourOn, paintStatus } from '../style';
 import { exitCodeOf, follow, info, leaveRunOnCtrlC, out, positive, withClient, withRun } from './shared';
 import { EventPrinter } from '../event-printer';
-import { streamOffsetQuery } from '../../protocol/stream';
-import { type CadreClient, CadreError, UsageError } from '../client';
-import { type StreamCursor, advance, formatCursor, parseCursor, startCursor } from '../../streaming/reader';
+import type { CadreClient } from '../client';
+import { CadreError, UsageError } from '../../errors/cadre-error';
+import type { StreamCursor } from '../../streaming/reader';
 
 export function registerStatusCommands(program: Command): void {
   program
@@ -60,6 +60,7 @@ export function registerStatusCommands(program: Command): void {
     .action(async (id: string, opts: { json?: boolean; from?: string[] }) => {
       await withRun(id, async (client) => {
         if (opts.from !== undefined && !opts.json) throw new UsageError('--from needs --json (the human view follows the run from its start)');
+        const { parseCursor } = await import('../../streaming/reader');
         const from = parseCursor(opts.from ?? []);
         if (!from) throw new UsageError(`--from takes the run's offset (a whole number, 0 or more) and <agent id>=<offset>: ${opts.from?.join(' ')}`);
         if (opts.json) {
@@ -75,6 +76,7 @@ export function registerStatusCommands(program: Command): void {
 
 /** --json: every event as a line as it comes; the run's status once it ended. Ctrl-C says where to resume. */
 async function printEvents(client: CadreClient, id: string, from: StreamCursor): Promise<string> {
+  const { advance, formatCursor, startCursor } = await import('../../streaming/reader');
   let status: string | undefined;
   const cursor = startCursor(from);
   process.once('SIGINT', () => {
@@ -113,6 +115,7 @@ async function followWithText(client: CadreClient, id: string): Promise<string> 
   });
   // The run has ended: the reader catches up with the stream's last event (a final answer), for a moment at most.
   const deadline = Date.now() + 2000;
+  const { streamOffsetQuery } = await import('../../protocol/stream');
   const offset = client.client.workflow.getHandle(id).query(streamOffsetQuery);
   // An ended run's query needs a worker to replay it: when none answers soon, do without.
   const end = await Promise.race([offset.catch(() => 0), new Promise<number>((resolve) => setTimeout(() => resolve(0), 1000))]);

@@ -1,7 +1,6 @@
 /** `cadre serve`: sessions in a browser, over the AI SDK's UI message stream (src/client/serve.ts). */
 import { type Command, Option } from 'commander';
-import { CadreError } from '../client';
-import { sessionInput } from '../sessions';
+import { CadreError } from '../../errors/cadre-error';
 import { taskQueue } from '../../protocol/task-queue';
 import { info, port, untilSignal, withClient } from './shared';
 import { type SessionCliOptions, sessionOptions } from './agents';
@@ -19,9 +18,9 @@ export function registerServeCommand(program: Command): void {
     .option('--host <host>', 'address to listen on (anyone who reaches it can talk to the agent and its tools)', '127.0.0.1')
     .addOption(new Option('--origin <url>', 'a browser origin besides this server\'s own that may call /api/chat, such as a useChat app\'s dev server (repeatable)').argParser((v: string, prev: string[]) => [...prev, v]).default([]));
   sessionOptions(serve, 'tools whose calls wait for approval in the page, comma-separated').action(async (opts: ServeOptions) => {
+      const [http, { createChatHandler }, { sessionInput }] = await Promise.all([import('node:http'), import('../serve'), import('../sessions')]);
       // A bad tool name is the user's to fix before anything listens.
       const start = sessionInput(opts);
-      const [http, { createChatHandler }] = await Promise.all([import('node:http'), import('../serve')]);
       await withClient(async (client) => {
         const local = LOOPBACK.has(opts.host);
         const server = http.createServer(createChatHandler({ client, start, taskQueue: taskQueue(), origins: opts.origin, ...(local && { hosts: localHosts(opts.port) }) }));

@@ -1,6 +1,6 @@
 /** What the `cadre` commands share: where they print, how they parse arguments, connect and follow a run. */
 import { InvalidArgumentError } from 'commander';
-import { CadreClient } from '../client';
+import type { CadreClient } from '../client';
 import { ProgressPrinter } from '../format';
 import { isFinal } from '../run-status';
 import { etaReporter } from '../stats-command';
@@ -39,6 +39,8 @@ export function offset(value: string): number {
 }
 
 export async function withClient<T>(fn: (client: CadreClient) => Promise<T>): Promise<T> {
+  // The client (and Temporal's) loads only in commands that connect: `cadre --version` starts fast.
+  const { CadreClient } = await import('../client');
   const client = await CadreClient.connect();
   try {
     return await fn(client);

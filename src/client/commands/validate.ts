@@ -1,10 +1,9 @@
 /** `cadre validate [--preflight]`: a plan file's problems, and with --preflight what it needs here and on the server. */
 import { type Command, Option } from 'commander';
 import { errorsOf, formatProblems, problem, warningsOf } from '../../preflight/codes';
-import { checkPlan, checkServer } from '../../preflight/preflight';
-import { PlanError, loadPlanWithWarnings } from '../../spec/load';
-import { formatIssues } from '../../spec/validate';
-import { CadreError } from '../client';
+import { PlanError } from '../../spec/plan-error';
+import { formatIssues } from '../../spec/issues';
+import { CadreError } from '../../errors/cadre-error';
 import { taskQueue } from '../../protocol/task-queue';
 import { collectInput, info, out, withClient } from './shared';
 
@@ -19,6 +18,7 @@ export function registerValidateCommand(program: Command): void {
     .addHelpText('after', '\nExamples:\n  cadre validate plan.yaml\n  cadre validate plan.yaml --json | jq \'.issues[].path\'\n  cadre validate plan.yaml --preflight -i vip=me@example.com')
     .action(async (file: string, opts: { json?: boolean; preflight?: boolean; input: Record<string, string>; taskQueue: string }) => {
       if (opts.preflight) return preflightCommand(file, opts);
+      const { loadPlanWithWarnings } = await import('../../spec/load');
       if (opts.json) {
         try {
           const { plan, warnings } = await loadPlanWithWarnings(file, process.cwd());
@@ -41,6 +41,7 @@ export function registerValidateCommand(program: Command): void {
 
 /** `cadre validate --preflight`: exit 0 when ready (warnings or not), 2 for problems of the plan or this machine, 1 for the server's. */
 async function preflightCommand(file: string, opts: { json?: boolean; input: Record<string, string>; taskQueue: string }): Promise<void> {
+  const { checkPlan, checkServer } = await import('../../preflight/preflight');
   const { plan, problems } = await checkPlan(file, process.cwd(), opts.input);
   if (plan) {
     try {

@@ -1,7 +1,8 @@
 /** `cadre worker` and `cadre setup`: a worker against any server, and the search attributes it needs. */
 import type { Command } from 'commander';
-import { CadreClient, CadreError, UsageError, resolveConnection } from '../client';
-import { connectionOptions } from '../connection-config';
+import type { CadreClient } from '../client';
+import { CadreError, UsageError } from '../../errors/cadre-error';
+import { connectionOptions, resolveConnection } from '../connection-config';
 import { hostTaskQueue, taskQueue } from '../../protocol/task-queue';
 import { hostName } from '../../worker/host-name';
 import { info, out, port, untilSignal, withClient } from './shared';
@@ -13,6 +14,7 @@ async function connectWhenUp(): Promise<CadreClient> {
   let waiting = false;
   for (;;) {
     try {
+      const { CadreClient } = await import('../client');
       const client = await CadreClient.connect();
       if (waiting) info(`reached Temporal at ${client.server.address}`);
       return client;

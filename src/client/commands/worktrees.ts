@@ -1,6 +1,6 @@
 /** `cadre worktrees [prune]`: the git worktrees cadre made for runs' tasks. */
 import type { Command } from 'commander';
-import { UsageError } from '../client';
+import { UsageError } from '../../errors/cadre-error';
 import { out, withClient } from './shared';
 
 export function registerWorktreesCommand(program: Command): void {
