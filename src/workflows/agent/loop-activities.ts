@@ -7,6 +7,7 @@ import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities, ModelToolCall } from '../../activities';
 import { BLOB_THRESHOLD_BYTES } from '../../spec/limits';
 import { describeFailure } from '../common/failures';
+import { onHost } from '../common/host-queue';
 import type { ToolMessage } from './loop-contract';
 
 /** Tool results are sent back to the model; this keeps a runaway one from filling history. */
@@ -16,8 +17,7 @@ const MAX_RESULT_CHARS = 64 * 1024;
 export const AGENT_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);
 
 export function modelActivities(maximumAttempts = 8, taskQueue?: string) {
-  return proxyActivities<Activities>({
-    ...(taskQueue !== undefined && { taskQueue }),
+  return proxyActivities<Activities>(onHost({
     startToCloseTimeout: '5m',
     // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
     heartbeatTimeout: '10s',
@@ -39,27 +39,25 @@ export function modelActivities(maximumAttempts = 8, taskQueue?: string) {
         'ScriptMismatch',
       ],
     },
-  });
+  }, taskQueue));
 }
 
 const TOOLSET_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' } as const;
-const anyToolset = proxyActivities<Activities>(TOOLSET_OPTIONS);
 
 /** The activity that lists an agent's tools (it warms the code tools for the workspace: on its host in a fleet). */
 export function toolset(taskQueue?: string) {
-  return taskQueue === undefined ? anyToolset : proxyActivities<Activities>({ ...TOOLSET_OPTIONS, taskQueue });
+  return proxyActivities<Activities>(onHost(TOOLSET_OPTIONS, taskQueue));
 }
 
 /** One tool call's activity, its id naming the step and the call. */
 export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', taskQueue?: string) {
-  return proxyActivities<Activities>({
-    ...(taskQueue !== undefined && { taskQueue }),
+  return proxyActivities<Activities>(onHost({
     activityId: `${label}/${callId}`,
     summary: `${label}: ${tool}`,
     scheduleToCloseTimeout: '10m',
     heartbeatTimeout,
     retry: { maximumAttempts: 3, initialInterval: '1s' },
-  });
+  }, taskQueue));
 }
 
 /** The ApplicationFailure in an error's causes (an activity's, a child's), or one made from the error. */

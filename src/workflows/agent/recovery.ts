@@ -1,5 +1,6 @@
 /** How a team worker recovers from a failed model turn or tool call, by the failure's class (src/errors/error-classes.ts). */
 import { proxyActivities } from '@temporalio/workflow';
+import { onHost } from '../common/host-queue';
 import type { Activities } from '../../activities';
 import type { TeamWorkerContext } from '../team/team-tools';
 import { type AgentLoop, asFailure } from './agent-loop';
@@ -14,7 +15,7 @@ const REPAIR_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 
 
 /** The repair activity, on the queue of the host that holds the worktree when there is one. */
 function repairs(taskQueue: string | undefined) {
-  return proxyActivities<Activities>(taskQueue === undefined ? REPAIR_OPTIONS : { ...REPAIR_OPTIONS, taskQueue });
+  return proxyActivities<Activities>(onHost(REPAIR_OPTIONS, taskQueue));
 }
 
 export class WorkerRecovery {

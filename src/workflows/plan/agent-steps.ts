@@ -60,7 +60,7 @@ export class AgentSteps {
     private readonly onWaiting: (step: string, waiting: boolean) => void,
     onWorkerChange: (record: WorkerRecord) => void,
     /** The queue of the host the run's workspace is bound to (workspace-host.ts): its agents' activities go there. */
-    private readonly hostQueue: () => { taskQueue?: string } = () => ({}),
+    private readonly hostQueue: () => string | undefined = () => undefined,
   ) {
     this.reasks = patches.has(PATCH_REASKED_WAITS);
     this.board = new TeamBoard(onWorkerChange);
@@ -96,7 +96,7 @@ export class AgentSteps {
 
   /** What the run's agents are told of streams and limits: their own streams (runs since agent-streams), the run's limits. */
   childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue'> {
-    const { taskQueue } = this.hostQueue();
+    const taskQueue = this.hostQueue();
     return { ...(this.stream && { ownStream: true as const }), ...(this.limits.given && { limits: this.limits.given }), ...(taskQueue !== undefined && { hostQueue: taskQueue }) };
   }
 

@@ -1,5 +1,6 @@
 /** Compensation: on abort or cancellation, the `compensate` actions of completed steps, most recent first. */
 import { proxyActivities, sleep } from '@temporalio/workflow';
+import { onHost } from '../common/host-queue';
 import type { Activities } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { resolveTemplates } from '../../spec/templates';
@@ -57,11 +58,8 @@ export class Compensations {
       await sleep(durationMs(String(params.duration)), { summary: `compensate ${step.id}` });
       return;
     }
-    const activities = proxyActivities<Activities>({
-      ...this.host.activityIds.next(`compensate:${step.id}`),
-      ...compensationActivityOptions(`compensate ${step.id}`),
-      ...this.host.host.queue(),
-    });
+    const options = { ...this.host.activityIds.next(`compensate:${step.id}`), ...compensationActivityOptions(`compensate ${step.id}`) };
+    const activities = proxyActivities<Activities>(onHost(options, this.host.host.taskQueue));
     await activities.runTool({ tool: call.tool, params, workspace: this.host.plan.workspace, stepId: step.id, ...this.host.inline(), ...this.host.sandbox() });
   }
 }

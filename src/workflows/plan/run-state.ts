@@ -96,7 +96,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.lean = this.patches.has(PATCH_LEAN_STEPS);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
-    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.queue());
+    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.taskQueue);
     this.agents = new AgentSteps(
       this.patches,
       this.limits,
@@ -104,7 +104,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       (id, waiting) => this.agentWaiting(id, waiting),
       // Workers' states are read by queries only: a signal does not wake the scheduler.
       (worker) => this.team?.workerChanged(worker),
-      () => this.host.queue(),
+      () => this.host.taskQueue,
     );
     if (this.plan.team) {
       this.team = new Team(

@@ -13,6 +13,7 @@ import { audit } from '../agent/audit';
 import { isoAt, nowMs } from '../common/clock';
 import { sizeOf } from '../common/sizes';
 import { localToolOptions, toolActivityOptions } from './step-options';
+import { onHost } from '../common/host-queue';
 
 /**
  * Activity ids named after steps (`enrich[2]`, `archive#2` for a second run of a step), so the
@@ -80,7 +81,7 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
   const { step, timeout, label } = call;
   const activities = call.local
     ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
-    : proxyActivities<Activities>({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label), ...(call.taskQueue !== undefined && { taskQueue: call.taskQueue }) });
+    : proxyActivities<Activities>(onHost({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) }, call.taskQueue));
   const result = activities.runTool({
     tool: call.tool,
     params: call.params,

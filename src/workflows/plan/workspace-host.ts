@@ -49,9 +49,9 @@ export class WorkspaceHostBinding {
     }
   }
 
-  /** What a workspace activity's options add: the host's own queue. */
-  queue(): { taskQueue?: string } {
-    return this.bound ? { taskQueue: this.bound.taskQueue } : {};
+  /** The host's own queue, where the workspace's activities go; undefined while the run is bound to none. */
+  get taskQueue(): string | undefined {
+    return this.bound?.taskQueue;
   }
 
   /** Local activities run on whichever worker runs the run: only a host polling alone is sure to be it. */

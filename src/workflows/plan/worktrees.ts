@@ -9,6 +9,7 @@ import type { Activities } from '../../activities';
 import type { WorktreeSpec } from '../../spec/types';
 import type { WorktreeRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
+import { onHost } from '../common/host-queue';
 
 type Info = Awaited<ReturnType<Activities['createWorktree']>>;
 
@@ -19,11 +20,10 @@ const GIT_OPTIONS = {
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 5 },
   summary: 'worktree',
 } as const;
-const anyWorker = proxyActivities<Activities>(GIT_OPTIONS);
 
 /** The git activities, on the queue of the host that holds the repository when the run is bound to one. */
-function git(queue: { taskQueue?: string }) {
-  return queue.taskQueue === undefined ? anyWorker : proxyActivities<Activities>({ ...GIT_OPTIONS, taskQueue: queue.taskQueue });
+function git(taskQueue: string | undefined) {
+  return proxyActivities<Activities>(onHost(GIT_OPTIONS, taskQueue));
 }
 
 interface Lease {
@@ -42,7 +42,7 @@ export class WorktreeLeases {
     private readonly plan: string,
     private readonly changed: () => void,
     /** The queue of the host the run's workspace is bound to (workspace-host.ts). */
-    private readonly queue: () => { taskQueue?: string } = () => ({}),
+    private readonly hostQueue: () => string | undefined = () => undefined,
   ) {}
 
   get size(): number {
@@ -54,7 +54,7 @@ export class WorktreeLeases {
     const key = `${spec.repo}\0${spec.task}`;
     let lease = this.leases.get(key);
     if (!lease) {
-      const pending = git(this.queue()).createWorktree({
+      const pending = git(this.hostQueue()).createWorktree({
         repo: spec.repo,
         plan: this.plan,
         task: spec.task,
@@ -97,7 +97,7 @@ export class WorktreeLeases {
         continue;
       }
       try {
-        const removed = await git(this.queue()).removeWorktree({ repo: spec.repo, path: info.path });
+        const removed = await git(this.hostQueue()).removeWorktree({ repo: spec.repo, path: info.path });
         record.state = 'removed';
         record.note = removed.keptBranch ? `its commits stay on branch ${removed.keptBranch}` : removed.reason;
       } catch (err) {

@@ -246,7 +246,7 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
       // A subtask's own worktree is the parent's lease: released (kept when it holds uncommitted
       // work) when the subtask ends, however it ends, cancellation included.
       const hostQueue = ctx.childInput().hostQueue;
-      const leases = new WorktreeLeases('team', () => undefined, () => (hostQueue === undefined ? {} : { taskQueue: hostQueue }));
+      const leases = new WorktreeLeases('team', () => undefined, () => hostQueue);
       try {
         const own = args.worktree === true && ctx.worktree ? await leases.lease({ repo: ctx.workspace, task: label.replace(/[^A-Za-z0-9._-]+/g, '-'), base: ctx.worktree.branch, cleanup: 'always' }, label) : undefined;
         const input = {

@@ -6,6 +6,7 @@
  * are bounded in depth, and a loop (A asks B asks A) is cut with a note. Event-driven: nothing polls.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
+import { onHost } from '../common/host-queue';
 import { executeChild, getExternalWorkflowHandle, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { TeamRole } from '../../activities/roles';
@@ -66,7 +67,7 @@ export class Team {
   roles(): Promise<TeamRole[]> {
     // The workspace's roles/ folder is read on the host that holds it (a fleet).
     const taskQueue = this.childInput().hostQueue;
-    this.roleList ??= proxyActivities<Activities>(taskQueue === undefined ? ROLE_FILE_OPTIONS : { ...ROLE_FILE_OPTIONS, taskQueue }).teamRoles({ workspace: this.workspace });
+    this.roleList ??= proxyActivities<Activities>(onHost(ROLE_FILE_OPTIONS, taskQueue)).teamRoles({ workspace: this.workspace });
     return this.roleList;
   }
 
