@@ -13,7 +13,7 @@ import { colourOn } from '../src/client/style';
 import { runCadre } from './support/cli';
 import { tempWorkspace, uniqueId, withWorker } from './support/harness';
 
-const RESULT_COMMANDS = ['validate', 'run', 'team', 'status', 'list', 'watch', 'answer', 'approve', 'deny', 'pause', 'resume', 'cancel', 'result', 'roles', 'worktrees', 'ask', 'send', 'workers'];
+const RESULT_COMMANDS = ['validate', 'run', 'team', 'status', 'list', 'watch', 'answer', 'approve', 'deny', 'pause', 'resume', 'cancel', 'result', 'roles', 'worktrees', 'ask', 'send', 'workers', 'move'];
 
 test('every command that prints a result takes --json; the main ones show examples in --help', () => {
   const program = buildProgram();

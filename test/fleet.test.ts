@@ -2,9 +2,12 @@
  * A fleet on one machine: `cadre worker` processes as hosts (CADRE_HOST), each polling the shared
  * task queue and a queue of its own; `cadre workers` lists them as Temporal sees them.
  */
-import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
 import path from 'node:path';
-import { HOST_LOST_AFTER_MS, hostState, listHosts } from '../src/client/hosts';
+import { listHosts } from '../src/client/hosts';
+import { HOST_LOST_AFTER_MS, hostState } from '../src/protocol/host-liveness';
 import { CadreClient } from '../src/client/client';
 import { hostTaskQueue } from '../src/protocol/task-queue';
 import { hostName } from '../src/worker/host-name';
@@ -55,9 +58,11 @@ describe('hosts', () => {
     }
   });
 
-  test('a worker with a host name that cannot be part of a queue does not start', async () => {
+  test('a worker with a host name that cannot be part of a queue, or a lost-after that is no duration, does not start', async () => {
     const result = await runCadre(['worker'], tempWorkspace(), { ...testServerEnv(), CADRE_HOST: 'no spaces' });
     expect(result).toMatchObject({ code: 2, stderr: expect.stringContaining('CADRE_HOST must be 1-100 letters, digits') });
+    const late = await runCadre(['worker'], tempWorkspace(), { ...testServerEnv(), CADRE_HOST: 'fine', CADRE_HOST_LOST_AFTER: 'soon' });
+    expect(late).toMatchObject({ code: 2, stderr: expect.stringContaining('CADRE_HOST_LOST_AFTER must be a duration of at least 1s, like 60s or 5m (got "soon")') });
   });
 });
 
@@ -73,6 +78,20 @@ async function activityHosts(client: CadreClient, workflowId: string): Promise<[
     if (started) hosts.push([types.get(String(started.scheduledEventId)) ?? '?', (started.identity ?? '').replace(/^\d+@/, '')]);
   }
   return hosts;
+}
+
+/** Which worker completed each activity of a run that completed, by activity type (a given-up attempt's start may be on another). */
+async function activitiesCompleted(client: CadreClient, workflowId: string): Promise<[string, string][]> {
+  const { events } = await client.client.workflow.getHandle(workflowId).fetchHistory();
+  const types = new Map<string, string>();
+  const done: [string, string][] = [];
+  for (const event of events ?? []) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) types.set(String(event.eventId), scheduled.activityType?.name ?? '?');
+    const completed = event.activityTaskCompletedEventAttributes;
+    if (completed) done.push([types.get(String(completed.scheduledEventId)) ?? '?', (completed.identity ?? '').replace(/^\d+@/, '')]);
+  }
+  return done;
 }
 
 /** Each run its own worktree task: two runs of one plan and task in one repository would share a worktree. */
@@ -181,3 +200,100 @@ describe('workspace affinity', () => {
   });
 });
 
+/** A run whose host goes away mid-run: a step running, an ask, an agent whose tool call waits for approval, and a step after the ask. */
+const LOST_PLAN = (workspace: string) => `name: lost-host
+workspace: ${workspace}
+steps:
+  - { id: slow, tool: shell, with: { command: "sleep 8 && echo slept" } }
+  - { id: hold, ask: { question: "Go on?", choices: [yes] } }
+  - { id: after, dependsOn: [hold], tool: shell, with: { command: "pwd" } }
+  - id: agent
+    agent: { prompt: "Write agent.txt.", model: "scripted:${workspace}/agent-script.yaml", tools: [fs.write], approvals: { fs.write: ask }, maxTurns: 3 }
+`;
+
+describe('a host that goes away', () => {
+  test('a path workspace waits for its lost host, naming it, and cadre move gives up on it for a host that holds the workspace', async () => {
+    const root = realpathSync(tempWorkspace());
+    const shared = uniqueId('lost');
+    const [alpha, beta, gamma] = [uniqueId('alpha'), uniqueId('beta'), uniqueId('gamma')];
+    const [alphaRoot, betaRoot] = [path.join(root, 'alpha'), path.join(root, 'beta')];
+    const repo = path.join(alphaRoot, 'repo');
+    mkdirSync(repo, { recursive: true });
+    mkdirSync(betaRoot);
+    writeFileSync(path.join(repo, 'agent-script.yaml'), AGENT_SCRIPT);
+    writeFileSync(path.join(root, 'lost.yaml'), LOST_PLAN(repo));
+    // Lost after 3 s without a poll (the binding records alpha's setting, for the run and its agent).
+    const env = (host: string, workspaces: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: workspaces, CADRE_HOST_LOST_AFTER: '3s' });
+    const [first, second] = await Promise.all([startCadreWorker([], root, env(alpha, alphaRoot)), startCadreWorker([], root, env(beta, betaRoot))]);
+    const workers = [first, second];
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    const id = uniqueId('lost-run');
+    try {
+      expect(await runCadre(['run', 'lost.yaml', '--id', id, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
+      const streamed = (async () => {
+        const events = [];
+        for await (const e of client.events(id)) if (e.type === 'host_unreachable') events.push([e.waitId, e.prompt]);
+        return events;
+      })();
+      const asked = await until('the ask and the approval waiting', async () => {
+        const d = await client.diagnostics(id);
+        return d.waiting.length === 2 ? d : undefined;
+      });
+      expect(asked.host).toBe(alpha);
+      expect(asked.steps.find((s) => s.id === 'slow')?.status).toBe('running');
+      // The host dies for good mid-step, while both wait: the step's next attempt and what they do next have to run on it.
+      first.child.kill('SIGKILL');
+      await first.stop();
+      await client.answer(id, 'hold', 'yes');
+      await client.approve(id, asked.waiting.find((w) => w.kind === 'approval')!.id);
+      const lost = await until('the run waiting for its host', async () => {
+        const d = await client.diagnostics(id);
+        return d.waiting.filter((w) => w.kind === 'host').length === 2 ? d : undefined;
+      }, 60_000);
+      expect(lost.status).toBe('waiting');
+      expect(lost.waiting.map((w) => [w.id, w.prompt]).sort()).toEqual(
+        [`agent/host:${alpha}`, `host:${alpha}`].map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]),
+      );
+      const listed = await runCadre(['list', '--status', 'waiting', '--json'], root, testServerEnv());
+      expect(JSON.parse(listed.stdout).map((r: { workflowId: string }) => r.workflowId)).toContain(id);
+      expect((await runCadre(['status', id], root, testServerEnv())).stdout).toContain(`cadre move ${id} --to <host>`);
+      // No answer ends it, and a host without the workspace cannot take it.
+      const answered = await runCadre(['answer', id, `host:${alpha}`, 'yes'], root, testServerEnv());
+      expect(answered).toMatchObject({ code: 1, stderr: expect.stringContaining('it takes no answer') });
+      const refused = await runCadre(['move', id, '--to', beta], root, testServerEnv());
+      expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining(`host ${beta} cannot take the run: workspace ${repo} is not on host ${beta}`) });
+      // A host that holds the same folder (its disk restored elsewhere) takes the run and its agent.
+      workers.push(await startCadreWorker([], root, env(gamma, alphaRoot)));
+      const moved = await runCadre(['move', id, '--to', gamma, '--json'], root, testServerEnv());
+      expect(JSON.parse(moved.stdout)).toEqual({ workflowId: id, from: alpha, to: gamma, agents: 1 });
+      const done = await until('the moved run completed', async () => {
+        const d = await client.diagnostics(id);
+        return d.status === 'completed' || d.status === 'failed' ? d : undefined;
+      });
+      expect(done).toMatchObject({ status: 'completed', host: gamma, hostMoves: [{ from: alpha, to: gamma }], waiting: [] });
+      expect(readFileSync(path.join(repo, 'agent.txt'), 'utf8')).toBe('by the agent');
+      // The run's stream said it, for itself and its agent.
+      expect((await streamed).sort()).toEqual([`agent/host:${alpha}`, `host:${alpha}`].map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]));
+      // What waited for alpha ran on gamma: the step alpha died in (again), the step after the ask, and the agent's approved call and last turn.
+      // Moving never failed a workflow task (an activity scheduled again takes an id of its own).
+      const { events } = await client.client.workflow.getHandle(id).fetchHistory();
+      expect((events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes?.failure?.message)).toEqual([]);
+      const ran = (await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool');
+      expect(ran).toEqual([['runTool', gamma], ['runTool', gamma]]);
+      expect(done.steps.map((s) => [s.id, s.status])).toEqual([['slow', 'completed'], ['hold', 'completed'], ['after', 'completed'], ['agent', 'completed']]);
+      const agent = await activitiesCompleted(client, `${id}/agent`);
+      expect(agent.slice(-2)).toEqual([['runTool', gamma], ['modelTurn', gamma]]);
+      expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([gamma]);
+      // Both histories replay; the first recording is kept under test/histories for replay.test.ts.
+      for (const [workflowId, name] of [[id, 'run-plan-host-moved'], [`${id}/agent`, 'agent-task-host-moved']]) {
+        const history = await client.client.workflow.getHandle(workflowId).fetchHistory();
+        await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string } }, history, workflowId);
+        const file = path.join(__dirname, 'histories', `${name}.json`);
+        if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+      }
+    } finally {
+      await client.close();
+      await Promise.all(workers.slice(1).map((w) => w.stop()));
+    }
+  });
+});

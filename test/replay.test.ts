@@ -16,6 +16,9 @@ const RECORDED_IDS: Record<string, string> = {
   'team-worker-watch': 'run-plan-team-watch/impl',
   'team-worker-reports': 'run-plan-team-reports/impl',
   'run-plan-continued-last': 'run-plan-continued',
+  // Recorded by fleet.test.ts (a host lost mid-run, then `cadre move`).
+  'run-plan-host-moved': 'lost-run-32725-mx1olre9-5',
+  'agent-task-host-moved': 'lost-run-32725-mx1olre9-5/agent',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -35,6 +38,7 @@ describe('replay of recorded runPlan histories', () => {
       'agent-task',
       'agent-task-command-rules',
       'agent-task-decide',
+      'agent-task-host-moved',
       'agent-task-own-stream',
       'agent-task-streamed',
       'agent-task-turn-guards',
@@ -54,6 +58,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-foreach-chunk-timeout',
       'run-plan-foreach-chunks',
       'run-plan-hardened',
+      'run-plan-host-moved',
       'run-plan-lean-steps',
       'run-plan-step-activity-ids',
       'run-plan-streamed',

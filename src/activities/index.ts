@@ -22,7 +22,7 @@ import { repairWorktree } from '../git/repair';
 import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
-import { type WorkerHost, locateWorkspace } from './workspace-host';
+import { type WorkerHost, hostPolling, locateWorkspace } from './workspace-host';
 import { AnalyticsWriter } from '../analytics/writer';
 import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
 import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
@@ -111,6 +111,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     ...valueActivities(deps),
     // Which host holds a run's workspace (workspace-host.ts), asked on the shared queue.
     locateWorkspace: ({ workspace }: { workspace: string }) => locateWorkspace(deps.host, workspace),
+    hostPolling: ({ taskQueue, lostAfterMs }: { taskQueue: string; lostAfterMs: number }) => hostPolling(taskQueue, lostAfterMs),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),

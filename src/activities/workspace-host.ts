@@ -7,10 +7,12 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import { isInside } from './confinement';
 import { CadreHost } from '../protocol/definitions';
+import { hostOfIdentity, hostOfQueue, hostState } from '../protocol/host-liveness';
 
 /** This worker's host and its own queue (worker/worker.ts), when it has one. */
 export interface WorkerHost {
@@ -18,6 +20,8 @@ export interface WorkerHost {
   taskQueue: string;
   /** The folder this host's workspaces live under (CADRE_WORKSPACES); unset, any folder on its disk. */
   workspaces?: string;
+  /** CADRE_HOST_LOST_AFTER: how long its runs wait for a poll before they call it lost. */
+  lostAfterMs?: number;
 }
 
 export interface WorkspaceHost {
@@ -27,6 +31,8 @@ export interface WorkspaceHost {
   solo: boolean;
   /** The namespace has the CadreHost search attribute (an upsert of one it lacks would fail the run's workflow task). */
   indexed: boolean;
+  /** Set by the host (CADRE_HOST_LOST_AFTER); unset, HOST_LOST_AFTER_MS. */
+  lostAfterMs?: number;
 }
 
 /**
@@ -39,7 +45,7 @@ export async function locateWorkspace(host: WorkerHost | undefined, workspace: s
   const inRoot = host.workspaces === undefined || isInside(path.resolve(workspace), path.resolve(host.workspaces));
   const held = inRoot && (await stat(workspace).catch(() => undefined))?.isDirectory();
   const hosts = await hostsPolling();
-  if (held) return { host: host.name, taskQueue: host.taskQueue, solo: hosts <= 1, indexed: await hostIndexed() };
+  if (held) return { host: host.name, taskQueue: host.taskQueue, solo: hosts <= 1, indexed: await hostIndexed(), ...(host.lostAfterMs !== undefined && { lostAfterMs: host.lostAfterMs }) };
   const notHere = `workspace ${workspace} is not on host ${host.name}${host.workspaces ? ` (its workspaces are under ${host.workspaces})` : ''}`;
   if (hosts <= 1) throw permanent(ErrorTypes.WorkspaceMissing, `${notHere}, the only host polling`);
   throw transient(ErrorTypes.WorkspaceNotHere, notHere);
@@ -47,13 +53,34 @@ export async function locateWorkspace(host: WorkerHost | undefined, workspace: s
 
 /** How many hosts poll the queue this activity came from: a worker's identity is `<pid>@<host>`. */
 async function hostsPolling(): Promise<number> {
+  const pollers = await pollersOf(Context.current().info.taskQueue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
+  return new Set(pollers.map((p) => hostOfIdentity(p.identity))).size;
+}
+
+/**
+ * Whether the host of `taskQueue` (its own queue) has polled in the last `lostAfterMs`: its own
+ * queue, or the shared one this question came from (a host whose activity slots are all busy stops
+ * polling its own queue, not its workflows).
+ */
+export async function hostPolling(taskQueue: string, lostAfterMs: number): Promise<boolean> {
+  const host = hostOfQueue(taskQueue);
+  const shared = Context.current().info.taskQueue;
+  const pollers = (
+    await Promise.all([
+      pollersOf(taskQueue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),
+      pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW).then((all) => all.filter((p) => hostOfIdentity(p.identity) === host)),
+    ])
+  ).flat();
+  const last = Math.max(0, ...pollers.map((p) => optionalTsToMs(p.lastAccessTime) ?? 0));
+  return pollers.length > 0 && hostState(pollers.length, last, Date.now(), lostAfterMs) === 'up';
+}
+
+const { TaskQueueType, TaskQueueKind } = temporal.api.enums.v1;
+
+async function pollersOf(name: string, taskQueueType: temporal.api.enums.v1.TaskQueueType): Promise<temporal.api.taskqueue.v1.IPollerInfo[]> {
   const { info, client } = Context.current();
-  const { pollers } = await client.workflowService.describeTaskQueue({
-    namespace: info.workflowNamespace,
-    taskQueue: { name: info.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-  });
-  return new Set((pollers ?? []).map((p) => p.identity?.slice(p.identity.indexOf('@') + 1))).size;
+  const { pollers } = await client.workflowService.describeTaskQueue({ namespace: info.workflowNamespace, taskQueue: { name, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType });
+  return pollers ?? [];
 }
 
 /** Known once present (it is never removed under a running fleet); asked again while absent, for an operator may add it. */

@@ -16,7 +16,8 @@ import type { CompiledPlan } from '../spec/types';
 import { resolveInputs } from '../spec/inputs';
 import { checkStartPayload } from '../spec/payload';
 import { formatIssues } from '../spec/validate';
-import { CadrePlan, CadreStatus, answerUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
+import { CadrePlan, CadreStatus, answerUpdate, hostMovedSignal, moveHostUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
+import { hostTaskQueue } from '../protocol/task-queue';
 import { auditDir, auditFile } from '../store/audit-files';
 import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
 import { CadreError } from '../errors/cadre-error';
@@ -184,6 +185,23 @@ export class CadreClient {
 
   async pause(workflowId: string): Promise<void> {
     await this.update(workflowId, () => this.client.workflow.getHandle(workflowId).executeUpdate(pauseUpdate));
+  }
+
+  /**
+   * `cadre move`: the run gives up on its host for `to`, which must hold its workspace; then each of
+   * its agents still running is told (Temporal's RootWorkflowId finds them). Returns the hosts and how many agents were told.
+   */
+  async moveHost(workflowId: string, to: string): Promise<{ from: string; to: string; agents: number }> {
+    const moved = await this.update(workflowId, () => this.client.workflow.getHandle(workflowId).executeUpdate(moveHostUpdate, { args: [{ to }] }));
+    const { taskQueue } = await this.client.workflow.getHandle(workflowId).describe();
+    const queues = { from: hostTaskQueue(moved.from, taskQueue), to: hostTaskQueue(moved.to, taskQueue) };
+    let agents = 0;
+    for await (const run of this.client.workflow.list({ query: `RootWorkflowId = ${JSON.stringify(workflowId)} AND ExecutionStatus = "Running"` })) {
+      if (run.workflowId === workflowId) continue;
+      await this.client.workflow.getHandle(run.workflowId, run.runId).signal(hostMovedSignal, queues);
+      agents++;
+    }
+    return { ...moved, agents };
   }
 
   async resume(workflowId: string): Promise<void> {

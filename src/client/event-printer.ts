@@ -58,6 +58,8 @@ export class EventPrinter {
       case 'approval_requested':
       case 'question_asked':
         return this.line(`? ${event.prompt} (answer ${event.waitId}${event.choices ? `: ${event.choices.join('|')}` : ''})`);
+      case 'host_unreachable':
+        return this.line(`! ${event.prompt}`);
       case 'run_completed':
         return this.line(`run ${event.status}${event.error ? `: ${event.error}` : ''}`);
     }

@@ -67,6 +67,7 @@ export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   const lines = [`${d.plan} (${workflowId}): ${d.status}${d.paused && d.status !== 'paused' ? ' (paused)' : ''}, ${formatMs(d.elapsedMs)}`];
   if (d.reason) lines.push(`  why: ${d.reason}`);
   if (d.host) lines.push(`  on host ${d.host} (its workspace's activities run there)`);
+  for (const move of d.hostMoves ?? []) lines.push(`  moved from host ${move.from} to ${move.to} at ${move.at} (cadre move)`);
   if (d.note) lines.push(`  ${d.note}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
   if (d.workers?.length) lines.push('  workers:', ...d.workers.map((w) => `    ${workerLine(w)}`));

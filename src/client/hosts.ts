@@ -7,12 +7,7 @@ import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { hostTaskQueue } from '../protocol/task-queue';
 import { CadreHost } from '../protocol/definitions';
-
-/**
- * A host is lost when its own queue has had no poll for this long. The server keeps a poller's last
- * poll request, and an idle worker's long polls last up to a minute each: so twice that.
- */
-export const HOST_LOST_AFTER_MS = 120_000;
+import { type HostState, hostOfIdentity, hostState } from '../protocol/host-liveness';
 
 export interface HostReport {
   host: string;
@@ -25,7 +20,7 @@ export interface HostReport {
   /** Running runs bound to it (the CadreHost search attribute); absent when the namespace cannot say. */
   runs?: number;
   /** `up` while its own queue is polled; `lost` after HOST_LOST_AFTER_MS without; `shared-only` for a worker with no host queue (an older cadre, or one without a host). */
-  state: 'up' | 'lost' | 'shared-only';
+  state: HostState;
 }
 
 type Poller = temporal.api.taskqueue.v1.IPollerInfo;
@@ -40,7 +35,7 @@ export async function listHosts(client: Client, shared: string, now = Date.now()
   const sharedPollers = [...(await pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)), ...(await pollersOf(shared, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))];
   const processes = new Map<string, Set<string>>();
   for (const poller of sharedPollers) {
-    const host = hostOf(poller.identity);
+    const host = hostOfIdentity(poller.identity);
     if (host === undefined) continue;
     processes.set(host, (processes.get(host) ?? new Set()).add(poller.identity ?? ''));
   }
@@ -71,15 +66,4 @@ async function runsBound(client: Client, host: string): Promise<number | undefin
   } catch {
     return undefined;
   }
-}
-
-export function hostState(ownPollers: number, lastPollMs: number, now: number): HostReport['state'] {
-  if (ownPollers === 0) return 'shared-only';
-  return now - lastPollMs > HOST_LOST_AFTER_MS ? 'lost' : 'up';
-}
-
-/** `4242@build-1` → `build-1`: the SDK's identity form, which cadre's workers keep with their host's name. */
-function hostOf(identity: string | null | undefined): string | undefined {
-  const at = identity?.indexOf('@') ?? -1;
-  return identity && at >= 0 && at < identity.length - 1 ? identity.slice(at + 1) : undefined;
 }

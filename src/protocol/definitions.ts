@@ -36,7 +36,8 @@ export interface StepRecord {
   retrying?: { attempt: number; lastFailure?: string };
 }
 
-export type WaitKind = 'ask' | 'failure' | 'timeout' | 'approval';
+/** `host`: the host that holds the run's workspace is unreachable; `cadre move` ends it, not an answer. */
+export type WaitKind = 'ask' | 'failure' | 'timeout' | 'approval' | 'host';
 
 /** Something the run waits on a human for. Answer it with the `answer` update, by `id`. */
 export interface Waiting {
@@ -115,6 +116,8 @@ export interface Diagnostics {
   worktrees?: WorktreeRecord[];
   /** The host of a fleet that holds the run's workspace, where its tool, git and compensation activities go. */
   host?: string;
+  /** `cadre move`s: the hosts given up on, and when. */
+  hostMoves?: { from: string; to: string; at: string }[];
   /** The run's agents as a team: each one's state as it last signalled it. */
   workers?: WorkerRecord[];
   /** Questions workers asked, and who answered them (the last 200). */
@@ -167,6 +170,10 @@ export const approveSignal = defineSignal<[{ waitId: string; approve?: boolean; 
 export const answerUpdate = defineUpdate<{ accepted: true }, [Answer]>('answer');
 export const pauseUpdate = defineUpdate<{ paused: boolean }>('pause');
 export const resumeUpdate = defineUpdate<{ paused: boolean }>('resume');
+/** `cadre move <run> --to <host>`: the run gives up on its host for one that holds its workspace too (docs/operations.md, A fleet). */
+export const moveHostUpdate = defineUpdate<{ from: string; to: string }, [{ to: string }]>('moveHost');
+/** The same move, told to the run's agents (`cadre move` signals each): `from` and `to` are hosts' own queues. */
+export const hostMovedSignal = defineSignal<[{ from: string; to: string }]>('hostMoved');
 
 /** What an agent (`agentTask`) is doing: its `agentDiagnostics` query. */
 export interface AgentDiagnostics {

@@ -31,6 +31,7 @@ export function describeWait(workflowId: string, w: Waiting): { question: string
   const question = `${w.prompt}${w.choices ? ` [${w.choices.join('/')}]` : ''}`;
   const value = w.kind === 'approval' ? 'approve' : (w.choices?.[0] ?? 'your answer');
   const update = JSON.stringify({ waitId: w.id, value });
+  if (w.kind === 'host') return { question, command: `cadre move ${workflowId} --to <host>  (\`cadre workers\` lists the hosts)`, update: JSON.stringify({ to: '<host>' }) };
   if (w.kind === 'approval') return { question, command: `cadre approve ${workflowId} ${w.id} [--always]  (or: cadre deny ${workflowId} ${w.id} --reason "...")`, update };
   return { question, command: `cadre answer ${workflowId} ${w.id} ${w.choices?.[0] ?? '"your answer"'}`, update };
 }

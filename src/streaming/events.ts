@@ -53,6 +53,8 @@ export const streamEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('step_failed'), ...base, step: z.string(), error: z.string() }),
   z.strictObject({ type: z.literal('approval_requested'), ...waitEvent }),
   z.strictObject({ type: z.literal('question_asked'), ...waitEvent }),
+  /** The host that holds the workspace stopped polling: its activities wait for it, or for `cadre move` (docs/operations.md, A fleet). */
+  z.strictObject({ type: z.literal('host_unreachable'), ...waitEvent }),
   z.strictObject({ type: z.literal('error'), ...base, errorType: z.string(), message: z.string(), retryable: z.boolean() }),
   z.strictObject({ type: z.literal('run_completed'), ...base, status: z.string(), error: z.string().optional() }),
   /** An agent started: its turns stream on its own workflow, `workflowId` (readers follow it from here). */

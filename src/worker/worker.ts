@@ -13,6 +13,7 @@ import { hostTaskQueue, taskQueue } from '../protocol/task-queue';
 
 export { DEFAULT_TASK_QUEUE, hostTaskQueue, taskQueue } from '../protocol/task-queue';
 export { hostName } from './host-name';
+import { hostLostAfterMs } from './host-name';
 
 export interface CadreWorkerOptions {
   address: string;
@@ -67,7 +68,12 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
     // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
     const host = options.host === undefined ? undefined : { name: options.host, taskQueue: hostTaskQueue(options.host, shared) };
     const workspaces = process.env.CADRE_WORKSPACES || undefined;
-    const activities = createActivities({ blobDir: process.env.CADRE_BLOB_DIR || undefined, ...(host && { host: { ...host, ...(workspaces && { workspaces }) } }), ...options.activityDeps });
+    const lostAfterMs = hostLostAfterMs();
+    const activities = createActivities({
+      blobDir: process.env.CADRE_BLOB_DIR || undefined,
+      ...(host && { host: { ...host, ...(workspaces && { workspaces }), ...(lostAfterMs !== undefined && { lostAfterMs }) } }),
+      ...options.activityDeps,
+    });
     const common = {
       connection,
       namespace: options.namespace,

@@ -4,8 +4,8 @@ import type { CadreClient } from '../client';
 import { CadreError, UsageError } from '../../errors/cadre-error';
 import { connectionOptions, resolveConnection } from '../connection-config';
 import { hostTaskQueue, taskQueue } from '../../protocol/task-queue';
-import { hostName } from '../../worker/host-name';
-import { info, out, port, untilSignal, withClient } from './shared';
+import { hostLostAfterMs, hostName } from '../../worker/host-name';
+import { info, out, port, untilSignal, withClient, withRun } from './shared';
 
 const RECONNECT_MS = 2000;
 
@@ -27,9 +27,10 @@ async function connectWhenUp(): Promise<CadreClient> {
   }
 }
 
-/** The worker's host name, checked before anything starts. */
+/** The worker's host name, checked before anything starts (with how long its runs wait before they call it lost). */
 function hostNameOrUsage(): string {
   try {
+    hostLostAfterMs();
     return hostName();
   } catch (err) {
     throw new UsageError((err as Error).message);
@@ -98,6 +99,19 @@ export function registerWorkerCommands(program: Command): void {
         const table = [['HOST', 'STATE', 'OWN QUEUE', 'PROCESSES', 'OWN POLLERS', 'RUNS', 'LAST POLL OF OWN QUEUE'], ...rows];
         const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)) + 2);
         for (const row of table) out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join(''));
+      });
+    });
+
+  program
+    .command('move <id>')
+    .description('give up on the host a run waits for: its workspace activities go to another host that holds the workspace')
+    .addHelpText('after', '\nExamples:\n  cadre move plan-triage-1a2b3c --to build-2')
+    .requiredOption('--to <host>', 'the host to move to (`cadre workers` lists them)')
+    .option('--json', 'print {workflowId, from, to, agents} as JSON')
+    .action(async (id: string, opts: { to: string; json?: boolean }) => {
+      await withRun(id, async (client) => {
+        const moved = await client.moveHost(id, opts.to);
+        out(opts.json ? JSON.stringify({ workflowId: id, ...moved }) : `moved ${id} from host ${moved.from} to host ${moved.to}${moved.agents > 0 ? ` (and its ${moved.agents} running agents)` : ''}`);
       });
     });
 

@@ -21,6 +21,7 @@ import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 import { TurnEvents } from './turn-events';
+import type { HostRoute } from '../common/host-route';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
@@ -58,7 +59,7 @@ export class AgentLoop {
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
     this.maxTurns = spec.maxTurns;
-    this.models = modelActivities(spec.modelAttempts, spec.taskQueue);
+    this.models = modelActivities(spec.modelAttempts, spec.route);
     this.model = spec.model;
     if (patched(PATCH_COMMAND_RULES)) {
       const gate = { label: spec.label, approvals: spec.approvals, approvalTimeout: spec.approvalTimeout, ...(spec.inheritedApprovals && { inherited: spec.inheritedApprovals }) };
@@ -73,8 +74,15 @@ export class AgentLoop {
     return [...this.running.values()];
   }
 
+  /** Its approvals and questions, and its host's going away (a fleet). */
   waiting(): Waiting[] {
-    return this.waits.list();
+    const host = this.spec.route?.waiting(this.spec.label);
+    return host ? [...this.waits.list(), host] : this.waits.list();
+  }
+
+  /** The host that holds its workspace, when its run is bound to one. */
+  get route(): HostRoute | undefined {
+    return this.spec.route;
   }
 
   /** A final answer to the conversation in `messages`, appending the turns it took (assistant, tool and retry messages). */
@@ -155,7 +163,7 @@ export class AgentLoop {
     if (!this.offered) {
       // The workspace goes along so a worker can ready the code tools for it while the model takes its first turn.
       const request = { tools: this.spec.tools, workspace: this.spec.workspace, ...(this.spec.worktree && { worktree: true }) };
-      this.offered = this.spec.tools.length > 0 ? toolset(this.spec.taskQueue).agentToolset(request) : Promise.resolve([]);
+      this.offered = this.spec.tools.length > 0 ? toolset(this.spec.route).agentToolset(request) : Promise.resolve([]);
     }
     return this.offered;
   }
@@ -292,7 +300,7 @@ export class AgentLoop {
   }
 
   private toolActivities(tool: string, callId: string) {
-    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout, this.spec.taskQueue);
+    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout, this.spec.route);
   }
 
   /** Runs from before command rules: globs decided in the workflow, first match wins. Undefined when the call may run. */

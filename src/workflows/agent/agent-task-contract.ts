@@ -43,6 +43,8 @@ export interface AgentTaskInput {
   sandbox?: SandboxSpec;
   /** The queue of the fleet's host that holds its workspace (and blob store): its activities go there. Absent: its own queue. */
   hostQueue?: string;
+  /** How long its host may not poll before it is lost (the binding's CADRE_HOST_LOST_AFTER). */
+  hostLostAfterMs?: number;
   /** A subtask's parents' tools and approvals: it gets no tool they lack, and no looser policy. */
   inherited?: InheritedPolicy;
   /**

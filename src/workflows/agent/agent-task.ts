@@ -21,7 +21,7 @@ import { durationMs } from '../../spec/duration';
 import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../../spec/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from '../common/clock';
-import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate } from '../../protocol/definitions';
+import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate, hostMovedSignal } from '../../protocol/definitions';
 import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-contract';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
 import { withinRole } from '../team/team-roles';
@@ -32,6 +32,7 @@ import { checkInput, count, listOf, map, oneOf, shape, text } from '../../protoc
 import { onSignal, onUpdate } from '../common/run-limits';
 import { AgentStream } from './agent-stream';
 import { StuckWatch } from './stuck-watch';
+import { HostRoute } from '../common/host-route';
 
 /** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
 const PATCH_WORKER_STATES = 'worker-states';
@@ -75,9 +76,12 @@ class AgentRun {
   private readonly subtaskWorktrees: WorktreeRecord[] = [];
   /** The agent's own stream (its turns' text, tool calls and results), and its count of Temporal's limits. */
   private readonly stream: AgentStream;
+  /** The fleet's host that holds its workspace, when its run is bound to one. */
+  private readonly route?: HostRoute;
 
   constructor(private readonly input: AgentTaskInput) {
     this.stream = new AgentStream(input.step, input.ownStream === true, input.limits);
+    if (input.hostQueue) this.route = new HostRoute({ taskQueue: input.hostQueue, ...(input.hostLostAfterMs !== undefined && { lostAfterMs: input.hostLostAfterMs }) }, () => this.waitsChanged());
     this.recovery = new WorkerRecovery(input, () => this.loop, () => this.reporter);
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
     const reports = patched(PATCH_WORKER_STATES);
@@ -100,7 +104,7 @@ class AgentRun {
       workspace: input.workspace,
       ...(input.worktree && { worktree: true }),
       ...(input.storeWorkspace && { storeWorkspace: input.storeWorkspace }),
-      ...(input.hostQueue && { taskQueue: input.hostQueue }),
+      ...(this.route && { route: this.route }),
       ...(sandbox && { sandbox }),
       // Its turns stream to its own workflow, whose limits are its own: its plan run's go to the messages that control the run.
       stream: this.stream.target(),
@@ -130,6 +134,10 @@ class AgentRun {
     // Answers come straight to the agent (`cadre answer <agent id>`), or through its plan run.
     onUpdate(this.stream.limits, answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
       validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
+    });
+    // `cadre move`: its run gave up on its host (anyone can send signals: only a move from where it is applies).
+    onSignal(this.stream.limits, hostMovedSignal, (moved) => {
+      if (typeof moved?.to === 'string' && moved.from === this.route?.taskQueue) this.route.move(moved.to);
     });
     onSignal(this.stream.limits, agentAnswerSignal, (answer) => {
       try {
@@ -205,7 +213,8 @@ class AgentRun {
       limits: this.stream.limits,
       refused: (signal, err) => this.refused(signal, err),
       ...(this.stream.own && { announce: (step: string, workflowId: string) => this.stream.announce(step, workflowId) }),
-      childInput: () => ({ ...this.stream.childInput(), ...(this.input.hostQueue && { hostQueue: this.input.hostQueue }) }),
+      childInput: () => ({ ...this.stream.childInput(), ...this.route?.childInput() }),
+      ...(this.route && { route: this.route }),
       askPerson: (id, prompt, timeout) =>
         this.loop.waits.wait({ id, kind: 'ask', prompt, ...(timeout !== undefined && { timeout }) }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() }),
       askWhileBlocked: async (id, prompt, choices) => {
@@ -252,7 +261,7 @@ class AgentRun {
 
   /** The plan run shows what its agents wait for, and passes answers on. */
   private waitsChanged(): void {
-    const waiting = this.loop.waits.size > 0;
+    const waiting = this.loop.waiting().length > 0;
     this.status = waiting ? 'waiting' : 'running';
     // A blocked worker that waits for a person stays blocked, so a search for blocked workers finds it.
     this.sync(waiting ? 'waiting for a person' : 'answered');

@@ -3,11 +3,11 @@
  * retries, and the shapes of what goes back to the model: pieces of agent-loop.ts.
  */
 import type { Duration } from '@temporalio/common';
-import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
-import type { Activities, ModelToolCall } from '../../activities';
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { ModelToolCall } from '../../activities';
 import { BLOB_THRESHOLD_BYTES } from '../../spec/limits';
 import { describeFailure } from '../common/failures';
-import { onHost } from '../common/host-queue';
+import { type HostRoute, hostActivities } from '../common/host-route';
 import type { ToolMessage } from './loop-contract';
 
 /** Tool results are sent back to the model; this keeps a runaway one from filling history. */
@@ -16,8 +16,8 @@ const MAX_RESULT_CHARS = 64 * 1024;
 /** Tool output bytes an agent keeps in its history: bigger parts are stored and passed by reference. */
 export const AGENT_INLINE_LIMIT = Math.min(8 * 1024, BLOB_THRESHOLD_BYTES);
 
-export function modelActivities(maximumAttempts = 8, taskQueue?: string) {
-  return proxyActivities<Activities>(onHost({
+export function modelActivities(maximumAttempts = 8, route?: HostRoute) {
+  return hostActivities({
     startToCloseTimeout: '5m',
     // The activity beats every second while it waits on the provider: a dead worker's turn moves on in 10 s.
     heartbeatTimeout: '10s',
@@ -39,25 +39,25 @@ export function modelActivities(maximumAttempts = 8, taskQueue?: string) {
         'ScriptMismatch',
       ],
     },
-  }, taskQueue));
+  }, route);
 }
 
 const TOOLSET_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' } as const;
 
 /** The activity that lists an agent's tools (it warms the code tools for the workspace: on its host in a fleet). */
-export function toolset(taskQueue?: string) {
-  return proxyActivities<Activities>(onHost(TOOLSET_OPTIONS, taskQueue));
+export function toolset(route?: HostRoute) {
+  return hostActivities(TOOLSET_OPTIONS, route);
 }
 
 /** One tool call's activity, its id naming the step and the call. */
-export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', taskQueue?: string) {
-  return proxyActivities<Activities>(onHost({
+export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', route?: HostRoute) {
+  return hostActivities({
     activityId: `${label}/${callId}`,
     summary: `${label}: ${tool}`,
     scheduleToCloseTimeout: '10m',
     heartbeatTimeout,
     retry: { maximumAttempts: 3, initialInterval: '1s' },
-  }, taskQueue));
+  }, route);
 }
 
 /** The ApplicationFailure in an error's causes (an activity's, a child's), or one made from the error. */

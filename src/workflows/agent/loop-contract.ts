@@ -7,6 +7,7 @@ import type { ModelMessageInput } from '../../activities';
 import type { Approvals } from '../../spec/types';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { OwnEvent } from '../common/run-stream';
+import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
   /** The step (`review`, `review[2]`) or `session`: audit events, activity and wait ids name it. */
@@ -32,8 +33,8 @@ export interface LoopSpec {
   storeWorkspace?: string;
   /** The plan's sandbox and egress, for the worker to apply to every tool call. */
   sandbox?: SandboxSpec;
-  /** The queue of the host that holds the workspace (a fleet): model turns, the toolset and tools go there. */
-  taskQueue?: string;
+  /** The host that holds the workspace (a fleet): model turns, the toolset and tools go to its queue. */
+  route?: HostRoute;
   /** Attempts of one model turn before its failure goes to `recover` (default 8). */
   modelAttempts?: number;
   /** How long a tool may go without a heartbeat before it is retried elsewhere (default 10s). */

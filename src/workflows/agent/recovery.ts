@@ -1,7 +1,5 @@
 /** How a team worker recovers from a failed model turn or tool call, by the failure's class (src/errors/error-classes.ts). */
-import { proxyActivities } from '@temporalio/workflow';
-import { onHost } from '../common/host-queue';
-import type { Activities } from '../../activities';
+import { type HostRoute, hostActivities } from '../common/host-route';
 import type { TeamWorkerContext } from '../team/team-tools';
 import { type AgentLoop, asFailure } from './agent-loop';
 import type { AgentTaskInput } from './agent-task-contract';
@@ -14,8 +12,8 @@ const TRANSIENT_ROUNDS = 3;
 const REPAIR_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' } as const;
 
 /** The repair activity, on the queue of the host that holds the worktree when there is one. */
-function repairs(taskQueue: string | undefined) {
-  return proxyActivities<Activities>(onHost(REPAIR_OPTIONS, taskQueue));
+function repairs(route: HostRoute | undefined) {
+  return hostActivities(REPAIR_OPTIONS, route);
 }
 
 export class WorkerRecovery {
@@ -58,7 +56,7 @@ export class WorkerRecovery {
       return { retry: true };
     }
     if (where === 'tool' && errorClass === 'infrastructure' && this.input.worktree) {
-      const { removed } = await repairs(this.input.hostQueue).repairWorktree({ worktree: this.input.workspace });
+      const { removed } = await repairs(this.loop().route).repairWorktree({ worktree: this.input.workspace });
       record(removed.length > 0 ? 'repaired_worktree' : 'nothing_to_repair');
       return removed.length > 0 ? { retry: true } : undefined;
     }

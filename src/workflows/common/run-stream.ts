@@ -90,13 +90,13 @@ export class RunStream {
     this.publish({ type: 'agent_started', step, workflowId, kind });
   }
 
-  /** Publishes the waits not announced before: approvals as `approval_requested`, the rest as `question_asked`. */
+  /** Publishes the waits not announced before: approvals as `approval_requested`, a lost host as `host_unreachable`, the rest as `question_asked`. */
   announceWaits(waits: Waiting[], workflowId?: string): void {
     for (const w of waits) {
       if (this.announced.has(w.id)) continue;
       this.announced.add(w.id);
       const step = w.id.split('/')[0];
-      this.publish({ type: w.kind === 'approval' ? 'approval_requested' : 'question_asked', step, waitId: w.id, prompt: w.prompt, ...(w.choices && { choices: w.choices }), ...(workflowId && { workflowId }) });
+      this.publish({ type: w.kind === 'approval' ? 'approval_requested' : w.kind === 'host' ? 'host_unreachable' : 'question_asked', step, waitId: w.id, prompt: w.prompt, ...(w.choices && { choices: w.choices }), ...(workflowId && { workflowId }) });
     }
     if (this.announced.size > HIGH) this.announced.clear();
   }

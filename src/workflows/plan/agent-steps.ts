@@ -19,6 +19,7 @@ import { WORKER_STATES } from '../../protocol/worker-state';
 import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../protocol/input-checks';
 import { type RunLimits, onSignal } from '../common/run-limits';
 import type { RunStream } from '../common/run-stream';
+import type { HostRoute } from '../common/host-route';
 
 const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
 const MOVE = { seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text };
@@ -59,8 +60,8 @@ export class AgentSteps {
     private readonly stream: RunStream | undefined,
     private readonly onWaiting: (step: string, waiting: boolean) => void,
     onWorkerChange: (record: WorkerRecord) => void,
-    /** The queue of the host the run's workspace is bound to (workspace-host.ts): its agents' activities go there. */
-    private readonly hostQueue: () => string | undefined = () => undefined,
+    /** The host the run's workspace is bound to (workspace-host.ts): its agents' activities go there. */
+    private readonly hostRoute: () => HostRoute | undefined = () => undefined,
   ) {
     this.reasks = patches.has(PATCH_REASKED_WAITS);
     this.board = new TeamBoard(onWorkerChange);
@@ -95,9 +96,8 @@ export class AgentSteps {
   }
 
   /** What the run's agents are told of streams and limits: their own streams (runs since agent-streams), the run's limits. */
-  childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue'> {
-    const taskQueue = this.hostQueue();
-    return { ...(this.stream && { ownStream: true as const }), ...(this.limits.given && { limits: this.limits.given }), ...(taskQueue !== undefined && { hostQueue: taskQueue }) };
+  childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs'> {
+    return { ...(this.stream && { ownStream: true as const }), ...(this.limits.given && { limits: this.limits.given }), ...this.hostRoute()?.childInput() };
   }
 
   get waiting(): number {

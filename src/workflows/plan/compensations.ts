@@ -1,7 +1,6 @@
 /** Compensation: on abort or cancellation, the `compensate` actions of completed steps, most recent first. */
-import { proxyActivities, sleep } from '@temporalio/workflow';
-import { onHost } from '../common/host-queue';
-import type { Activities } from '../../activities';
+import { sleep } from '@temporalio/workflow';
+import { hostActivities } from '../common/host-route';
 import { durationMs } from '../../spec/duration';
 import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep, ToolCall } from '../../spec/types';
@@ -59,7 +58,7 @@ export class Compensations {
       return;
     }
     const options = { ...this.host.activityIds.next(`compensate:${step.id}`), ...compensationActivityOptions(`compensate ${step.id}`) };
-    const activities = proxyActivities<Activities>(onHost(options, this.host.host.taskQueue));
+    const activities = hostActivities(options, this.host.host.route);
     await activities.runTool({ tool: call.tool, params, workspace: this.host.plan.workspace, stepId: step.id, ...this.host.inline(), ...this.host.sandbox() });
   }
 }

@@ -1,10 +1,13 @@
 /** What clients reach of a plan run: its query, its updates, and (in runs that take them) the same as signals. */
 import { setHandler } from '@temporalio/workflow';
+import type { WorkspaceHostBinding } from './workspace-host';
+import { isHostWait } from '../../protocol/host-liveness';
 import {
   answerSignal,
   answerUpdate,
   approveSignal,
   diagnosticsQuery,
+  moveHostUpdate,
   pauseSignal,
   pauseUpdate,
   resumeSignal,
@@ -12,7 +15,7 @@ import {
   type Diagnostics,
 } from '../../protocol/definitions';
 import type { AgentSteps } from './agent-steps';
-import type { HumanWaits } from './waits';
+import { type HumanWaits, rejected } from './waits';
 import { PATCH_SIGNALS, type PlanPatches } from './plan-patches';
 import { type RunLimits, onSignal, onUpdate } from '../common/run-limits';
 
@@ -23,6 +26,9 @@ export interface PlanHandlersHost {
   readonly waits: HumanWaits;
   diagnostics(): Diagnostics;
   setPaused(paused: boolean): { paused: boolean };
+  /** The host its workspace is bound to, which `cadre move` changes. */
+  readonly host: WorkspaceHostBinding;
+  readonly plan: { workspace: string };
   /** A signal that could not apply: recorded, never thrown (a signal has no one to answer). */
   signalError(name: string, waitId: unknown, err: unknown): void;
 }
@@ -39,10 +45,14 @@ export function installPlanHandlers(host: PlanHandlersHost): void {
       return { accepted: true as const };
     },
     {
-      validator: (answer) =>
-        host.agents.knows(answer?.waitId) ? host.agents.validate(answer?.waitId, answer?.value) : host.waits.validate(answer?.waitId, answer?.value),
+      validator: (answer) => {
+        if (isHostWait(answer?.waitId)) throw rejected(`${String(answer.waitId)} ends when the host comes back, or with \`cadre move <run> --to <host>\`: it takes no answer`);
+        if (host.agents.knows(answer?.waitId)) host.agents.validate(answer?.waitId, answer?.value);
+        else host.waits.validate(answer?.waitId, answer?.value);
+      },
     },
   );
+  onUpdate(limits, moveHostUpdate, ({ to }) => host.host.moveTo(to, host.plan.workspace), { validator: (move) => host.host.checkMove(move?.to) });
   onUpdate(limits, pauseUpdate, () => host.setPaused(true));
   onUpdate(limits, resumeUpdate, () => host.setPaused(false));
   if (host.patches.has(PATCH_SIGNALS)) takeSignals(host);

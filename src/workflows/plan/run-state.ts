@@ -75,7 +75,10 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   /** Agents stream their turns on their own workflows, and the run's stream says where (patch agent-streams). */
   readonly agentStreams = this.patches.has(PATCH_AGENT_STREAMS);
   /** The host the workspace is bound to in a fleet (workspace-host.ts); runs recorded before replay unbound. */
-  readonly host = new WorkspaceHostBinding();
+  readonly host = new WorkspaceHostBinding(() => {
+    this.changed();
+    this.publishStatus();
+  });
   protected readonly bindsHost = this.patches.has(PATCH_WORKSPACE_HOSTS);
   /** The run's use of Temporal's per-run limits: its handlers count what they take. */
   readonly limits: RunLimits;
@@ -96,7 +99,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.lean = this.patches.has(PATCH_LEAN_STEPS);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
-    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.taskQueue);
+    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.route);
     this.agents = new AgentSteps(
       this.patches,
       this.limits,
@@ -104,7 +107,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       (id, waiting) => this.agentWaiting(id, waiting),
       // Workers' states are read by queries only: a signal does not wake the scheduler.
       (worker) => this.team?.workerChanged(worker),
-      () => this.host.taskQueue,
+      () => this.host.route,
     );
     if (this.plan.team) {
       this.team = new Team(
@@ -115,6 +118,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
         () => this.changed(),
         this.limits,
         () => this.agents.childInput(),
+        () => this.host.route,
       );
     }
     installPlanHandlers(this);
@@ -289,7 +293,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
 
   protected status(): PlanStatus {
     if (this.finalStatus) return this.finalStatus;
-    if (this.waits.size > 0 || this.agents.waiting > 0) return 'waiting';
+    if (this.waits.size > 0 || this.agents.waiting > 0 || this.host.route?.waiting()) return 'waiting';
     return this.paused ? 'paused' : 'running';
   }
 
@@ -315,7 +319,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   }
 
   protected waitingList() {
-    return this.agents.waiting > 0 ? [...this.waits.list(), ...this.agents.list()] : this.waits.list();
+    const host = this.host.route?.waiting();
+    return [...this.waits.list(), ...(this.agents.waiting > 0 ? this.agents.list() : []), ...(host ? [host] : [])];
   }
 
   protected stepRecords(): StepRecord[] {
@@ -339,6 +344,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
       ...(this.host.host && { host: this.host.host.host }),
+      ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
       ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
       ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
       limits: this.limits.usage(),

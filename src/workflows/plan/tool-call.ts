@@ -2,7 +2,7 @@
  * One tool call of a step, as plan runs and item runs (`runItems`) make it: the `runTool`
  * activity (local for cheap tools), or a durable timer for `sleep`. Workflow code.
  */
-import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities, ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { type CompiledStep, startsProcesses } from '../../spec/types';
@@ -13,7 +13,7 @@ import { audit } from '../agent/audit';
 import { isoAt, nowMs } from '../common/clock';
 import { sizeOf } from '../common/sizes';
 import { localToolOptions, toolActivityOptions } from './step-options';
-import { onHost } from '../common/host-queue';
+import { type HostRoute, hostActivities } from '../common/host-route';
 
 /**
  * Activity ids named after steps (`enrich[2]`, `archive#2` for a second run of a step), so the
@@ -59,7 +59,7 @@ export interface StepToolCall {
   /** The plan's sandbox and egress, for the worker to apply. */
   sandbox?: SandboxSpec;
   /** The queue of the host the workspace is bound to (a fleet); unset, the run's own queue. */
-  taskQueue?: string;
+  route?: HostRoute;
   /** Only tools that start processes (which alone can run unconfined) get the audit handler: one promise less a call (patch lean-steps). */
   auditsProcessToolsOnly?: boolean;
 }
@@ -81,7 +81,7 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
   const { step, timeout, label } = call;
   const activities = call.local
     ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
-    : proxyActivities<Activities>(onHost({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) }, call.taskQueue));
+    : hostActivities({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) }, call.route);
   const result = activities.runTool({
     tool: call.tool,
     params: call.params,

@@ -12,7 +12,7 @@ import type { ApprovalDetail, WaitKind, Waiting } from '../../protocol/definitio
 import type { HumanWaitOutcome } from '../../analytics/types';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
-function rejected(message: string): ApplicationFailure {
+export function rejected(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AnswerRejected');
 }
 

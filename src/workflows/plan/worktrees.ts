@@ -4,12 +4,12 @@
  * removed by their cleanup policy, kept with their files listed when they hold uncommitted work.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { WorktreeSpec } from '../../spec/types';
 import type { WorktreeRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
-import { onHost } from '../common/host-queue';
+import { type HostRoute, hostActivities } from '../common/host-route';
 
 type Info = Awaited<ReturnType<Activities['createWorktree']>>;
 
@@ -22,8 +22,8 @@ const GIT_OPTIONS = {
 } as const;
 
 /** The git activities, on the queue of the host that holds the repository when the run is bound to one. */
-function git(taskQueue: string | undefined) {
-  return proxyActivities<Activities>(onHost(GIT_OPTIONS, taskQueue));
+function git(route: HostRoute | undefined) {
+  return hostActivities(GIT_OPTIONS, route);
 }
 
 interface Lease {
@@ -42,7 +42,7 @@ export class WorktreeLeases {
     private readonly plan: string,
     private readonly changed: () => void,
     /** The queue of the host the run's workspace is bound to (workspace-host.ts). */
-    private readonly hostQueue: () => string | undefined = () => undefined,
+    private readonly hostRoute: () => HostRoute | undefined = () => undefined,
   ) {}
 
   get size(): number {
@@ -54,7 +54,7 @@ export class WorktreeLeases {
     const key = `${spec.repo}\0${spec.task}`;
     let lease = this.leases.get(key);
     if (!lease) {
-      const pending = git(this.hostQueue()).createWorktree({
+      const pending = git(this.hostRoute()).createWorktree({
         repo: spec.repo,
         plan: this.plan,
         task: spec.task,
@@ -97,7 +97,7 @@ export class WorktreeLeases {
         continue;
       }
       try {
-        const removed = await git(this.hostQueue()).removeWorktree({ repo: spec.repo, path: info.path });
+        const removed = await git(this.hostRoute()).removeWorktree({ repo: spec.repo, path: info.path });
         record.state = 'removed';
         record.note = removed.keptBranch ? `its commits stay on branch ${removed.keptBranch}` : removed.reason;
       } catch (err) {

@@ -19,6 +19,7 @@ import { WorktreeLeases } from '../plan/worktrees';
 import { type RunLimits, onSignal } from '../common/run-limits';
 import { refusedForLimit } from '../common/sent-signals';
 import type { RunLimitValues } from '../../spec/limits';
+import type { HostRoute } from '../common/host-route';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */
 const SIGNALLED_STATES = ['completing', 'blocked', 'error'] as const;
@@ -56,7 +57,9 @@ export interface TeamWorkerContext {
   /** A signal to the team run that Temporal refused (it took as many as a run may): never silent. */
   refused(signal: string, err: ApplicationFailure): void;
   /** What a subtask is told of streams, limits and its host's queue: as its worker was. */
-  childInput(): { ownStream?: true; limits?: Partial<RunLimitValues>; hostQueue?: string };
+  childInput(): { ownStream?: true; limits?: Partial<RunLimitValues>; hostQueue?: string; hostLostAfterMs?: number };
+  /** The host its workspace is bound to, when the run has one: its subtasks' worktrees are made there. */
+  route?: HostRoute;
 }
 
 const SIGNAL_STATE_SCHEMA: Record<string, unknown> = {
@@ -245,8 +248,7 @@ export function spawnSubtaskTool(ctx: TeamWorkerContext): WorkflowTool {
       ctx.sync(`started subtask ${label} (${role})`);
       // A subtask's own worktree is the parent's lease: released (kept when it holds uncommitted
       // work) when the subtask ends, however it ends, cancellation included.
-      const hostQueue = ctx.childInput().hostQueue;
-      const leases = new WorktreeLeases('team', () => undefined, () => hostQueue);
+      const leases = new WorktreeLeases('team', () => undefined, () => ctx.route);
       try {
         const own = args.worktree === true && ctx.worktree ? await leases.lease({ repo: ctx.workspace, task: label.replace(/[^A-Za-z0-9._-]+/g, '-'), base: ctx.worktree.branch, cleanup: 'always' }, label) : undefined;
         const input = {

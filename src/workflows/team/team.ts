@@ -6,9 +6,8 @@
  * are bounded in depth, and a loop (A asks B asks A) is cut with a note. Event-driven: nothing polls.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { onHost } from '../common/host-queue';
-import { executeChild, getExternalWorkflowHandle, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
+import { type HostRoute, hostActivities } from '../common/host-route';
+import { executeChild, getExternalWorkflowHandle, workflowInfo } from '@temporalio/workflow';
 import type { TeamRole } from '../../activities/roles';
 import { suggestRole } from '../../roles/router';
 import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../spec/types';
@@ -49,7 +48,9 @@ export class Team {
     private readonly changed: () => void,
     limits: RunLimits,
     /** What specialists are told of streams and limits, as the run's other agents. */
-    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue'>,
+    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs'>,
+    /** The host the run's workspace is bound to: its roles/ folder is read there. */
+    private readonly route: () => HostRoute | undefined = () => undefined,
   ) {
     onSignal(limits, teamQuestionSignal, (question) => {
       void this.consult(question);
@@ -66,8 +67,7 @@ export class Team {
   /** The roles, read once per run (history keeps them, so a replay sees the same). */
   roles(): Promise<TeamRole[]> {
     // The workspace's roles/ folder is read on the host that holds it (a fleet).
-    const taskQueue = this.childInput().hostQueue;
-    this.roleList ??= proxyActivities<Activities>(onHost(ROLE_FILE_OPTIONS, taskQueue)).teamRoles({ workspace: this.workspace });
+    this.roleList ??= hostActivities(ROLE_FILE_OPTIONS, this.route()).teamRoles({ workspace: this.workspace });
     return this.roleList;
   }
 

@@ -20,7 +20,7 @@ export const toolKind: StepKind = {
       label,
       workspace: run.plan.workspace,
       local: run.hardened && runsLocally(step, action.tool) && run.host.allowsLocal(),
-      taskQueue: run.host.taskQueue,
+      route: run.host.route,
       ids: run.activityIds,
       auditsProcessToolsOnly: run.lean,
       ...run.inline(),
