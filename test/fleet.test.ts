@@ -32,32 +32,6 @@ describe('hosts', () => {
     expect(hostState(0, 0, now)).toBe('shared-only');
   });
 
-  test('two workers as two hosts: each polls its own queue, and cadre workers lists both', async () => {
-    const dir = tempWorkspace();
-    const shared = uniqueId('fleet');
-    const [alpha, beta] = [uniqueId('alpha'), uniqueId('beta')];
-    const env = (host: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host });
-    const workers = await Promise.all([startCadreWorker([], dir, env(alpha)), startCadreWorker([], dir, env(beta))]);
-    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
-    try {
-      expect(workers[0].stderr()).toContain(`"host":"${alpha}","hostTaskQueue":"${shared}@${alpha}"`);
-      const hosts = await listHosts(client.client, shared);
-      expect(hosts.map((h) => [h.host, h.taskQueue, h.state, h.pollers, h.runs])).toEqual(
-        [alpha, beta].sort().map((host) => [host, `${shared}@${host}`, 'up', { shared: 1, own: 1 }, 0]),
-      );
-      const listed = await runCadre(['workers', '--task-queue', shared], dir, testServerEnv());
-      expect(listed.code).toBe(0);
-      const lines = listed.stdout.trim().split('\n');
-      expect(lines[0]).toMatch(/^HOST\s+STATE\s+OWN QUEUE\s+PROCESSES\s+OWN POLLERS\s+RUNS\s+LAST POLL OF OWN QUEUE$/);
-      expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 6))).toEqual([alpha, beta].sort().map((host) => [host, 'up', `${shared}@${host}`, '1', '1', '0']));
-      // Nothing polls a queue no worker was started on.
-      expect(await runCadre(['workers', '--task-queue', uniqueId('nobody')], dir, testServerEnv())).toMatchObject({ code: 0, stdout: expect.stringMatching(/^no worker polls task queue/) });
-    } finally {
-      await client.close();
-      await Promise.all(workers.map((w) => w.stop()));
-    }
-  });
-
   test('a worker with a host name that cannot be part of a queue, or a lost-after that is no duration, does not start', async () => {
     const result = await runCadre(['worker'], tempWorkspace(), { ...testServerEnv(), CADRE_HOST: 'no spaces' });
     expect(result).toMatchObject({ code: 2, stderr: expect.stringContaining('CADRE_HOST must be 1-100 letters, digits') });
@@ -114,7 +88,7 @@ const AGENT_SCRIPT = `turns:
 `;
 
 describe('workspace affinity', () => {
-  test('two hosts with their own workspace roots: each run is bound to the host that holds its workspace, and every activity of it runs there', async () => {
+  test('two hosts with their own workspace roots: cadre workers lists both; each run is bound to the host that holds its workspace, and every activity of it runs there', async () => {
     const root = realpathSync(tempWorkspace());
     const shared = uniqueId('affinity');
     const [alpha, beta] = [uniqueId('alpha'), uniqueId('beta')];
@@ -135,6 +109,19 @@ describe('workspace affinity', () => {
     const workers = await Promise.all([startCadreWorker([], root, env(alpha)), startCadreWorker([], root, env(beta))]);
     const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
     try {
+      // Each polls the shared queue and its own, as Temporal sees it.
+      expect(workers[0].stderr()).toContain(`"host":"${alpha}","hostTaskQueue":"${shared}@${alpha}"`);
+      const hosts = await listHosts(client.client, shared);
+      expect(hosts.map((h) => [h.host, h.taskQueue, h.state, h.pollers, h.runs])).toEqual(
+        [alpha, beta].sort().map((host) => [host, `${shared}@${host}`, 'up', { shared: 1, own: 1 }, 0]),
+      );
+      const listed = await runCadre(['workers', '--task-queue', shared], root, testServerEnv());
+      expect(listed.code).toBe(0);
+      const lines = listed.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^HOST\s+STATE\s+OWN QUEUE\s+PROCESSES\s+OWN POLLERS\s+RUNS\s+LAST POLL OF OWN QUEUE$/);
+      expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 6))).toEqual([alpha, beta].sort().map((host) => [host, 'up', `${shared}@${host}`, '1', '1', '0']));
+      // Nothing polls a queue no worker was started on.
+      expect(await runCadre(['workers', '--task-queue', uniqueId('nobody')], root, testServerEnv())).toMatchObject({ code: 0, stdout: expect.stringMatching(/^no worker polls task queue/) });
       const runs = await Promise.all(
         [alpha, beta, alpha, beta].map(async (host, i) => {
           const id = uniqueId(`fleet-${i}`);
