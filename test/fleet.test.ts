@@ -2,9 +2,10 @@
  * A fleet on one machine: `cadre worker` processes as hosts (CADRE_HOST), each polling the shared
  * task queue and a queue of its own; `cadre workers` lists them as Temporal sees them.
  */
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { auditSinks } from '../src/worker/audit-log';
 import path from 'node:path';
 import { listHosts } from '../src/client/hosts';
 import { HOST_LOST_AFTER_MS, hostState } from '../src/protocol/host-liveness';
@@ -274,13 +275,68 @@ describe('a host that goes away', () => {
       // Both histories replay; the first recording is kept under test/histories for replay.test.ts.
       for (const [workflowId, name] of [[id, 'run-plan-host-moved'], [`${id}/agent`, 'agent-task-host-moved']]) {
         const history = await client.client.workflow.getHandle(workflowId).fetchHistory();
-        await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string } }, history, workflowId);
+        await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, workflowId);
         const file = path.join(__dirname, 'histories', `${name}.json`);
         if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
       }
     } finally {
       await client.close();
       await Promise.all(workers.slice(1).map((w) => w.stop()));
+    }
+  });
+});
+
+/** A forEach long enough to run in chunks, over a list big enough to be stored: 1,001 items of ~80 bytes. */
+const CHUNKED_PLAN = (workspace: string) => `name: chunked
+workspace: ${workspace}
+steps:
+  - { id: list, tool: shell, with: { command: "node -e \\"console.log(JSON.stringify(Array.from({ length: 1001 }, (_, n) => ({ n, pad: 'p'.repeat(64) }))))\\"" } }
+  - id: loop
+    forEach: "{{ steps.list.output.json }}"
+    as: it
+    concurrency: 50
+    tool: fs.write
+    with: { path: "items/{{ it.n }}.txt", content: "{{ it.pad }}" }
+`;
+
+describe('a fleet of hosts and the work a run hands to children', () => {
+  test('a forEach in chunks and its stored list run on the host that holds the workspace, while another host polls', async () => {
+    const root = realpathSync(tempWorkspace());
+    const shared = uniqueId('chunks');
+    const [alpha, beta] = [uniqueId('alpha'), uniqueId('beta')];
+    const [alphaRoot, betaRoot] = [path.join(root, 'alpha'), path.join(root, 'beta')];
+    const repo = path.join(alphaRoot, 'repo');
+    mkdirSync(repo, { recursive: true });
+    mkdirSync(betaRoot);
+    writeFileSync(path.join(root, 'chunked.yaml'), CHUNKED_PLAN(repo));
+    const env = (host: string, workspaces: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: workspaces });
+    const workers = await Promise.all([startCadreWorker([], root, env(alpha, alphaRoot)), startCadreWorker([], root, env(beta, betaRoot))]);
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    try {
+      const id = uniqueId('chunked');
+      const result = await runCadre(['run', 'chunked.yaml', '--id', id, '--wait', '--task-queue', shared], root, testServerEnv());
+      if (result.code !== 0) throw new Error(`cadre run chunked.yaml: ${result.stdout}${result.stderr}`);
+      expect(await client.diagnostics(id)).toMatchObject({ status: 'completed', host: alpha });
+      expect(readdirSync(path.join(repo, 'items'))).toHaveLength(1001);
+      // The run's stored list was read on alpha, as an activity (another host polls: a local one could run on beta).
+      const { events } = await client.client.workflow.getHandle(id).fetchHistory();
+      const local = (events ?? [])
+        .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+        .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data ?? []).toString()).activity_type);
+      // (Run analytics go to whichever worker: they read no workspace.)
+      expect(local.filter((type) => type !== 'recordRunAnalytics')).toEqual([]);
+      expect((await activitiesCompleted(client, id)).filter(([, on]) => on !== alpha)).toEqual([]);
+      // Both chunks' items, and their stored outputs, on alpha too.
+      const chunks = (events ?? []).map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).filter((w): w is string => typeof w === 'string');
+      expect(chunks).toHaveLength(2);
+      for (const chunk of chunks) {
+        const done = await activitiesCompleted(client, chunk);
+        expect(done.length).toBeGreaterThan(0);
+        expect(done.filter(([, on]) => on !== alpha)).toEqual([]);
+      }
+    } finally {
+      await client.close();
+      await Promise.all(workers.map((w) => w.stop()));
     }
   });
 });

@@ -11,11 +11,20 @@
  * docs/streaming.md); the final move goes at once, so the board is exact at the end, and clients
  * read a running worker's state from its own query.
  */
-import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, patched, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { isoAt, nowMs } from '../common/clock';
 import { SentSignals } from '../common/sent-signals';
 import { CadreWorkerState, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';
 import { type WorkerState, WorkerStateMachine, type WorkerTransition, reportSpacing } from '../../protocol/worker-state';
+
+/**
+ * The spacing after a report is a timer started as it is sent, and the next report waits for it to
+ * fire: decided by history alone. Before, a report compared the workflow's clock with the last
+ * one's, and after a workflow task timed out on a dead worker the SDK gave the next task the
+ * previous task's time, where a replay gives it its own: the two chose differently (a timer, or a
+ * signal at once) and the history no longer replayed. Asked at the first spaced report.
+ */
+const PATCH_REPORT_GATES = 'worker-report-gates';
 
 /** Moves held for one signal at most: past this, they go whatever the spacing. */
 const MAX_MOVES_A_SIGNAL = 500;
@@ -44,6 +53,9 @@ export class WorkerReporter {
   private pumpQueued = false;
   private timerSet = false;
   private urgent = false;
+  /** Spacing by a timer from each report (PATCH_REPORT_GATES): asked once spacing starts; open while no spacing runs. */
+  private gates?: boolean;
+  private gateOpen = true;
   private shownState?: WorkerState;
 
   /**
@@ -124,15 +136,23 @@ export class WorkerReporter {
       this.outbox.length = 0;
       return;
     }
-    const wait = this.lastReportAt + reportSpacing(this.reports) - nowMs();
-    if (wait > 0 && !this.urgent && this.outbox.length < MAX_MOVES_A_SIGNAL) {
-      this.later(target, wait);
-      return;
+    if (!this.urgent && this.outbox.length < MAX_MOVES_A_SIGNAL) {
+      if (this.gates) {
+        if (!this.gateOpen) return;
+      } else {
+        const wait = this.lastReportAt + reportSpacing(this.reports) - nowMs();
+        if (wait > 0) {
+          this.later(target, wait);
+          return;
+        }
+      }
     }
     const moves = this.outbox.splice(0);
     this.urgent = false;
     this.reports++;
     this.lastReportAt = nowMs();
+    const spacing = reportSpacing(this.reports);
+    if (spacing > 0 && (this.gates ??= patched(PATCH_REPORT_GATES))) this.closeGate(target, spacing);
     this.inFlight = true;
     const sent = target.scope.run(() => target.handle.signal(workerMovesSignal, { ...target.who, moves }));
     this.sending.track(sent);
@@ -141,6 +161,17 @@ export class WorkerReporter {
       this.pump();
     };
     sent.then(next, next);
+  }
+
+  /** The next report waits `ms` from this one: a timer, whatever the clock says when it comes. */
+  private closeGate(target: TeamTarget, ms: number): void {
+    this.gateOpen = false;
+    void target.scope
+      .run(() => sleep(ms))
+      .then(() => {
+        this.gateOpen = true;
+        this.pump();
+      });
   }
 
   private later(target: TeamTarget, ms: number): void {

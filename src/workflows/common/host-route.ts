@@ -27,10 +27,13 @@ export interface HostRouteSpec {
   taskQueue: string;
   /** A host whose own queue has had no poll for this long is lost (CADRE_HOST_LOST_AFTER of the host that bound it). */
   lostAfterMs?: number;
+  /** The only host polling when the run was bound: its local activities, which run wherever the run does, may stay local. */
+  solo?: boolean;
 }
 
 export class HostRoute {
   private queue: string;
+  private alone: boolean;
   private unreachableSinceMs?: number;
   /** Each routed activity not yet ended, by the queue it was scheduled on. */
   private readonly pending = new Map<CancellationScope, string>();
@@ -42,6 +45,12 @@ export class HostRoute {
     private readonly changed: () => void = () => undefined,
   ) {
     this.queue = spec.taskQueue;
+    this.alone = spec.solo === true;
+  }
+
+  /** Local activities run on whichever worker runs the workflow: only a host polling alone is sure to be it. */
+  get solo(): boolean {
+    return this.alone;
   }
 
   get taskQueue(): string {
@@ -61,6 +70,11 @@ export class HostRoute {
     return { hostQueue: this.queue, ...(this.spec.lostAfterMs !== undefined && { hostLostAfterMs: this.spec.lostAfterMs }) };
   }
 
+  /** The same for a forEach chunk, whose local activities follow the run's. */
+  chunkInput(): { hostQueue: string; hostLostAfterMs?: number; hostSolo?: true } {
+    return { ...this.childInput(), ...(this.alone && { hostSolo: true as const }) };
+  }
+
   /**
    * The `host` wait while the host is unreachable: ended by the host's return or `cadre move`, never
    * by an answer. Its id (`host:<name>`, under an agent's step) cannot be a step's.
@@ -71,10 +85,11 @@ export class HostRoute {
     return { id: hostWaitId(this.host, step), kind: 'host', prompt, since: isoAt(this.unreachableSinceMs) };
   }
 
-  /** Sends what waits for the old host to `taskQueue`. */
-  move(taskQueue: string): void {
+  /** Sends what waits for the old host to `taskQueue` (`solo` as the new host answered). */
+  move(taskQueue: string, solo = false): void {
     if (taskQueue === this.queue) return;
     this.queue = taskQueue;
+    this.alone = solo;
     this.unreachableSinceMs = undefined;
     for (const [scope, queue] of this.pending) if (queue !== taskQueue) scope.cancel();
     this.changed();

@@ -23,6 +23,7 @@ import type { RunLimits } from '../common/run-limits';
 import type { RunStream } from '../common/run-stream';
 import type { Team } from '../team/team';
 import { SHED_SHARE } from '../agent/stream-budget';
+import type { HostRoute } from '../common/host-route';
 import { storedValues } from './tool-call';
 
 /** What a run gives the run it continues as. */
@@ -98,6 +99,8 @@ export interface ContinuingRun {
   readonly plan: RunPlanInput['plan'];
   readonly team?: Team;
   readonly stream: RunStream;
+  /** The host its workspace is bound to: the carried values are stored there. */
+  readonly host: { readonly route?: HostRoute };
 }
 
 /**
@@ -106,7 +109,7 @@ export interface ContinuingRun {
  */
 export async function continueRunAsNew(run: ContinuingRun, carry: () => PlanCarry, continuing: () => void): Promise<boolean> {
   await condition(() => allHandlersFinished() && (run.team?.consulting ?? 0) === 0);
-  const store = (value: Record<string, unknown>, inlineLimit: number) => storedValues().resolveValue({ value, workspace: run.plan.workspace, inlineLimit });
+  const store = (value: Record<string, unknown>, inlineLimit: number) => storedValues(run.host.route).resolveValue({ value, workspace: run.plan.workspace, inlineLimit });
   const next = await nextInput(run.input, carry(), store);
   if (!next) {
     log.warn(`CadreLimits: plan run ${workflowInfo().workflowId} is past its budget but too big to continue as new; it goes on in this run, to Temporal's limits`);

@@ -87,6 +87,7 @@ export class ForEachSteps {
         patches: this.host.patches,
         workspace: this.host.plan.workspace,
         ...this.host.sandbox(),
+        ...(this.host.host.route && { route: this.host.host.route }),
         isPaused: () => this.host.paused,
         progress: (completed, attempts) => {
           record.items = { total: length, completed };

@@ -6,7 +6,7 @@
  * Workflow code.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { condition, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { condition, patched, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
 import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../../spec/limits';
 import type { Stored, StoredList } from '../../spec/refs';
 import type { CompiledStep } from '../../spec/types';
@@ -14,7 +14,8 @@ import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
-import { PATCH_CHUNK_TASK_TIMEOUT, type PlanPatches } from './plan-patches';
+import { PATCH_CHUNK_TASK_TIMEOUT, PATCH_HOST_STORED_VALUES, type PlanPatches } from './plan-patches';
+import type { HostRoute } from '../common/host-route';
 
 /**
  * A chunk's workflow task stays open while its items' local activities run; the SDK completes it
@@ -36,6 +37,8 @@ export interface ChunkedLoopHost {
   plan: string;
   workspace: string;
   sandbox?: SandboxSpec;
+  /** The host the run's workspace is bound to: its chunks' tools go there too. */
+  route?: HostRoute;
   isPaused(): boolean;
   /** Called whenever a chunk ends: items completed so far, and tool attempts the chunk made. */
   progress(completed: number, attempts: number): void;
@@ -91,6 +94,7 @@ export class ChunkedLoop {
           timeout,
           paused: false,
           ...(previous && { previous }),
+          ...(this.host.route && patched(PATCH_HOST_STORED_VALUES) && this.host.route.chunkInput()),
         };
         const result = await this.runChunk(chunk, input);
         this.results.set(chunk, result);
@@ -139,6 +143,6 @@ export class ChunkedLoop {
   /** Every child gets what the items' templates read; big parts of it go to the blob store first. */
   private async smallScope(scope: Record<string, unknown>): Promise<Record<string, unknown>> {
     if (sizeOf(scope) <= MAX_CHILD_SCOPE_BYTES) return scope;
-    return (await storedValues().resolveValue({ value: scope, workspace: this.host.workspace, inlineLimit: MAX_CHILD_SCOPE_BYTES })) as Record<string, unknown>;
+    return (await storedValues(this.host.route).resolveValue({ value: scope, workspace: this.host.workspace, inlineLimit: MAX_CHILD_SCOPE_BYTES })) as Record<string, unknown>;
   }
 }

@@ -46,6 +46,8 @@ export const PATCH_CONTINUE_AS_NEW = 'plan-continue-as-new';
 
 /** A run binds its workspace to the host that holds it, and sends its workspace's activities there (workspace-host.ts). */
 export const PATCH_WORKSPACE_HOSTS = 'workspace-hosts';
+/** A run bound to a host that does not poll alone reads its stored values (and its forEach chunks run) on that host; before, where the run ran. Asked only there. */
+export const PATCH_HOST_STORED_VALUES = 'host-stored-values';
 
 const PATCH_PLAN_BASELINE = 'plan-baseline';
 const PATCH_PLAN_BASELINE_2 = 'plan-baseline-2';

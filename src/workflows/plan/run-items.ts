@@ -15,6 +15,8 @@ import { runsLocally } from './step-options';
 import { listItems } from './stored';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { checkInput, count, flag, map, shape, text } from '../../protocol/input-checks';
+import { hostMovedSignal } from '../../protocol/definitions';
+import { HostRoute } from '../common/host-route';
 
 /** Item outputs bigger than this go to the blob store at once, so a chunk's own history stays small. */
 export const ITEM_INLINE_BYTES = 1024;
@@ -35,6 +37,10 @@ export interface RunItemsInput {
   paused: boolean;
   /** What an earlier run of this chunk completed: those items are not run again. */
   previous?: ChunkResult;
+  /** The host its run's workspace is bound to (a fleet), as the run's route says (common/host-route.ts). */
+  hostQueue?: string;
+  hostLostAfterMs?: number;
+  hostSolo?: true;
 }
 
 export interface ChunkResult {
@@ -86,6 +92,11 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
   const done = input.previous ? [...input.previous.done].map((c) => c === '1') : new Array<boolean>(count).fill(false);
   const outputs = new Map<number, unknown>();
   const ids = new ActivityIds(() => true);
+  const route = input.hostQueue === undefined ? undefined : new HostRoute({ taskQueue: input.hostQueue, ...(input.hostLostAfterMs !== undefined && { lostAfterMs: input.hostLostAfterMs }), solo: input.hostSolo === true });
+  // `cadre move` tells every running workflow of the run (anyone can send signals: only a move from where it is applies).
+  setHandler(hostMovedSignal, (moved) => {
+    if (typeof moved?.to === 'string' && moved.from === route?.taskQueue) route.move(moved.to);
+  });
   let attempts = 0;
   let failure: StepError | undefined;
   let next = 0;
@@ -97,7 +108,7 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
       const index = start + offset;
       try {
         const scope = { ...input.scope, [step.as]: itemAt(index), index };
-        const result = await runItem(input, scope, `${step.id}[${index}]`, ids);
+        const result = await runItem(input, scope, `${step.id}[${index}]`, ids, route);
         attempts += result.attempt;
         outputs.set(offset, result.output);
         done[offset] = true;
@@ -116,16 +127,16 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
     if (done[offset] && input.previous) return { $cadre: 'read', from: input.previous.outputs, path: [{ index: offset }], at: 'chunk', source: `chunk[${offset}]` };
     return null;
   });
-  const stored = (await storedValues().resolveValue({ value: list, workspace: input.workspace, inlineLimit: 0 })) as StoredRef;
+  const stored = (await storedValues(route).resolveValue({ value: list, workspace: input.workspace, inlineLimit: 0 })) as StoredRef;
   return { outputs: stored, done: done.map((d) => (d ? '1' : '0')).join(''), completed: done.filter(Boolean).length, attempts, ...(failure && { failure }) };
 }
 
-async function runItem(input: RunItemsInput, scope: Record<string, unknown>, label: string, ids: ActivityIds): Promise<{ output: unknown; attempt: number }> {
+async function runItem(input: RunItemsInput, scope: Record<string, unknown>, label: string, ids: ActivityIds, route: HostRoute | undefined): Promise<{ output: unknown; attempt: number }> {
   const { step, timeout, workspace } = input;
   if (step.action.kind !== 'tool') throw new Error(`step "${step.id}" has no tool to run for each item`);
   const params = resolveTemplates(step.action.with, scope, { strict: true }) as Record<string, unknown>;
   if (step.action.tool === 'sleep') {
-    const duration = hasDeferred(params.duration) ? await storedValues().resolveValue({ value: params.duration, workspace, inlineLimit: 1024 }) : params.duration;
+    const duration = hasDeferred(params.duration) ? await storedValues(route).resolveValue({ value: params.duration, workspace, inlineLimit: 1024 }) : params.duration;
     return { output: await durableSleep(label, duration, timeout), attempt: 1 };
   }
   return callTool({
@@ -135,8 +146,9 @@ async function runItem(input: RunItemsInput, scope: Record<string, unknown>, lab
     timeout,
     label,
     workspace,
-    local: runsLocally(step, step.action.tool),
+    local: runsLocally(step, step.action.tool) && (route === undefined || route.solo),
     ids,
+    ...(route && { route }),
     inlineLimit: ITEM_INLINE_BYTES,
     ...(input.sandbox && { sandbox: input.sandbox }),
   });

@@ -133,7 +133,7 @@ class PlanRun extends PlanRunState {
 
   /** Continues as new (continue-as-new.ts); returns only when the run cannot be carried. */
   private async continueAsNew(): Promise<void> {
-    const run = { input: this.input, plan: this.plan, stream: this.stream, ...(this.team && { team: this.team }) };
+    const run = { input: this.input, plan: this.plan, stream: this.stream, host: this.host, ...(this.team && { team: this.team }) };
     const carried = await continueRunAsNew(run, () => this.carry(), () => (this.continuing = true));
     if (!carried) this.errors.push({ step: '(run)', message: "past its history or signal budget, the run could not continue as new (what its steps need is too big to carry): it goes on toward Temporal's limits" });
   }
@@ -361,7 +361,7 @@ class PlanRun extends PlanRunState {
   private conditionHolds(expression: string): boolean | Promise<boolean> {
     const scope = this.scope();
     if (!this.hardened || !this.names.readsStored(expression, scope)) return evaluateCondition(expression, scope);
-    return storedValues().evaluateCondition({ expression, scope: this.names.subset(expression, scope), workspace: this.plan.workspace });
+    return storedValues(this.host.route).evaluateCondition({ expression, scope: this.names.subset(expression, scope), workspace: this.plan.workspace });
   }
 
   /** What to do about a failed or timed-out step, by the plan's strategy or a human's answer. */

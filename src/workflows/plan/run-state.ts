@@ -234,7 +234,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
 
   /** A value with stored parts, read by a local activity: inline up to `inlineLimit` bytes, stored again beyond. */
   resolveValue(value: unknown, inlineLimit: number): Promise<unknown> {
-    return storedValues().resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
+    return storedValues(this.host.route).resolveValue({ value, workspace: this.plan.workspace, inlineLimit });
   }
 
   // ---- humans ---------------------------------------------------------------

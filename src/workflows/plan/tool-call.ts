@@ -2,7 +2,8 @@
  * One tool call of a step, as plan runs and item runs (`runItems`) make it: the `runTool`
  * activity (local for cheap tools), or a durable timer for `sleep`. Workflow code.
  */
-import { proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { patched, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { PATCH_HOST_STORED_VALUES } from './plan-patches';
 import type { Activities, ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import { type CompiledStep, startsProcesses } from '../../spec/types';
@@ -70,7 +71,7 @@ export interface StepToolCall {
  */
 export function callTool(call: StepToolCall): Promise<ToolResult> {
   if (call.inlineLimit !== undefined && sizeOf(call.params) > MAX_PARAMS_BYTES) {
-    return storedValues()
+    return storedValues(call.route)
       .resolveValue({ value: call.params, workspace: call.workspace, inlineLimit: call.inlineLimit })
       .then((params) => schedule({ ...call, params }));
   }
@@ -118,6 +119,13 @@ export async function durableSleep(summary: string, duration: unknown, timeout: 
 }
 
 /** The small local activities that read values stored outside history for workflow code. */
-export function storedValues() {
-  return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'read stored values' });
+const STORED_OPTIONS = { scheduleToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'read stored values' } as const;
+
+/**
+ * The stored-value activities (the workspace's blob store): local ones where the run runs, or, when
+ * other hosts poll too, activities on the workspace's host (runs since patch host-stored-values).
+ */
+export function storedValues(route?: HostRoute) {
+  if (route === undefined || route.solo || !patched(PATCH_HOST_STORED_VALUES)) return proxyLocalActivities<Activities>(STORED_OPTIONS);
+  return hostActivities(STORED_OPTIONS, route);
 }

@@ -79,7 +79,7 @@ export class WorkspaceHostBinding {
     // Checked again: another move may have ended while this one asked.
     if (this.bound?.host !== from) throw moveRejected(`the run moved to host ${this.bound?.host} meanwhile`);
     this.bound = found;
-    this.routed?.move(found.taskQueue);
+    this.routed?.move(found.taskQueue, found.solo);
     this.moves.push({ from, to: found.host, at: isoAt(nowMs()) });
     if (found.indexed) upsertSearchAttributes([{ key: CadreHost, value: found.host }]);
     return { from, to: found.host };

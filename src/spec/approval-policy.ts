@@ -1,8 +1,9 @@
 /**
  * Which tool calls an agent may make on its own, must not make, or must ask a human about, and
- * which choice a decision names. Pure: the agent workflow calls them on what the model said.
+ * which choice a decision names: what a plan's `approvals` and `decide` choices mean. Pure (the
+ * agent workflow calls them on what the model said), beside the plan format's schema.
  */
-import type { ApprovalPolicy, Approvals } from '../../spec/types';
+import type { ApprovalPolicy, Approvals } from './types';
 
 /** A tool without a policy is allowed: listing it in the agent's tools was the plan author's choice. */
 export function approvalFor(approvals: Approvals, tool: string, args: Record<string, unknown>): ApprovalPolicy {
