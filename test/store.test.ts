@@ -5,7 +5,7 @@ import { isStored, type StoredList, type StoredRef } from '../src/spec/refs';
 import { resolveTemplates } from '../src/spec/templates';
 import { BlobError, BlobStore, readStored } from '../src/store/blobs';
 import { externalize, jsonBytes, materialize } from '../src/store/values';
-import { listItems } from '../src/workflows/plan/stored';
+import { listItems } from '../src/spec/stored-items';
 import { tempWorkspace } from './support/harness';
 
 const LIMIT = 64 * 1024;

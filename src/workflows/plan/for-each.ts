@@ -13,7 +13,7 @@ import { StepFailedError } from '../common/failures';
 import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { type PlanRunContext, kindOf } from './kinds';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
-import { listItems } from './stored';
+import { listItems } from '../../spec/stored-items';
 import type { PlanPatches } from './plan-patches';
 
 /** What forEach needs of its run besides what step kinds get. */

@@ -12,7 +12,7 @@ import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep } from '../../spec/types';
 import { describeFailure, type StepError } from '../common/failures';
 import { runsLocally } from './step-options';
-import { listItems } from './stored';
+import { listItems } from '../../spec/stored-items';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { checkInput, count, flag, map, shape, text } from '../../protocol/input-checks';
 import { hostMovedSignal } from '../../protocol/definitions';

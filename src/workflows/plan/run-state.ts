@@ -18,7 +18,7 @@ import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from '../../protocol/details'
 import { StepFailedError } from '../common/failures';
 import { StepBook } from './step-book';
 import { ActivityIds, storedValues } from './tool-call';
-import { ExpressionNames } from './stored';
+import { ExpressionNames } from '../../spec/stored-items';
 import { HumanWaits } from './waits';
 import { type ForEachHost, ForEachSteps } from './for-each';
 import { type CompensationHost, Compensations } from './compensations';

@@ -1,10 +1,11 @@
 /**
  * What workflow code does with values stored outside history (see spec/refs.ts): it never reads
- * them, it knows when it would need to, and it hands that reading to small local activities. Pure.
+ * them, it knows when it would need to, and it hands that reading to small activities. Pure, beside
+ * refs.ts: what the plan format's stored values mean to the code that runs a plan.
  */
-import { namesIn } from '../../spec/expressions';
-import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from '../../spec/refs';
-import { parsePath } from '../../spec/templates';
+import { namesIn } from './expressions';
+import { type DeferredRead, hasDeferred, isDeferredRead, isStored } from './refs';
+import { parsePath } from './templates';
 
 export interface Items {
   length: number;
