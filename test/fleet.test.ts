@@ -41,33 +41,24 @@ describe('hosts', () => {
   });
 });
 
-/** Which worker started each activity of a run, by activity type: history records each start's identity. */
-async function activityHosts(client: CadreClient, workflowId: string): Promise<[string, string][]> {
+/**
+ * Which worker started (or completed) each activity of a run, by activity type: history records
+ * each one's identity. A given-up attempt's start may be on another worker than its completion.
+ */
+async function activityHosts(client: CadreClient, workflowId: string, by: 'started' | 'completed' = 'started'): Promise<[string, string][]> {
   const { events } = await client.client.workflow.getHandle(workflowId).fetchHistory();
   const types = new Map<string, string>();
   const hosts: [string, string][] = [];
   for (const event of events ?? []) {
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled) types.set(String(event.eventId), scheduled.activityType?.name ?? '?');
-    const started = event.activityTaskStartedEventAttributes;
-    if (started) hosts.push([types.get(String(started.scheduledEventId)) ?? '?', (started.identity ?? '').replace(/^\d+@/, '')]);
+    const done = by === 'started' ? event.activityTaskStartedEventAttributes : event.activityTaskCompletedEventAttributes;
+    if (done) hosts.push([types.get(String(done.scheduledEventId)) ?? '?', (done.identity ?? '').replace(/^\d+@/, '')]);
   }
   return hosts;
 }
 
-/** Which worker completed each activity of a run that completed, by activity type (a given-up attempt's start may be on another). */
-async function activitiesCompleted(client: CadreClient, workflowId: string): Promise<[string, string][]> {
-  const { events } = await client.client.workflow.getHandle(workflowId).fetchHistory();
-  const types = new Map<string, string>();
-  const done: [string, string][] = [];
-  for (const event of events ?? []) {
-    const scheduled = event.activityTaskScheduledEventAttributes;
-    if (scheduled) types.set(String(event.eventId), scheduled.activityType?.name ?? '?');
-    const completed = event.activityTaskCompletedEventAttributes;
-    if (completed) done.push([types.get(String(completed.scheduledEventId)) ?? '?', (completed.identity ?? '').replace(/^\d+@/, '')]);
-  }
-  return done;
-}
+const activitiesCompleted = (client: CadreClient, workflowId: string) => activityHosts(client, workflowId, 'completed');
 
 /** Each run its own worktree task: two runs of one plan and task in one repository would share a worktree. */
 const FLEET_PLAN = (workspace: string, task: string) => `name: fleet

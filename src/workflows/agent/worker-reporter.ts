@@ -166,21 +166,21 @@ export class WorkerReporter {
   /** The next report waits `ms` from this one: a timer, whatever the clock says when it comes. */
   private closeGate(target: TeamTarget, ms: number): void {
     this.gateOpen = false;
-    void target.scope
-      .run(() => sleep(ms))
-      .then(() => {
-        this.gateOpen = true;
-        this.pump();
-      });
+    this.pumpAfter(target, ms, () => (this.gateOpen = true));
   }
 
   private later(target: TeamTarget, ms: number): void {
     if (this.timerSet) return;
     this.timerSet = true;
+    this.pumpAfter(target, ms, () => (this.timerSet = false));
+  }
+
+  /** A timer in the target's scope (not cancellable), then `fired` and the pump. */
+  private pumpAfter(target: TeamTarget, ms: number, fired: () => void): void {
     void target.scope
       .run(() => sleep(ms))
       .then(() => {
-        this.timerSet = false;
+        fired();
         this.pump();
       });
   }
