@@ -13,8 +13,10 @@ import { CadreClient } from '../src/client/client';
 import { hostTaskQueue } from '../src/protocol/task-queue';
 import { hostName } from '../src/worker/host-name';
 import { runCadre, startCadreWorker, testServerEnv } from './support/cli';
-import { tempWorkspace, uniqueId } from './support/harness';
-import { git } from './support/git-repo';
+import { compile, startPlan, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
+import YAML from 'yaml';
+import { validatePlan } from '../src/spec/validate';
+import { git, tempRepository } from './support/git-repo';
 import { until } from './support/until';
 
 describe('hosts', () => {
@@ -273,6 +275,133 @@ describe('a host that goes away', () => {
     } finally {
       await client.close();
       await Promise.all(workers.slice(1).map((w) => w.stop()));
+    }
+  });
+});
+
+/**
+ * A workspace any host can clone. The step the host dies in is an agent's, which writes only after
+ * its sleep: only the agent's own activities find the host gone, and the run has to hear it from it.
+ */
+const CLONED_PLAN = (origin: string, script: string) => `name: cloned
+workspace: { repo: ${origin}, ref: main }
+steps:
+  - { id: first, tool: fs.write, with: { path: first.txt, content: "one" } }
+  - id: slow
+    dependsOn: [first]
+    agent: { prompt: "Sleep, then write slow.txt.", model: "scripted:${script}", tools: [shell], maxTurns: 3 }
+  - { id: last, dependsOn: [slow], tool: shell, with: { command: "cat first.txt slow.txt app.txt > last.txt" } }
+`;
+
+const SLEEPY_AGENT = `turns:
+  - reply: { toolCalls: [{ name: shell, args: { command: "sleep 6 && echo slept > slow.txt" } }] }
+  - reply: { text: "slept" }
+`;
+
+describe('a workspace cloned from a repository', () => {
+  test('the plan names a repository (a URL as it is, a path resolved) and a branch; what cannot be cloned or is not yet supported is refused', () => {
+    const issues = (workspace: string, steps = '  - { id: a, tool: shell, with: { command: pwd } }\n') => {
+      const result = validatePlan(YAML.parse(`name: p\nworkspace: ${workspace}\nsteps:\n${steps}`), { baseDir: '/plans' });
+      return result.ok ? result.plan : result.issues.map((i) => `${i.path}: ${i.message}`);
+    };
+    expect(issues('{ repo: https://example.com/app.git, ref: release/1.2 }')).toMatchObject({ workspace: '', source: { repo: 'https://example.com/app.git', ref: 'release/1.2' } });
+    expect(issues('{ repo: git@example.com:app.git }')).toMatchObject({ source: { repo: 'git@example.com:app.git' } });
+    expect(issues('{ repo: ../app }')).toMatchObject({ source: { repo: '/app' } });
+    expect(issues('{ repo: "--upload-pack=touch /tmp/x" }')).toEqual(['workspace.repo: a workspace repo is a URL or a path, not an option, with no control characters']);
+    expect(issues('{ repo: ../app, ref: "main..x" }')).toEqual([expect.stringMatching(/^workspace\.ref: a workspace ref is a branch name/)]);
+    expect(issues('{ repo: ../app, ref: -x }')).toEqual([expect.stringMatching(/^workspace\.ref: a workspace ref is a branch name/)]);
+    expect(issues('{ repo: ../app }', '  - { id: a, worktree: { repo: . }, tool: git.status }\n')).toEqual([
+      'steps[0].worktree: worktrees are not yet supported in a workspace cloned from a repository (workspace: { repo }): give the plan a path workspace',
+    ]);
+  });
+
+  test('with no fleet, the worker clones it, the steps run in the clone, and their work is on the run\'s branch', async () => {
+    const { home, repo } = tempRepository();
+    const before = process.env.CADRE_WORKSPACES;
+    process.env.CADRE_WORKSPACES = path.join(home, 'workspaces');
+    try {
+      await withWorker(async (h) => {
+        const plan = compile(`name: one-machine\nworkspace: { repo: ./repo }\nsteps:\n  - { id: edit, tool: shell, with: { command: "echo line 4 >> app.txt && pwd" } }\n`, home);
+        const id = await startPlan(h, plan);
+        const done = await waitUntil(h, id, (d) => d.status !== 'running');
+        expect(done).toMatchObject({ status: 'completed', clone: { repo, branch: expect.stringMatching(/^cadre\/run\/one-machine-/) } });
+        expect(done.host).toBeUndefined();
+        expect(done.clone!.path.startsWith(path.join(home, 'workspaces', 'runs'))).toBe(true);
+        expect(done.clone).toMatchObject({ removed: true });
+        expect(existsSync(done.clone!.path)).toBe(false);
+        expect(git(repo, 'show', `${done.clone!.branch}:app.txt`)).toBe('line 1\nline 2\nline 3\nline 4');
+        // The repository's own branch is untouched.
+        expect(readFileSync(path.join(repo, 'app.txt'), 'utf8')).toBe('line 1\nline 2\nline 3\n');
+      });
+    } finally {
+      if (before === undefined) delete process.env.CADRE_WORKSPACES;
+      else process.env.CADRE_WORKSPACES = before;
+    }
+  });
+
+  test("any host clones it; each step's work is pushed; when its host is lost the run moves itself, and only the step whose work was not pushed runs again", async () => {
+    const root = realpathSync(tempWorkspace());
+    const { repo } = tempRepository();
+    const origin = path.join(root, 'origin.git');
+    git(root, 'clone', '--quiet', '--bare', repo, origin);
+    const shared = uniqueId('cloned');
+    const hosts = [uniqueId('alpha'), uniqueId('beta')];
+    writeFileSync(path.join(root, 'agent-script.yaml'), SLEEPY_AGENT);
+    writeFileSync(path.join(root, 'cloned.yaml'), CLONED_PLAN(origin, path.join(root, 'agent-script.yaml')));
+    const env = (host: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: path.join(root, host), CADRE_HOST_LOST_AFTER: '3s' });
+    const workers = await Promise.all(hosts.map((host) => startCadreWorker([], root, env(host))));
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    const id = uniqueId('cloned-run');
+    try {
+      expect(await runCadre(['run', 'cloned.yaml', '--id', id, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
+      const slow = await until('the slow step running', async () => {
+        const d = await client.diagnostics(id);
+        return d.steps.find((s) => s.id === 'slow')?.status === 'running' ? d : undefined;
+      });
+      const [lost, other] = slow.host === hosts[0] ? hosts : [hosts[1], hosts[0]];
+      expect(slow.clone).toMatchObject({ repo: origin, branch: expect.stringMatching(/^cadre\/run\/cloned-run-/), path: expect.stringContaining(path.join(root, lost, 'runs')) });
+      // The first step's work is on the remote before the next step starts.
+      expect(git(origin, 'show', `${slow.clone!.branch}:first.txt`)).toBe('one');
+      const dying = workers[hosts.indexOf(lost)];
+      dying.child.kill('SIGKILL');
+      await dying.stop();
+      const done = await until('the run completed on the other host', async () => {
+        // Until the dead host's sticky task times out, the run's queries go to it and find no worker.
+        const d = await client.diagnostics(id).catch(() => undefined);
+        return d?.status === 'completed' || d?.status === 'failed' ? d : undefined;
+      }, 60_000);
+      expect(done).toMatchObject({ status: 'completed', host: other, hostMoves: [{ from: lost, to: other, reason: 'lost' }], waiting: [] });
+      expect(done.clone?.path).toContain(path.join(root, other, 'runs'));
+      expect(done.steps.map((s) => [s.id, s.status, s.note])).toEqual([
+        ['first', 'completed', undefined],
+        ['slow', 'completed', `ran again on host ${other}: host ${lost} was lost before the step's work was pushed`],
+        ['last', 'completed', undefined],
+      ]);
+      // Every step's work is on the run's branch, the last push is what the run says, and the clone the run moved to has it.
+      expect(git(origin, 'show', `${done.clone!.branch}:last.txt`)).toBe('oneslept\nline 1\nline 2\nline 3');
+      expect(git(origin, 'rev-parse', done.clone!.branch)).toBe(done.clone!.commit);
+      // The completed run's clone is gone; the lost host's stays on its disk.
+      expect(done.clone).toMatchObject({ removed: true });
+      expect(existsSync(done.clone!.path)).toBe(false);
+      expect(readFileSync(path.join(slow.clone!.path, 'first.txt'), 'utf8')).toBe('one');
+      // The first step ran once, on the lost host; what came after its push ran on the other host; no workflow task failed.
+      const tools = (await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool' || type === 'checkpointWorkspace');
+      expect(tools).toEqual([['runTool', lost], ['checkpointWorkspace', lost], ['checkpointWorkspace', other], ['runTool', other], ['checkpointWorkspace', other]]);
+      // The agent given up on was cancelled; the one that ran again did its work on the other host.
+      expect(done.steps.find((s) => s.id === 'slow')?.agent).toMatchObject({ workflowId: `${id}/slow#2`, turns: 2, toolCalls: 1 });
+      expect((await activitiesCompleted(client, `${id}/slow#2`)).filter(([type]) => type === 'runTool')).toEqual([['runTool', other]]);
+      expect((await client.client.workflow.getHandle(`${id}/slow`).describe()).status.name).toBe('CANCELLED');
+      const history = await client.client.workflow.getHandle(id).fetchHistory();
+      expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+      const status = await runCadre(['status', id], root, testServerEnv());
+      expect(status.stdout).toContain(`moved from host ${lost} to ${other}`);
+      expect(status.stdout).toContain(`${lost} was lost; ${other} cloned the run's branch`);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
+      const file = path.join(__dirname, 'histories', 'run-plan-clone-moved.json');
+      if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+    } finally {
+      await client.close();
+      await Promise.all(workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null).map((w) => w.stop()));
     }
   });
 });

@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { auditSinks } from '../src/worker/audit-log';
 import { installConciseLogging } from '../src/worker/logging';
 import * as bundle from '../src/workflows';
-import { AGENT_TASK_WORKFLOW } from '../src/workflows/agent/agent-task-contract';
+import { AGENT_TASK_WORKFLOW } from '../src/protocol/agent-task';
 
 const dir = path.join(__dirname, 'histories');
 /** Workflows whose children's ids derive from their own replay under the id they were recorded with. */
@@ -19,6 +19,8 @@ const RECORDED_IDS: Record<string, string> = {
   // Recorded by fleet.test.ts (a host lost mid-run, then `cadre move`).
   'run-plan-host-moved': 'lost-run-32725-mx1olre9-5',
   'agent-task-host-moved': 'lost-run-32725-mx1olre9-5/agent',
+  // Recorded by fleet.test.ts (a clone's host lost mid-step: the run moved itself).
+  'run-plan-clone-moved': 'cloned-run-23075-mx1v935q-22',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -50,6 +52,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-analytics-cancelled',
       'run-plan-baseline',
       'run-plan-cancelled',
+      'run-plan-clone-moved',
       'run-plan-command-rules',
       'run-plan-completed',
       'run-plan-continued',

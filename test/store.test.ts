@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isStored, type StoredList, type StoredRef } from '../src/spec/refs';
@@ -40,6 +40,22 @@ describe('the blob store', () => {
       /names the store \/etc, which is not this run's/,
     );
     await expect(readStored({ ...ref, sha256: '../../etc/passwd' }, [store.dir])).rejects.toThrow(BlobError);
+  });
+
+  test("a value named by another host's store is read from the run's own store when it is there, by its hash", async () => {
+    const [before, after] = [await BlobStore.open(tempWorkspace()), await BlobStore.open(tempWorkspace())];
+    const value = { moved: `${Date.now()}-${Math.random()}` };
+    const ref = await before.put(value);
+    // A run that moved: its branch brought the blob to the new clone's store.
+    copyFileSync(path.join(before.dir, `${ref.sha256}.json`), path.join(after.dir, `${ref.sha256}.json`));
+    // (Each read names the old store spelled another way: a ref read or written before is cached.)
+    expect(await readStored({ ...ref, store: `${before.dir}/` }, [after.dir])).toEqual(value);
+    // Changed on the way, it is refused; absent, the store it names is still not the run's.
+    const other = await before.put({ moved: `${value.moved}!` });
+    writeFileSync(path.join(after.dir, `${other.sha256}.json`), JSON.stringify({ moved: 'forged' }));
+    await expect(readStored({ ...other, store: `${before.dir}/` }, [after.dir])).rejects.toThrow(/does not match its hash/);
+    const absent = await before.put({ moved: `${value.moved}?` });
+    await expect(readStored({ ...absent, store: `${before.dir}/` }, [after.dir])).rejects.toThrow(/names the store .*, which is not this run's/);
   });
 
   test('a workspace whose .cadre leads outside it gets no store', async () => {

@@ -23,6 +23,7 @@ import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
 import { type WorkerHost, hostPolling, locateWorkspace } from './workspace-host';
+import { type CheckpointRequest, type CloneRequest, cloneWorkspace, checkpointWorkspace, removeClone } from './workspace-clone';
 import { AnalyticsWriter } from '../analytics/writer';
 import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
 import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
@@ -44,6 +45,7 @@ export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as 
 export type { AgentTool } from './tools/agent-toolset';
 export type { PlanDocumentRequest, PlanDocumentResult } from './plan-document';
 export type { WorkspaceHost } from './workspace-host';
+export type { ClonedWorkspace } from './workspace-clone';
 
 export interface ToolRequest {
   tool: string;
@@ -112,6 +114,10 @@ export function createActivities(deps: ActivityDeps = {}) {
     // Which host holds a run's workspace (workspace-host.ts), asked on the shared queue.
     locateWorkspace: ({ workspace }: { workspace: string }) => locateWorkspace(deps.host, workspace),
     hostPolling: ({ taskQueue, lostAfterMs }: { taskQueue: string; lostAfterMs: number }) => hostPolling(taskQueue, lostAfterMs),
+    // A workspace cloned from a repository (workspace-clone.ts): made by any host, each step's work pushed.
+    cloneWorkspace: (request: CloneRequest) => heartbeating(() => cloneWorkspace(deps.host, request)),
+    checkpointWorkspace: (request: CheckpointRequest) => heartbeating(() => checkpointWorkspace(request)),
+    removeClone: ({ workspace }: { workspace: string }) => removeClone(deps.host, workspace),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),

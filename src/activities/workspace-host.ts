@@ -44,11 +44,17 @@ export async function locateWorkspace(host: WorkerHost | undefined, workspace: s
   if (!host) return null;
   const inRoot = host.workspaces === undefined || isInside(path.resolve(workspace), path.resolve(host.workspaces));
   const held = inRoot && (await stat(workspace).catch(() => undefined))?.isDirectory();
+  if (held) return hostOf(host);
   const hosts = await hostsPolling();
-  if (held) return { host: host.name, taskQueue: host.taskQueue, solo: hosts <= 1, indexed: await hostIndexed(), ...(host.lostAfterMs !== undefined && { lostAfterMs: host.lostAfterMs }) };
   const notHere = `workspace ${workspace} is not on host ${host.name}${host.workspaces ? ` (its workspaces are under ${host.workspaces})` : ''}`;
   if (hosts <= 1) throw permanent(ErrorTypes.WorkspaceMissing, `${notHere}, the only host polling`);
   throw transient(ErrorTypes.WorkspaceNotHere, notHere);
+}
+
+/** This host, as a run bound to it records it: whether it polls alone, and its settings. */
+export async function hostOf(host: WorkerHost): Promise<WorkspaceHost> {
+  const hosts = await hostsPolling();
+  return { host: host.name, taskQueue: host.taskQueue, solo: hosts <= 1, indexed: await hostIndexed(), ...(host.lostAfterMs !== undefined && { lostAfterMs: host.lostAfterMs }) };
 }
 
 /** How many hosts poll the queue this activity came from: a worker's identity is `<pid>@<host>`. */

@@ -67,7 +67,8 @@ export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   const lines = [`${d.plan} (${workflowId}): ${d.status}${d.paused && d.status !== 'paused' ? ' (paused)' : ''}, ${formatMs(d.elapsedMs)}`];
   if (d.reason) lines.push(`  why: ${d.reason}`);
   if (d.host) lines.push(`  on host ${d.host} (its workspace's activities run there)`);
-  for (const move of d.hostMoves ?? []) lines.push(`  moved from host ${move.from} to ${move.to} at ${move.at} (cadre move)`);
+  if (d.clone) lines.push(`  workspace cloned from ${d.clone.repo} to ${d.clone.path}${d.clone.removed ? ' (removed)' : d.clone.kept ? ` (kept: ${d.clone.kept})` : ''}; its work is pushed to ${d.clone.branch} (last ${d.clone.commit.slice(0, 12)})`);
+  for (const move of d.hostMoves ?? []) lines.push(`  moved from host ${move.from} to ${move.to} at ${move.at} (${move.reason === 'lost' ? `${move.from} was lost; ${move.to} cloned the run's branch` : 'cadre move'})`);
   if (d.note) lines.push(`  ${d.note}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
   if (d.workers?.length) lines.push('  workers:', ...d.workers.map((w) => `    ${workerLine(w)}`));

@@ -32,7 +32,8 @@ export const systemProbe: EnvironmentProbe = {
 
 export async function environmentProblems(plan: CompiledPlan, probe: EnvironmentProbe = systemProbe): Promise<PreflightProblem[]> {
   // Every step runs in the workspace: nothing can create it first.
-  const problems: PreflightProblem[] = isDirectory(plan.workspace) ? [] : [problem('CADRE-E202', 'workspace', `${plan.workspace} is not a directory`)];
+  // A workspace cloned from a repository exists only once a host clones it.
+  const problems: PreflightProblem[] = plan.source || isDirectory(plan.workspace) ? [] : [problem('CADRE-E202', 'workspace', `${plan.workspace} is not a directory`)];
   const writers = writersBefore(plan);
   const hosts = new Map<string, string>();
   for (const [i, step] of plan.steps.entries()) {

@@ -34,6 +34,8 @@ export async function shellStepProblems(step: ShellStep): Promise<PreflightProbl
 }
 
 function programProblem(run: ProgramRun, reading: CommandReading, step: ShellStep): PreflightProblem | undefined {
+  // A program in a workspace cloned on the host (./build.sh) cannot be looked for here.
+  if (step.plan.source && run.name.includes('/') && !path.isAbsolute(run.name)) return undefined;
   const cwd = cwdOf(step);
   if (findProgram(run.name, cwd, step.env)) return undefined;
   const where = `${step.at}.with.command`;

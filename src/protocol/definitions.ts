@@ -116,8 +116,10 @@ export interface Diagnostics {
   worktrees?: WorktreeRecord[];
   /** The host of a fleet that holds the run's workspace, where its tool, git and compensation activities go. */
   host?: string;
-  /** `cadre move`s: the hosts given up on, and when. */
-  hostMoves?: { from: string; to: string; at: string }[];
+  /** The hosts given up on, and when: by `cadre move`, or by the run itself (`lost`) when its workspace is a clone another host can make. */
+  hostMoves?: HostMove[];
+  /** A workspace cloned from a repository: where, and the last commit of its work pushed to the run's branch. */
+  clone?: WorkspaceCloneRecord;
   /** The run's agents as a team: each one's state as it last signalled it. */
   workers?: WorkerRecord[];
   /** Questions workers asked, and who answered them (the last 200). */
@@ -131,6 +133,26 @@ export interface Diagnostics {
    * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
    */
   note?: string;
+}
+
+/** `reason` is set when the run moved itself: its host was lost, and its workspace was cloned again on `to`. */
+export interface HostMove {
+  from: string;
+  to: string;
+  at: string;
+  reason?: 'lost';
+}
+
+/** A run's clone (`path`, on the run's host) of `repo`, and its branch, pushed after each step. */
+export interface WorkspaceCloneRecord {
+  repo: string;
+  branch: string;
+  path: string;
+  /** The last commit pushed (or cloned). */
+  commit: string;
+  /** The run completed and its clone was removed; or why it could not be. */
+  removed?: true;
+  kept?: string;
 }
 
 export interface WorktreeRecord {

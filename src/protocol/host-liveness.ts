@@ -36,6 +36,11 @@ export function hostWaitId(host: string, step?: string): string {
   return `${step === undefined ? '' : `${step}/`}${HOST_WAIT_PREFIX}${host}`;
 }
 
+/** The host a host wait waits for. */
+export function hostOfWait(waitId: string): string {
+  return waitId.slice(waitId.lastIndexOf('/') + 1 + HOST_WAIT_PREFIX.length);
+}
+
 /** A wait for an unreachable host, which no answer ends. */
 export function isHostWait(waitId: unknown): boolean {
   return typeof waitId === 'string' && waitId.slice(waitId.lastIndexOf('/') + 1).startsWith(HOST_WAIT_PREFIX);

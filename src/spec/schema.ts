@@ -100,6 +100,26 @@ const decide = z.strictObject({
   model: modelName.optional(),
 });
 
+/**
+ * A workspace any host can make: a clone of `repo` (a URL git fetches, or a path on the hosts) at
+ * `ref` (the repository's default branch unless given), into the host's workspace root.
+ */
+const repositoryWorkspace = z.strictObject({
+  repo: bounded('workspace repo', MAX_WORKSPACE_LENGTH)
+    .min(1)
+    .refine((repo) => !repo.startsWith('-') && ![...repo].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), 'a workspace repo is a URL or a path, not an option, with no control characters'),
+  ref: z
+    .string()
+    .max(200)
+    .refine(isBranchName, 'a workspace ref is a branch name: letters, digits, "/", ".", "_" and "-", not starting with "-" or "/", no "..", not ending in "/" or ".lock"')
+    .optional(),
+});
+
+/** What `git check-ref-format --branch` takes, narrowed to plain characters (the host checks with git too). */
+export function isBranchName(ref: string): boolean {
+  return /^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(ref) && !ref.includes('..') && !ref.includes('//') && !ref.endsWith('/') && !ref.endsWith('.lock') && !ref.includes('/.');
+}
+
 /** A git worktree the step's tools run in; steps naming the same repo and task share one. */
 export const worktreeSchema = z.strictObject({
   repo: z.string().min(1).max(4096).refine((v) => !v.includes('\0'), 'contains a NUL byte'),
@@ -206,7 +226,7 @@ const team = z.strictObject({
 export const planSchema = z.strictObject({
   name: bounded('plan name', MAX_PLAN_NAME_LENGTH).regex(PLAN_NAME, 'plan name must hold only a-z, 0-9 and "-"'),
   description: z.string().optional(),
-  workspace: bounded('workspace', MAX_WORKSPACE_LENGTH).optional(),
+  workspace: z.union([bounded('workspace', MAX_WORKSPACE_LENGTH), repositoryWorkspace]).optional(),
   inputs: z
     .record(z.string(), input)
     // Checked here rather than as the record's key schema, whose failures zod reports without their reason.

@@ -122,13 +122,21 @@ export interface CompiledPlan {
   name: string;
   /** What the plan says of its tools' sandbox and egress; absent: the worker's settings, no egress. */
   sandbox?: SandboxSpec;
-  /** Absolute path where tools run. */
+  /** Absolute path where tools run; for a workspace cloned from `source`, set by the host that clones it (empty until then). */
   workspace: string;
+  /** The repository the workspace is cloned from, on whichever host takes the run (docs/operations.md, A fleet). */
+  source?: WorkspaceSource;
   inputs: Record<string, InputSpec>;
   steps: CompiledStep[];
   output?: unknown;
   /** Its agents work as a team (see workflows/team/team.ts). */
   team?: TeamSpec;
+}
+
+export interface WorkspaceSource {
+  /** A URL git fetches, or an absolute path on the hosts. */
+  repo: string;
+  ref?: string;
 }
 
 export interface TeamSpec {

@@ -80,7 +80,7 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
 
   stage('compiling');
   const compiled = compile(parsed.data, checker, options);
-  const sharing = [...worktreeSharingIssues(compiled), ...scenarioIssues(compiled)];
+  const sharing = [...worktreeSharingIssues(compiled), ...clonedWorkspaceIssues(compiled), ...scenarioIssues(compiled)];
   if (sharing.length > 0) return { ok: false, issues: sortIssues(sharing) };
   stage('sizing the start request');
   const defaults = Object.fromEntries(Object.entries(compiled.inputs).filter(([, spec]) => spec.default !== undefined).map(([name, spec]) => [name, spec.default]));
@@ -147,6 +147,14 @@ function inputDefaultIssues(inputs: unknown): PlanIssue[] {
   return issues;
 }
 
+/** Worktrees and a team's need a repository on the host's disk before the run starts: not yet with a workspace cloned at the start. */
+function clonedWorkspaceIssues(plan: CompiledPlan): PlanIssue[] {
+  if (!plan.source) return [];
+  const notYet = (what: string) => `${what} not yet supported in a workspace cloned from a repository (workspace: { repo }): give the plan a path workspace`;
+  const worktrees = plan.steps.flatMap((step, index) => (step.worktree ? [{ path: `steps[${index}].worktree`, message: notYet('worktrees are') }] : []));
+  return plan.team ? [{ path: 'team', message: notYet('a team is') }, ...worktrees] : worktrees;
+}
+
 /** Steps that share a worktree (same repo and task) must agree on what it starts from and when it goes. */
 function worktreeSharingIssues(plan: CompiledPlan): PlanIssue[] {
   const first = new Map<string, { index: number; base?: string; cleanup: string }>();
@@ -206,7 +214,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
   return {
     name: plan.name,
     ...(sandbox && { sandbox }),
-    workspace: path.resolve(options.baseDir, plan.workspace ?? '.'),
+    ...compileWorkspace(plan.workspace, options.baseDir),
     inputs,
     steps,
     ...(plan.output !== undefined && { output: plan.output }),
@@ -219,6 +227,18 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
       },
     }),
   };
+}
+
+/** A path, resolved where `cadre run` was called; a repository, its path resolved the same way (a URL stays as it is). */
+function compileWorkspace(workspace: PlanFile['workspace'], baseDir: string): Pick<CompiledPlan, 'workspace' | 'source'> {
+  if (typeof workspace !== 'object') return { workspace: path.resolve(baseDir, workspace ?? '.') };
+  const repo = isRepositoryUrl(workspace.repo) ? workspace.repo : path.resolve(baseDir, workspace.repo);
+  return { workspace: '', source: { repo, ...(workspace.ref !== undefined && { ref: workspace.ref }) } };
+}
+
+/** `scheme://…` or scp-like `user@host:path`: git fetches it; anything else is a path. */
+export function isRepositoryUrl(repo: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/:]+@[^/:]+:/.test(repo);
 }
 
 function compileAction(step: StepFile, baseDir: string): StepAction {

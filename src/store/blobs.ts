@@ -70,10 +70,13 @@ export async function readStored(ref: StoredRef, allowed: readonly string[]): Pr
   const cached = cache.get(ref);
   if (cached.found) return cached.value;
   if (!SHA256.test(ref.sha256)) throw new BlobError(`not a stored value: bad hash "${String(ref.sha256).slice(0, 80)}"`);
-  if (!allowed.includes(ref.store)) {
+  // A run that moved to another host (a workspace cloned from a repository) finds its values in its
+  // new store, which its pushed branch carried there: the hash, checked below, still decides.
+  const store = allowed.includes(ref.store) ? ref.store : await storeHolding(ref.sha256, allowed);
+  if (store === undefined) {
     throw new BlobError(`a stored value names the store ${ref.store}, which is not this run's (${allowed.join(', ')})`);
   }
-  const file = path.join(ref.store, `${ref.sha256}.json`);
+  const file = path.join(store, `${ref.sha256}.json`);
   let text: Buffer;
   try {
     text = await readFile(file);
@@ -85,6 +88,11 @@ export async function readStored(ref: StoredRef, allowed: readonly string[]): Pr
   const value: unknown = JSON.parse(text.toString('utf8'));
   cache.set(ref, value);
   return value;
+}
+
+async function storeHolding(sha256: string, stores: readonly string[]): Promise<string | undefined> {
+  for (const store of stores) if (await stat(path.join(store, `${sha256}.json`)).then((s) => s.isFile(), () => false)) return store;
+  return undefined;
 }
 
 /** Which part of a stored list holds item `index`, and where in it. */

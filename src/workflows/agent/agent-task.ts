@@ -22,7 +22,7 @@ import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate, hostMovedSignal } from '../../protocol/definitions';
-import type { AgentResult, AgentTaskInput, InheritedPolicy } from './agent-task-contract';
+import type { AgentResult, AgentTaskInput, InheritedPolicy } from '../../protocol/agent-task';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
 import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';

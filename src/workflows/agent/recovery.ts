@@ -2,7 +2,7 @@
 import { type HostRoute, hostActivities } from '../common/host-route';
 import type { TeamWorkerContext } from '../team/team-tools';
 import { type AgentLoop, asFailure } from './agent-loop';
-import type { AgentTaskInput } from './agent-task-contract';
+import type { AgentTaskInput } from '../../protocol/agent-task';
 import { classifyError } from '../../errors/error-classes';
 import type { WorkerReporter } from './worker-reporter';
 

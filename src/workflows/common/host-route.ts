@@ -85,6 +85,11 @@ export class HostRoute {
     return { id: hostWaitId(this.host, step), kind: 'host', prompt, since: isoAt(this.unreachableSinceMs) };
   }
 
+  /** Learns from a child's own route (an agent's) that the host stopped answering. */
+  lostElsewhere(host: string): void {
+    if (host === this.host) this.lost(this.queue);
+  }
+
   /** Sends what waits for the old host to `taskQueue` (`solo` as the new host answered). */
   move(taskQueue: string, solo = false): void {
     if (taskQueue === this.queue) return;

@@ -8,11 +8,12 @@ import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWork
 import type { ToolResult } from '../../activities';
 import { durationMs } from '../../spec/duration';
 import type { CompiledStep } from '../../spec/types';
-import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../agent/agent-task-contract';
+import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../../protocol/agent-task';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';
 import { TeamBoard } from '../team/team-board';
 import { retryPolicy } from './step-options';
+import { hostOfWait, isHostWait } from '../../protocol/host-liveness';
 import { HumanWaits } from './waits';
 import { PATCH_REASKED_WAITS, type PlanPatches } from './plan-patches';
 import { WORKER_STATES } from '../../protocol/worker-state';
@@ -168,6 +169,11 @@ export class AgentSteps {
       this.waits.openWait(wait, wait.since);
     }
     this.changed(workflowId);
+  }
+
+  /** The hosts the run's agents wait for, unreachable. */
+  hostsLost(): string[] {
+    return this.waits.list().flatMap((w) => (isHostWait(w.id) ? [hostOfWait(w.id)] : []));
   }
 
   private isOpen(id: string): boolean {

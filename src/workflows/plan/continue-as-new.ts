@@ -14,7 +14,7 @@ import type { HumanWaitOutcome } from '../../analytics/types';
 import type { RunPlanInput } from '../../spec/types';
 import { PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
 import { hasDeferred, isStored } from '../../spec/refs';
-import type { StepRecord, WorkerRecord } from '../../protocol/definitions';
+import type { StepRecord, WorkerRecord, WorkspaceCloneRecord } from '../../protocol/definitions';
 import type { CarriedTeam } from '../team/team';
 import type { CarriedLease } from './worktrees';
 import type { WorkspaceHost } from '../../activities';
@@ -46,6 +46,8 @@ export interface PlanCarry {
   stream: WorkflowStreamState;
   /** The host the workspace is bound to (patch workspace-hosts). */
   host?: WorkspaceHost;
+  /** A workspace cloned from a repository: the clone the plan's workspace is, and its last push. */
+  clone?: WorkspaceCloneRecord;
 }
 
 /** runPlan's input in a run that continued as new. */

@@ -12,10 +12,12 @@ import { resolveTemplates } from '../../spec/templates';
 import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../spec/types';
 import { compileDocument, isPlanDocument } from './plan-document';
 import { isoAt, nowMs } from '../common/clock';
-import { FAILURE_CHOICES, TIMEOUT_CHOICES, type PlanResult, type StepRecord, type StepStatus, type WaitKind } from '../../protocol/definitions';
-import { describeFailure, type StepError } from '../common/failures';
+import type { PlanResult, StepRecord, StepStatus } from '../../protocol/definitions';
+import { describeFailure } from '../common/failures';
+import { decide } from './failure-decisions';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
+import { WorkspaceMoved } from './workspace-host';
 import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
 import { kindOf } from './kinds';
 import { checkInput } from '../../protocol/input-checks';
@@ -24,10 +26,6 @@ import { sizeOf } from '../common/sizes';
 import type { OwnEvent } from '../common/run-stream';
 import { PATCH_CONTINUE_AS_NEW, PATCH_RUN_STREAM } from './plan-patches';
 import { type ContinuedPlanInput, budgetSpent, continueRunAsNew, isContinued } from './continue-as-new';
-
-const MAX_AUTO_EXTENSIONS = 3;
-
-type Decision = 'retry' | 'skip' | 'abort' | 'extend';
 
 /** A running step: its record, how it ends, and its timeout (an extension lengthens it). */
 interface BegunStep {
@@ -68,7 +66,7 @@ class PlanRun extends PlanRunState {
 
   async run(): Promise<PlanResult> {
     try {
-      if (this.bindsHost && this.host.host === undefined && !(await this.boundToHost())) throw this.planFailed();
+      if (this.bindsHost && !(this.plan.source ? this.host.clone : this.host.host) && !(await this.boundToHost())) throw this.planFailed();
       return await this.runSteps();
     } catch (err) {
       if (!this.hardened || isCancellation(err) || err instanceof ApplicationFailure || err instanceof ContinueAsNew) throw err;
@@ -111,6 +109,7 @@ class PlanRun extends PlanRunState {
     if (this.abortReason) return this.aborted(running);
     // Runs without worktrees make no call and no await here: their commands stay as they were recorded.
     if (this.worktrees.size > 0) await this.worktrees.release('completed');
+    if (this.plan.source) await this.host.removeClone();
     return this.complete();
   }
 
@@ -261,7 +260,8 @@ class PlanRun extends PlanRunState {
     const slow = (error: unknown) => this.attempts(step, begun, { error }).then(settled, faulted);
     let action: Promise<ToolResult>;
     try {
-      action = this.runAction(step, this.scope(), begun.timeout, step.id);
+      const run = () => this.runAction(step, this.scope(), begun.timeout, step.id);
+      action = this.plan.source ? this.host.work(step.id, run) : run();
     } catch (error) {
       return slow(error);
     }
@@ -322,11 +322,22 @@ class PlanRun extends PlanRunState {
             return;
           }
         }
-        const output =
-          step.forEach !== undefined ? await this.loops.run(step, begun.timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), begun.timeout, step.id));
+        const output = this.plan.source
+          ? await this.host.work(step.id, () => this.stepOutput(step, begun, itemResults))
+          : step.forEach !== undefined
+            ? await this.loops.run(step, begun.timeout, itemResults)
+            : this.counted(step, await this.runAction(step, this.scope(), begun.timeout, step.id));
         this.completed(step, begun, output);
         return;
       } catch (err) {
+        if (err instanceof WorkspaceMoved) {
+          // Its host went before its work was pushed: it runs again, from the last push, where the run moved.
+          await this.host.moved();
+          itemResults.clear();
+          record.note = `ran again on host ${this.host.host?.host ?? '?'}: ${err.message}`;
+          this.changed();
+          continue;
+        }
         if (isCancellation(err)) {
           end('cancelled', this.abortReason ? 'plan aborted' : 'run cancelled');
           throw err;
@@ -335,7 +346,7 @@ class PlanRun extends PlanRunState {
         record.attempts += failure.attempts;
         record.error = failure.message;
         this.changed();
-        const { decision, extendBy } = await this.decide(step, failure, extensions);
+        const { decision, extendBy } = await decide(step, failure, extensions, this.abortReason, (...wait) => this.waitForHuman(...wait));
         if (decision === 'retry') continue;
         if (decision === 'extend') {
           extensions++;
@@ -354,6 +365,11 @@ class PlanRun extends PlanRunState {
     }
   }
 
+  /** A step's output: its items' for a forEach, else its action's. */
+  private async stepOutput(step: CompiledStep, begun: BegunStep, itemResults: Map<number, unknown>): Promise<unknown> {
+    return step.forEach !== undefined ? this.loops.run(step, begun.timeout, itemResults) : this.counted(step, await this.runAction(step, this.scope(), begun.timeout, step.id));
+  }
+
   /**
    * A `when`, evaluated here, or by an activity when it reads a stored output. (Only that case
    * awaits: runs recorded before stored outputs must issue their commands in the same order.)
@@ -362,22 +378,6 @@ class PlanRun extends PlanRunState {
     const scope = this.scope();
     if (!this.hardened || !this.names.readsStored(expression, scope)) return evaluateCondition(expression, scope);
     return storedValues(this.host.route).evaluateCondition({ expression, scope: this.names.subset(expression, scope), workspace: this.plan.workspace });
-  }
-
-  /** What to do about a failed or timed-out step, by the plan's strategy or a human's answer. */
-  private async decide(step: CompiledStep, failure: StepError, extensions: number): Promise<{ decision: Decision; extendBy?: string }> {
-    if (this.abortReason) return { decision: 'abort' };
-    const strategy = failure.timedOut ? step.onTimeout : step.onFailure;
-    if (strategy === 'extend') return { decision: extensions < MAX_AUTO_EXTENSIONS ? 'extend' : 'abort' };
-    // With `onFailure: retry` the activity already retried without limit; what reaches here is permanent.
-    if (strategy === 'retry') return { decision: 'abort' };
-    if (strategy !== 'ask') return { decision: strategy };
-    const kind: WaitKind = failure.timedOut ? 'timeout' : 'failure';
-    const choices = failure.timedOut ? TIMEOUT_CHOICES : FAILURE_CHOICES;
-    const prompt = `Step "${step.id}" ${failure.timedOut ? 'timed out' : 'failed'}: ${failure.message}. ${choices.join(', ')}?`;
-    const answer = await this.waitForHuman(step.id, kind, prompt, choices);
-    const [decision, extra] = answer?.split(':') ?? [];
-    return { decision: (decision as Decision | undefined) ?? 'abort', ...(extra && { extendBy: extra.trim() }) };
   }
 
   /** An action's output, its attempts added to the step's record. */

@@ -75,10 +75,14 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   /** Agents stream their turns on their own workflows, and the run's stream says where (patch agent-streams). */
   readonly agentStreams = this.patches.has(PATCH_AGENT_STREAMS);
   /** The host the workspace is bound to in a fleet (workspace-host.ts); runs recorded before replay unbound. */
-  readonly host = new WorkspaceHostBinding(() => {
-    this.changed();
-    this.publishStatus();
-  });
+  readonly host = new WorkspaceHostBinding(
+    () => {
+      this.changed();
+      this.publishStatus();
+    },
+    // A workspace cloned from a repository is a folder of the host that cloned it: later steps run there.
+    (workspace) => (this.plan.workspace = workspace),
+  );
   protected readonly bindsHost = this.patches.has(PATCH_WORKSPACE_HOSTS);
   /** The run's use of Temporal's per-run limits: its handlers count what they take. */
   readonly limits: RunLimits;
@@ -144,6 +148,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       humanWaits: [...this.waits.ended],
       stream: this.stream.carried(),
       ...(this.host.host && { host: this.host.host }),
+      ...(this.plan.source && this.host.clone && { clone: this.host.clone }),
     };
   }
 
@@ -159,7 +164,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     if (carry.team) this.team?.restore(carry.team);
     this.agents.restoreWorkers(carry.workers);
     this.waits.ended.push(...carry.humanWaits);
-    this.host.restore(carry.host);
+    this.host.restore(carry.host, this.plan.source && carry.clone && { source: this.plan.source, record: carry.clone });
   }
 
   signalError(name: string, waitId: unknown, err: unknown): void {
@@ -204,6 +209,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
 
   /** An agent that starts or stops waiting for approval shows it as its step's status. */
   protected agentWaiting(id: string, waiting: boolean): void {
+    // An agent that finds a clone's host gone moves the run, as a step of the run's own would.
+    if (waiting && this.plan.source) for (const host of this.agents.hostsLost()) this.host.route?.lostElsewhere(host);
     const status = this.record(id).status;
     if (waiting && status === 'running') this.book.setStatus(id, 'waiting');
     else if (!waiting && status === 'waiting' && !this.waits.list().some((w) => w.id === id)) this.book.setStatus(id, 'running');
@@ -345,6 +352,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
       ...(this.host.host && { host: this.host.host.host }),
       ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
+      ...(this.host.clone && { clone: this.host.clone }),
       ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
       ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
       limits: this.limits.usage(),
@@ -363,7 +371,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   /** Binds the workspace to the host that holds it (a fleet); false when none does, the run failed with why. */
   protected async boundToHost(): Promise<boolean> {
     try {
-      await this.host.bind(this.plan.workspace);
+      if (this.plan.source) await this.host.bindClone(this.plan.source);
+      else await this.host.bind(this.plan.workspace);
       return true;
     } catch (err) {
       if (isCancellation(err)) throw err;

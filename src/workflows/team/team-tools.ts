@@ -9,7 +9,7 @@ import { ApplicationFailure, CancellationScope, condition, executeChild, getExte
 import { durationMs, isDuration } from '../../spec/duration';
 import { DEFAULT_AGENT_TURNS } from '../../spec/types';
 import type { WorkflowTool } from '../agent/agent-loop';
-import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../agent/agent-task-contract';
+import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../../protocol/agent-task';
 import { isoAt, nowMs } from '../common/clock';
 import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';

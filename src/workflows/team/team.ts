@@ -11,7 +11,7 @@ import { executeChild, getExternalWorkflowHandle, workflowInfo } from '@temporal
 import type { TeamRole } from '../../activities/roles';
 import { suggestRole } from '../../roles/router';
 import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../spec/types';
-import { AGENT_TASK_WORKFLOW, type AgentTaskInput, type AgentTaskWorkflow, type TeamWorker } from '../agent/agent-task-contract';
+import { AGENT_TASK_WORKFLOW, type AgentTaskInput, type AgentTaskWorkflow, type TeamWorker } from '../../protocol/agent-task';
 import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { withRole } from './team-roles';

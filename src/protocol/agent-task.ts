@@ -3,11 +3,11 @@
  * plan run, the team run and a worker starting a subtask can start one without importing the
  * workflow's code (which imports the team's tools: that would be a circle).
  */
-import type { TeamRole } from '../../activities/roles';
-import type { SandboxSpec } from '../../sandbox/profile';
-import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../../spec/types';
-import type { RunLimitValues } from '../../spec/limits';
-import type { AgentSummary } from '../../protocol/definitions';
+import type { TeamRole } from '../activities/roles';
+import type { SandboxSpec } from '../sandbox/profile';
+import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../spec/types';
+import type { RunLimitValues } from '../spec/limits';
+import type { AgentSummary } from './definitions';
 
 /** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */
 export const AGENT_TASK_WORKFLOW = 'agentTask';
