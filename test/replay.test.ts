@@ -19,6 +19,8 @@ const RECORDED_IDS: Record<string, string> = {
   // Recorded by fleet.test.ts (a host lost mid-run, then `cadre move`).
   'run-plan-host-moved': 'lost-run-32725-mx1olre9-5',
   'agent-task-host-moved': 'lost-run-32725-mx1olre9-5/agent',
+  // Recorded by faults/team-stuck.test.ts (a team worker's process killed mid-tool, reported blocked).
+  'agent-task-stuck-recorded': 'team-stuck-30107-mx1vnfyy-2/w',
   // Recorded by fleet.test.ts (a clone's host lost mid-step: the run moved itself).
   'run-plan-clone-moved': 'cloned-run-23075-mx1v935q-22',
 };
@@ -43,6 +45,7 @@ describe('replay of recorded runPlan histories', () => {
       'agent-task-host-moved',
       'agent-task-own-stream',
       'agent-task-streamed',
+      'agent-task-stuck-recorded',
       'agent-task-turn-guards',
       'agent-task-workspace-host',
       'run-items-chunk',

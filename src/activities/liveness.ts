@@ -17,7 +17,7 @@ function signOfLifeMs(activity: PendingActivity, orScheduled: boolean): number |
   return stamp ? Number(stamp.seconds ?? 0) * 1000 + Math.floor((stamp.nanos ?? 0) / 1e6) : undefined;
 }
 
-export async function lastSignOfLife(workflowId: string): Promise<{ running: number; latestMs?: number }> {
+export async function lastSignOfLife(workflowId: string): Promise<{ running: number; latestMs?: number; atMs: number }> {
   const description = await Context.current().client.workflow.getHandle(workflowId).describe();
   const pending = (description.raw.pendingActivities ?? []).filter((a) => a.activityType?.name !== WATCH_TYPE);
   let latestMs: number | undefined;
@@ -25,7 +25,7 @@ export async function lastSignOfLife(workflowId: string): Promise<{ running: num
     const ms = signOfLifeMs(activity, false);
     if (ms !== undefined) latestMs = Math.max(latestMs ?? 0, ms);
   }
-  return { running: pending.length, ...(latestMs !== undefined && { latestMs }) };
+  return { running: pending.length, ...(latestMs !== undefined && { latestMs }), atMs: Date.now() };
 }
 
 export interface SilenceWatch {
@@ -33,12 +33,16 @@ export interface SilenceWatch {
   stuckMs: number;
   /** Workflows (the team run) whose next task should not wait on a lost worker's sticky queue. */
   alsoReset: string[];
+  /** When the worker itself last moved on (its workflow's clock): silence counts from the later of that and the activities'. */
+  progressMs?: number;
 }
 
 export interface Silence {
   /** The quiet activity's last sign of life (epoch ms, the server's clock). */
   sinceMs: number;
   activityType?: string;
+  /** How long the worker had been silent when the watch returned (set when it was told `progressMs`). */
+  silentMs?: number;
 }
 
 /** A watch returns null after this long, and the workflow starts another (a bounded attempt). */
@@ -54,7 +58,7 @@ const WATCH_ROUND_MS = 60 * 60 * 1000;
  * heartbeat timeout, and before it returns it tells the server to send the workflow's (and the
  * team run's) next task to any worker.
  */
-export async function watchForSilence({ stuckMs, alsoReset }: SilenceWatch): Promise<Silence | null> {
+export async function watchForSilence({ stuckMs, alsoReset, progressMs }: SilenceWatch): Promise<Silence | null> {
   const ctx = Context.current();
   const own = ctx.info.workflowExecution;
   if (!own) throw new Error('watchForSilence runs only as an activity of a workflow');
@@ -71,7 +75,7 @@ export async function watchForSilence({ stuckMs, alsoReset }: SilenceWatch): Pro
       // The most recent sign of life of any of them decides, as in the workflow's own check.
       if (!quiet || ms > quiet.sinceMs) quiet = { sinceMs: ms, ...(activity.activityType?.name && { activityType: activity.activityType.name }) };
     }
-    const dueMs = quiet ? quiet.sinceMs + stuckMs - Date.now() : stuckMs;
+    const dueMs = quiet ? Math.max(quiet.sinceMs, progressMs ?? 0) + stuckMs - Date.now() : stuckMs;
     if (quiet && dueMs <= 0) {
       const executions = [[own.workflowId, own.runId], ...alsoReset.map((id) => [id, undefined])] as const;
       await Promise.all(
@@ -79,7 +83,7 @@ export async function watchForSilence({ stuckMs, alsoReset }: SilenceWatch): Pro
           ctx.client.workflowService.resetStickyTaskQueue({ namespace: ctx.info.workflowNamespace, execution: { workflowId, ...(runId && { runId }) } }).catch(() => undefined),
         ),
       );
-      return quiet;
+      return progressMs === undefined ? quiet : { ...quiet, silentMs: Date.now() - Math.max(quiet.sinceMs, progressMs) };
     }
     // Context.sleep ends early when the activity is cancelled (the worker finished).
     await ctx.sleep(Math.min(Math.max(dueMs, 200), stuckMs));

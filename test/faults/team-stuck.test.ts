@@ -6,7 +6,8 @@
  * as an activity (retried on the live worker), so the report does not wait out the dead worker's
  * sticky queue as a timer of the workflow's own would (up to 10 s more).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import path from 'node:path';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
@@ -14,6 +15,8 @@ import { auditFile } from '../../src/store/audit-files';
 import { type AgentDiagnostics, agentDiagnosticsQuery } from '../../src/protocol/definitions';
 import { compile, kill, startWorker, startWorkerProcess, tempWorkspace, uniqueId } from '../support/harness';
 import { until } from '../support/until';
+import { Worker } from '@temporalio/worker';
+import { auditSinks } from '../../src/worker/audit-log';
 
 test('a worker that goes silent mid-tool is reported blocked, not completed', async () => {
   const ws = tempWorkspace();
@@ -52,10 +55,15 @@ test('a worker that goes silent mid-tool is reported blocked, not completed', as
     process.stdout.write(`team-stuck: reported blocked ${reportedAfterMs} ms after the kill\n`);
     expect(reportedAfterMs).toBeLessThan(13_000);
     // The watch told the server to send both workflows to any worker: neither waited out the dead one's sticky queue.
+    // And both replay: a worker's death is where a decision on the workflow's clock did not (stuck-watch.ts).
     for (const id of [workflowId, `${workflowId}/w`]) {
-      const { events } = await client.client.workflow.getHandle(id).fetchHistory();
-      const timedOut = (events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes);
+      const history = await client.client.workflow.getHandle(id).fetchHistory();
+      const timedOut = (history.events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes);
       expect(timedOut).toEqual([]);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
+      // The first recording of the worker's is kept for replay.test.ts.
+      const file = path.join(__dirname, '..', 'histories', 'agent-task-stuck-recorded.json');
+      if (id !== workflowId && !existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
     }
   } finally {
     await client.client.workflow.getHandle(workflowId).cancel().catch(() => undefined);

@@ -2,7 +2,7 @@
  * The worker state machine over all 81 (from, to) pairs, against a grid written out here on its
  * own (not read from the module), so a changed table fails until this grid says so too.
  */
-import { TeamBoard } from '../../src/workflows/team/team-board';
+import { TeamBoard } from '../../src/protocol/team-board';
 import { WORKER_STATES, type WorkerState, WorkerStateMachine, canTransition } from '../../src/protocol/worker-state';
 import type { WorkerStateSignal } from '../../src/protocol/definitions';
 

@@ -15,6 +15,12 @@ const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', 
 /** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
 const PATCH_STUCK_WATCH = 'stuck-watch';
 /**
+ * The watch decides by progress events and times its activities recorded, not the workflow's clock:
+ * the first task a live worker runs after a dead one's sticky queue timed out read the task before's
+ * time (TS SDK 1.24), while its replay reads its own, so a branch on the clock did not replay.
+ */
+const PATCH_RECORDED_WATCH = 'stuck-watch-recorded';
+/**
  * The watch beats: a lost worker's watch is retried on a live one within 3 s. With no worker for
  * activities within 3 s more, the workflow's own timers watch instead (still before a silence of
  * the default 10 s is due). It returns each hour, to start afresh.
@@ -28,8 +34,9 @@ const watcher = proxyActivities<Activities>({
 });
 
 export class StuckWatch {
-  /** When the worker last moved on, and whether it is blocked for want of progress. */
+  /** When the worker last moved on (and how many times), and whether it is blocked for want of progress. */
   private lastProgressMs = nowMs();
+  private progress = 0;
   private stuck = false;
 
   /** @param team the team run whose sticky queue is reset with the worker's when the silence is found. */
@@ -42,12 +49,14 @@ export class StuckWatch {
   /** Watches in `scope` (cancelled when the worker ends). */
   start(scope: CancellationScope, stuckMs: number): void {
     const outside = patched(PATCH_STUCK_WATCH);
-    void scope.run(() => (outside ? this.watchFromOutside(stuckMs) : this.watch(stuckMs))).catch(() => undefined);
+    const recorded = outside && patched(PATCH_RECORDED_WATCH);
+    void scope.run(() => (recorded ? this.watchRecorded(stuckMs) : outside ? this.watchFromOutside(stuckMs) : this.watch(stuckMs))).catch(() => undefined);
   }
 
   /** The worker moved on: a stuck worker runs again. */
   progressed(): void {
     this.lastProgressMs = nowMs();
+    this.progress++;
     if (!this.stuck) return;
     this.stuck = false;
     if (this.reporter.state === 'blocked') this.reporter.move('running', 'progress again');
@@ -117,6 +126,32 @@ export class StuckWatch {
     }
   }
 
+  /**
+   * As watchFromOutside, deciding only by what history holds: the watch is told when the worker last
+   * moved on, and returns once both it and the activities have been silent for `stuckMs`; the
+   * worker moving on while it watched starts another watch from then.
+   */
+  private async watchRecorded(stuckMs: number): Promise<void> {
+    const alsoReset = this.team ? [this.team] : [];
+    for (;;) {
+      const seen = this.progress;
+      let silence: Awaited<ReturnType<Activities['watchForSilence']>>;
+      try {
+        silence = await watcher.watchForSilence({ stuckMs, alsoReset, progressMs: this.lastProgressMs });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return this.watch(stuckMs);
+      }
+      if (silence === null || this.progress !== seen) continue;
+      if (this.reporter.state !== 'running') {
+        await condition(() => this.progress !== seen);
+        continue;
+      }
+      this.reportStuck(silence.silentMs ?? stuckMs);
+      await this.untilProgress(stuckMs, 0, true);
+    }
+  }
+
   private reportStuck(silentMs: number): void {
     this.reporter.move('blocked', `no progress, heartbeat or state signal for ${Math.round(silentMs / 1000)} s${this.runningNote()}`);
     this.stuck = true;
@@ -126,12 +161,13 @@ export class StuckWatch {
    * Blocked until the loop moves on, or its activities beat again (retried on another worker).
    * Returns the latest time a timer proved (see `watch`).
    */
-  private async untilProgress(stuckMs: number, firedAt: number): Promise<number> {
+  private async untilProgress(stuckMs: number, firedAt: number, recorded = false): Promise<number> {
     const now = () => Math.max(nowMs(), firedAt);
     for (let until = now() + stuckMs; !(await condition(() => !this.stuck, stuckMs)); until = now() + stuckMs) {
       firedAt = Math.max(firedAt, until);
       const again = await liveness.lastSignOfLife({ workflowId: workflowInfo().workflowId });
-      if (again.latestMs !== undefined && again.latestMs + stuckMs > now()) this.progressed();
+      // Recorded: the time the question was answered, not the workflow's clock (PATCH_RECORDED_WATCH).
+      if (again.latestMs !== undefined && again.latestMs + stuckMs > (recorded ? again.atMs : now())) this.progressed();
     }
     return firedAt;
   }

@@ -11,7 +11,7 @@ import type { CompiledStep } from '../../spec/types';
 import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../../protocol/agent-task';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';
-import { TeamBoard } from '../team/team-board';
+import { TeamBoard } from '../../protocol/team-board';
 import { retryPolicy } from './step-options';
 import { hostOfWait, isHostWait } from '../../protocol/host-liveness';
 import { HumanWaits } from './waits';

@@ -4,8 +4,8 @@
  * for the ones before it; a repeated one is counted and dropped. No polling: the board changes
  * only when a signal comes.
  */
-import type { WorkerRecord, WorkerStateSignal } from '../../protocol/definitions';
-import { extendFingerprint, fingerprintText, newFingerprint } from '../../protocol/worker-state';
+import type { WorkerRecord, WorkerStateSignal } from './definitions';
+import { extendFingerprint, fingerprintText, newFingerprint } from './worker-state';
 
 /**
  * Early signals held per worker. Signals sent in one workflow task of a worker (completing, then
