@@ -132,7 +132,7 @@ export class CadreClient {
         workflowId,
         taskQueue: options.taskQueue ?? defaultTaskQueue(),
         args: [{ plan, inputs: inputs.values, ...(limits && { limits }) }],
-        memo: { plan: plan.name },
+        memo: { plan: plan.name, ...(plan.team && { team: true }) },
         typedSearchAttributes: [
           { key: CadrePlan, value: plan.name },
           { key: CadreStatus, value: 'running' },

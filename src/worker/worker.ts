@@ -10,6 +10,7 @@ import { type Tracing, tracingFromEnv } from './tracing';
 import { prebuiltBundle } from './prebuilt-bundle';
 
 import { hostTaskQueue, taskQueue } from '../protocol/task-queue';
+import { type WorkerVersion, deploymentOptions } from './deployment';
 
 export { DEFAULT_TASK_QUEUE, hostTaskQueue, taskQueue } from '../protocol/task-queue';
 export { hostName } from './host-name';
@@ -29,6 +30,8 @@ export interface CadreWorkerOptions {
    * the shared queue only.
    */
   host?: string;
+  /** A version of a Worker Deployment (CADRE_BUILD_ID, ./deployment): the server sends it only the runs its build can replay. */
+  version?: WorkerVersion;
   /** A bundle built once with `bundleWorkflowCode` (tests); otherwise a prebuilt one (./prebuilt-bundle), else the worker bundles at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Activity dependencies besides the blob store (model settings in tests). */
@@ -85,6 +88,8 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
       // Heartbeats reach the server at least every 2 s, so a team worker's stuck detection (10 s by
       // default) tells a long tool that still beats from a silent one.
       maxHeartbeatThrottleInterval: '2s',
+      // Both queues' workers are the same version: a pinned run's host activities go to its build.
+      ...(options.version && { workerDeploymentOptions: deploymentOptions(options.version) }),
     } satisfies Partial<WorkerOptions>;
     const worker = await Worker.create({
       ...common,

@@ -5,6 +5,7 @@ import { CadreError, UsageError } from '../../errors/cadre-error';
 import { connectionOptions, resolveConnection } from '../connection-config';
 import { hostTaskQueue, taskQueue } from '../../protocol/task-queue';
 import { hostLostAfterMs, hostName } from '../../worker/host-name';
+import { type WorkerVersion, workerVersion } from '../../worker/deployment';
 import { info, out, port, untilSignal, withClient, withRun } from './shared';
 
 const RECONNECT_MS = 2000;
@@ -27,13 +28,29 @@ async function connectWhenUp(): Promise<CadreClient> {
   }
 }
 
-/** The worker's host name, checked before anything starts (with how long its runs wait before they call it lost). */
-function hostNameOrUsage(): string {
+/** The worker's host name and version, checked before anything starts (with how long its runs wait before they call it lost). */
+function hostNameOrUsage(): { host: string; version?: WorkerVersion } {
   try {
     hostLostAfterMs();
-    return hostName();
+    const version = workerVersion();
+    return { host: hostName(), ...(version && { version }) };
   } catch (err) {
     throw new UsageError((err as Error).message);
+  }
+}
+
+/** Says which build the worker is, and makes a deployment's first build its current one (../../worker/deployment). */
+async function announceVersion(version: WorkerVersion, namespace: string): Promise<void> {
+  const [{ statusLine }, { currentOrFirst }] = await Promise.all([import('../../worker/logging'), import('../../worker/deployment')]);
+  const client = await connectWhenUp();
+  try {
+    const state = await currentOrFirst(client.connection, namespace, version);
+    const name = `build ${version.buildId} of deployment ${version.deploymentName}`;
+    const promote = `temporal worker deployment set-current-version --deployment-name ${version.deploymentName} --build-id ${version.buildId}`;
+    const said = { current: `${name}: the current build`, 'made current': `${name}: made the current build (the deployment had none)`, 'not current': `${name}: not the current build; new runs go to the current one until \`${promote}\`` };
+    statusLine(state === undefined ? `warning: ${name}: the server did not say which build is current` : said[state], { deployment: version.deploymentName, buildId: version.buildId, ...(state && { state }) });
+  } finally {
+    await client.close();
   }
 }
 
@@ -45,7 +62,7 @@ export function registerWorkerCommands(program: Command): void {
     .option('--metrics-port <port>', 'serve Prometheus metrics at http://0.0.0.0:<port>/metrics (default: CADRE_METRICS_PORT; off)', port)
     .action(async (opts: { metricsPort?: number }) => {
       const metricsPort = opts.metricsPort ?? (process.env.CADRE_METRICS_PORT ? port(process.env.CADRE_METRICS_PORT) : undefined);
-      const host = hostNameOrUsage();
+      const { host, version } = hostNameOrUsage();
       const [{ installConciseLogging, statusLine }, { SetupPermissionError, ensureSearchAttributes }, { createCadreWorker }, { workerSandboxWarning }] = await Promise.all([
         import('../../worker/logging'),
         import('../../worker/search-attributes'),
@@ -73,8 +90,9 @@ export function registerWorkerCommands(program: Command): void {
         host,
         hostTaskQueue: hostTaskQueue(host),
       });
-      const { worker, run, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace, host });
+      const { worker, run, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace, host, ...(version && { version }) });
       const running = run();
+      if (version) void announceVersion(version, server.namespace);
       statusLine(`worker running (workflows: ${workflowCode}); Ctrl-C stops it after running tools finish`, { workflowCode, ...(metricsPort !== undefined && { metrics: `http://0.0.0.0:${metricsPort}/metrics` }) });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();
