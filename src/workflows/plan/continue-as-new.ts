@@ -14,7 +14,7 @@ import type { HumanWaitOutcome } from '../../analytics/types';
 import type { RunPlanInput } from '../../spec/types';
 import { PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
 import { hasDeferred, isStored } from '../../spec/refs';
-import type { StepRecord, WorkerRecord, WorkspaceCloneRecord } from '../../protocol/definitions';
+import type { HostMove, StepRecord, WorkerRecord, WorkspaceCloneRecord } from '../../protocol/definitions';
 import type { CarriedTeam } from '../team/team';
 import type { CarriedLease } from './worktrees';
 import type { WorkspaceHost } from '../../activities';
@@ -48,6 +48,8 @@ export interface PlanCarry {
   host?: WorkspaceHost;
   /** A workspace cloned from a repository: the clone the plan's workspace is, and its last push. */
   clone?: WorkspaceCloneRecord;
+  /** The hosts the run was moved from, so far. */
+  hostMoves?: HostMove[];
 }
 
 /** runPlan's input in a run that continued as new. */

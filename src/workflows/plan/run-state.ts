@@ -149,6 +149,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       stream: this.stream.carried(),
       ...(this.host.host && { host: this.host.host }),
       ...(this.plan.source && this.host.clone && { clone: this.host.clone }),
+      ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
     };
   }
 
@@ -165,6 +166,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.agents.restoreWorkers(carry.workers);
     this.waits.ended.push(...carry.humanWaits);
     this.host.restore(carry.host, this.plan.source && carry.clone && { source: this.plan.source, record: carry.clone });
+    this.host.moves.push(...(carry.hostMoves ?? []));
   }
 
   signalError(name: string, waitId: unknown, err: unknown): void {

@@ -272,7 +272,7 @@ export class WorkspaceHostBinding {
 
   /** Local activities run on whichever worker runs the run: only a host polling alone is sure to be it. */
   allowsLocal(): boolean {
-    return this.bound === undefined || this.bound.solo;
+    return this.routed?.solo ?? true;
   }
 }
 
