@@ -28,6 +28,8 @@ module.exports = {
       from: { path: above('sandbox', 'egress', 'commands', 'secrets') },
       to: { path: above('activities', 'workflows', 'worker', 'client', 'ask', 'providers') },
     },
+    { name: 'git-below-activities', severity: 'error', comment: "cadre's own git is used by activities, never the reverse: what both need lives in processes/", from: { path: '^src/git/' }, to: { path: above('activities', 'workflows', 'worker', 'client', 'ask') } },
+    { name: 'processes-leaf', severity: 'error', comment: 'processes tied to the worker, and path checks, are a leaf that activities and git share', from: { path: '^src/processes/' }, to: { path: above('activities', 'workflows', 'worker', 'client', 'ask', 'git', 'providers', 'sandbox', 'egress') } },
     { name: 'providers-below-activities', severity: 'error', comment: 'model providers know nothing of activities, workflows or the client', from: { path: '^src/providers/' }, to: { path: above('activities', 'workflows', 'worker', 'client', 'ask') } },
     {
       name: 'protocol-below-engine',

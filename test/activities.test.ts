@@ -8,7 +8,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, type ToolFailureDetails, type ToolResult } from '../src/activities';
 import type { ShellOutput } from '../src/activities/tools/shell';
 import { CappedBytes } from '../src/activities/tools/capped';
-import { spawnTied } from '../src/activities/tools/tied-process';
+import { spawnTied } from '../src/processes/tied-process';
 import { tempWorkspace } from './support/harness';
 import { processesRunning, uniqueSleep } from './support/processes';
 

@@ -29,6 +29,7 @@ import { lstat, mkdir, open, readlink, realpath, stat, type FileHandle } from 'n
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors/application-failures';
+import { isInside } from '../processes/path-inside';
 
 /** A sub-path of the root refused with everything under it, and why (a few words, for the message). */
 export interface DeniedPath {
@@ -340,8 +341,4 @@ function quote(p: string): string {
   return JSON.stringify(p);
 }
 
-/** Whether `child` is `parent` or under it, for paths already resolved (no symlinks, "." or ".."). */
-export function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (rel.split(path.sep)[0] !== '..' && !path.isAbsolute(rel));
-}
+export { isInside };

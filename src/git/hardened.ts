@@ -13,7 +13,7 @@
  *   could not be overridden there.
  * - git inherits the worker's environment without any variable git reads as a program or as
  *   configuration (GIT_*, EDITOR, PAGER, ...), and with system configuration and prompts off.
- * - git runs tied to the worker, as the tools' commands do (../activities/tools/tied-process): when
+ * - git runs tied to the worker, as the tools' commands do (../processes/tied-process): when
  *   the worker dies, however it dies, git and whatever git started are killed with it, so no git
  *   of a killed attempt goes on changing a repository under the attempt that retries it.
  *
@@ -22,7 +22,7 @@
  * --upload-pack, -C, --exec-path, alias.*, ...) in cadre's own arguments.
  */
 import { type SimpleGit, type SimpleGitOptions, simpleGit } from 'simple-git';
-import { tiedGit } from '../activities/tools/tied-process';
+import { tiedGit } from '../processes/tied-process';
 
 export type Git = SimpleGit;
 

@@ -10,7 +10,7 @@
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { isInside } from '../activities/confinement';
+import { isInside } from '../processes/path-inside';
 
 export interface GitProcess {
   pid: number;

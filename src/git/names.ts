@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { isInside } from '../activities/confinement';
+import { isInside } from '../processes/path-inside';
 import { ErrorTypes, permanent } from '../errors/application-failures';
 
 const MAX_NAME = 60;

@@ -11,7 +11,7 @@
  */
 import { lstat, readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { isInside } from '../activities/confinement';
+import { isInside } from '../processes/path-inside';
 import { ErrorTypes, transient } from '../errors/application-failures';
 import { type GitProcess, gitProcesses, workingIn } from './live-git';
 

@@ -10,7 +10,7 @@ import { mkdir, readdir, readFile, realpath, rm, rmdir, writeFile } from 'node:f
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors/application-failures';
 import { type Git, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, run } from './git';
-import { isInside } from '../activities/confinement';
+import { isInside } from '../processes/path-inside';
 import { worktreeNames } from './names';
 import { type CheckoutLease, type CheckoutRecord, inCheckout } from './checkout-lease';
 

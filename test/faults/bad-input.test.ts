@@ -8,7 +8,7 @@ import YAML from 'yaml';
 import { createActivities } from '../../src/activities';
 import { openBoundary } from '../../src/activities/confinement';
 import { runShell } from '../../src/activities/tools/shell';
-import { WATCHDOG_ARGS } from '../../src/activities/tools/tied-process';
+import { WATCHDOG_ARGS } from '../../src/processes/tied-process';
 import { ARG_MAX, MAX_ARG_STRLEN, envStrings, execBytes } from '../../src/spec/tools';
 import { formatIssues, validatePlan } from '../../src/spec/validate';
 import { compile, startPlan, step, tempWorkspace, withWorker } from '../support/harness';

@@ -1,5 +1,5 @@
 /**
- * Processes tied to the worker that starts them (src/activities/tools/tied-process.ts): a shell
+ * Processes tied to the worker that starts them (src/processes/tied-process.ts): a shell
  * command run with `sandbox: none`, and cadre's own git. However the process that started them
  * dies, they die with it, and whatever they started too.
  */
@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnTied } from '../../src/activities/tools/tied-process';
+import { spawnTied } from '../../src/processes/tied-process';
 import { hardenedGit } from '../../src/git/hardened';
 import { tempRepository } from '../support/git-repo';
 import { TSX } from '../support/tsx';
@@ -38,7 +38,7 @@ describe('a shell command tied to its worker', () => {
     const { home } = tempRepository('cadre-tied-shell-');
     const pidsFile = path.join(home, 'pids');
     const command = `sleep 60 & first=$!; sh -c 'sleep 60 & echo $! >> pids; wait' & echo $$ $first $! >> pids; wait`;
-    const script = `require(${JSON.stringify(path.resolve(__dirname, '../../src/activities/tools/tied-process'))}).spawnTied(${JSON.stringify(command)}, { cwd: ${JSON.stringify(home)}, env: process.env, stdout() {}, stderr() {} });`;
+    const script = `require(${JSON.stringify(path.resolve(__dirname, '../../src/processes/tied-process'))}).spawnTied(${JSON.stringify(command)}, { cwd: ${JSON.stringify(home)}, env: process.env, stdout() {}, stderr() {} });`;
     const pids = () => (existsSync(pidsFile) ? readFileSync(pidsFile, 'utf8').trim().split(/\s+/).map(Number) : []);
     try {
       await killWhenReady(script, pidsFile);

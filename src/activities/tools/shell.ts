@@ -7,7 +7,7 @@ import { directoryInside, resolveInside } from '../confinement';
 import { ErrorTypes, permanent, transient } from '../../errors/application-failures';
 import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';
-import { spawnTied, WATCHDOG_ARGS, type TiedProcess } from './tied-process';
+import { spawnTied, WATCHDOG_ARGS, type TiedProcess } from '../../processes/tied-process';
 
 export interface ShellOutput {
   exitCode: number;

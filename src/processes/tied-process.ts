@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { packageRoot } from '../../package-root';
+import { packageRoot } from '../package-root';
 
 /** Becomes the program its arguments name ("$@"), leaving a guard behind on the lifeline, fd 3. */
 export const WATCHDOG = `
