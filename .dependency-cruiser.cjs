@@ -2,7 +2,7 @@
 /**
  * The layers of src/, checked by `npm run lint` (docs/architecture.md draws them):
  * client and CLI on top; the worker wires activities; workflows are deterministic and reach
- * activities only by type; spec, containment (sandbox, egress, commands, secrets), providers and
+ * activities only by type; the plan format, containment (sandbox, egress, commands, secrets), providers and
  * the leaves (codec, analytics, store) never import the layers above them. No import circles.
  */
 const above = (...dirs) => `^src/(${dirs.join('|')})/`;
@@ -17,7 +17,7 @@ module.exports = {
       from: { path: '^src/workflows/' },
       to: { path: above('activities', 'worker', 'client', 'providers', 'sandbox', 'egress', 'secrets', 'codec', 'analytics', 'store', 'ask', 'preflight', 'tools'), dependencyTypesNot: ['type-only'] },
     },
-    { name: 'spec-below-engine', severity: 'error', comment: 'the plan format knows no engine, worker or client', from: { path: '^src/spec/' }, to: { path: above('workflows', 'activities', 'worker', 'client', 'providers', 'ask', 'preflight') } },
+    { name: 'plan-format-below-engine', severity: 'error', comment: 'the plan format knows no engine, worker or client', from: { path: '^src/plan-format/' }, to: { path: above('workflows', 'activities', 'worker', 'client', 'providers', 'ask', 'preflight') } },
     { name: 'worker-not-client', severity: 'error', comment: 'the worker is wired below the client: what both need (task queues) lives in protocol/', from: { path: '^src/worker/' }, to: { path: above('client'), dependencyTypesNot: ['type-only'] } },
     { name: 'activities-below-worker', severity: 'error', comment: 'activities are wired by the worker and called by workflows, never the other way', from: { path: '^src/activities/' }, to: { path: above('worker', 'client', 'ask', 'preflight') } },
     { name: 'client-not-worker', severity: 'error', comment: 'the typed client does not load the worker or its activities (the CLI and its demo load them lazily)', from: { path: '^src/client/', pathNot: '^src/client/((cli|demo)[.]ts$|commands/)' }, to: { path: above('worker', 'activities'), dependencyTypesNot: ['type-only'] } },

@@ -22,7 +22,7 @@ export default tseslint.config(
   },
   {
     // Workflow code is replayed: no Node built-ins, no I/O modules, no clock or randomness of its own.
-    files: ['src/workflows/**/*.ts', 'src/protocol/**/*.ts', 'src/errors/error-classes.ts', 'src/spec/types.ts', 'src/spec/templates.ts', 'src/spec/expressions.ts', 'src/spec/duration.ts', 'src/spec/limits.ts'],
+    files: ['src/workflows/**/*.ts', 'src/protocol/**/*.ts', 'src/errors/error-classes.ts', 'src/plan-format/types.ts', 'src/plan-format/templates.ts', 'src/plan-format/expressions.ts', 'src/plan-format/duration.ts', 'src/plan-format/limits.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -33,7 +33,7 @@ export default tseslint.config(
           })),
           patterns: [
             { group: ['node:*'], message: 'workflow code must be deterministic: do I/O in an activity' },
-            { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity', 'zod', '**/activities', '**/activities/*', '**/worker/*', '**/client/*', '**/spec/validate', '**/spec/schema', '**/spec/tools', '**/spec/load'], message: 'workflow code imports only workflow-safe modules (activities by `import type`)', allowTypeImports: true },
+            { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity', 'zod', '**/activities', '**/activities/*', '**/worker/*', '**/client/*', '**/plan-format/validate', '**/plan-format/schema', '**/plan-format/tools', '**/plan-format/load'], message: 'workflow code imports only workflow-safe modules (activities by `import type`)', allowTypeImports: true },
           ],
         },
       ],

@@ -9,7 +9,7 @@
  */
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { ToolRequest, ToolResult } from '../src/activities';
-import { durationMs } from '../src/spec/duration';
+import { durationMs } from '../src/plan-format/duration';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_STEP_TIMEOUT, HEARTBEAT_TIMEOUT_MS } from '../src/workflows/plan/step-options';
 
 /** The tool call each step makes; `stepId` is filled in per call. */

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { CadreClient } from '../src/client/client';
-import { formatIssues, validatePlan } from '../src/spec/validate';
+import { formatIssues, validatePlan } from '../src/plan-format/validate';
 import { type BenchTask, writeFiles } from './local-model-tasks';
 import { agentTranscript } from './transcript';
 

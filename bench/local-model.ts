@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TOOL_CALL_MODES, type ToolCallMode, modelSettings } from '../src/providers/config';
-import { durationMs, isDuration } from '../src/spec/duration';
+import { durationMs, isDuration } from '../src/plan-format/duration';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
 import { TASKS } from './local-model-tasks';

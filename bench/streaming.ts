@@ -46,7 +46,7 @@ import { CadreClient } from '../src/client/client';
 import { endSession, sendMessage, sessionInput } from '../src/client/sessions';
 import { STREAM_PAGE_EVENTS, STREAM_TOPIC, streamQuery } from '../src/protocol/stream';
 import { modelSettings } from '../src/providers/config';
-import { formatIssues, validatePlan } from '../src/spec/validate';
+import { formatIssues, validatePlan } from '../src/plan-format/validate';
 import { batchInterval } from '../src/streaming/publisher';
 import { resolveServer } from '../src/worker/dev-server';
 import { registerSearchAttributes } from '../src/worker/embedded';

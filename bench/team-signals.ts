@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import YAML from 'yaml';
-import { formatIssues, validatePlan } from '../src/spec/validate';
+import { formatIssues, validatePlan } from '../src/plan-format/validate';
 import { type WorkerState, WorkerStateMachine } from '../src/protocol/worker-state';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';

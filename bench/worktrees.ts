@@ -82,7 +82,7 @@ async function main(): Promise<void> {
       navigate_imports: () => query('code.navigate_imports', { file: 'src/index.ts', symbol: 'CadreClient' }),
       find_implementations: () => query('code.find_implementations', { typeName: 'CadreError', dir: 'src' }),
       find_references: () => query('code.find_references', { file: 'src/workflows/plan/readiness.ts', symbol: 'Readiness' }),
-      trace_data_flow: () => query('code.trace_data_flow', { symbol: 'resolveTemplates', file: 'src/spec/templates.ts', direction: 'backward' }),
+      trace_data_flow: () => query('code.trace_data_flow', { symbol: 'resolveTemplates', file: 'src/plan-format/templates.ts', direction: 'backward' }),
     };
     const navigation: Record<string, number> = {};
     for (const [name, run] of Object.entries(queries)) {

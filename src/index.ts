@@ -1,8 +1,8 @@
 /** cadre's public API: the typed client, plan loading and validation, and the shapes they use. */
 export { CadreClient, CadreError, UsageError, defaultWorkflowId, isFinal, type ConnectOptions, type RunSummary, type StartOptions } from './client/client';
-export { PlanError, loadPlan, parsePlanText } from './spec/load';
-export { formatIssues, validatePlan, type PlanIssue, type ValidationResult } from './spec/validate';
-export type { CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput } from './spec/types';
+export { PlanError, loadPlan, parsePlanText } from './plan-format/load';
+export { formatIssues, validatePlan, type PlanIssue, type ValidationResult } from './plan-format/validate';
+export type { CompiledPlan, CompiledStep, PlanDocumentInput, RunPlanInput } from './plan-format/types';
 export type {
   AgentDiagnostics,
   AgentSummary,

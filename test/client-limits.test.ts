@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CadreClient, CadreError, planDetails } from '../src/client/client';
-import { DETAILS_LIMIT_BYTES } from '../src/spec/limits';
-import type { CompiledPlan, CompiledStep } from '../src/spec/types';
+import { DETAILS_LIMIT_BYTES } from '../src/plan-format/limits';
+import type { CompiledPlan, CompiledStep } from '../src/plan-format/types';
 import { FRAME_SLACK } from '../src/protocol/details';
 
 const toolStep = (id: string, extra: Partial<CompiledStep> = {}): CompiledStep => ({

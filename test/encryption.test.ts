@@ -15,7 +15,7 @@ import { AesGcmCodec, ENCRYPTED_ENCODING, KEY_ID_KEY } from '../src/codec/aes-gc
 import { type CodecKey, parseCodecKeys } from '../src/codec/keys';
 import { randomCodecToken, startCodecServer } from '../src/codec/server';
 import { CadreClient } from '../src/client/client';
-import { validatePlan } from '../src/spec/validate';
+import { validatePlan } from '../src/plan-format/validate';
 import { startDevServer } from '../src/worker/dev-server';
 import { createCadreWorker } from '../src/worker/worker';
 import { launchChromium } from './support/browser';

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEMO_DIR, TEAM_DEMO_DIR } from '../src/client/demo';
-import { loadPlan } from '../src/spec/load';
+import { loadPlan } from '../src/plan-format/load';
 import { startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
 test('the email-triage example completes offline, its decide and agent steps included', async () => {

@@ -15,7 +15,7 @@ import { hostName } from '../src/worker/host-name';
 import { runCadre, startCadreWorker, testServerEnv } from './support/cli';
 import { compile, startPlan, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
 import YAML from 'yaml';
-import { validatePlan } from '../src/spec/validate';
+import { validatePlan } from '../src/plan-format/validate';
 import { git, tempRepository } from './support/git-repo';
 import { until } from './support/until';
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { FOREACH_CHILD_THRESHOLD } from '../src/spec/limits';
+import { FOREACH_CHILD_THRESHOLD } from '../src/plan-format/limits';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 import { runHistories } from './support/history';
 

@@ -5,7 +5,7 @@ import { type Role, BUILTIN_ROLES_DIR, RoleError, isBuiltinSource, loadRoles } f
 import { routeTask, stem, suggestRole } from '../src/roles/router';
 import { DEFAULT_PROFILE, effectiveProfile } from '../src/sandbox/profile';
 import { toEgressPolicy } from '../src/egress/policy';
-import { isToolName } from '../src/spec/tools';
+import { isToolName } from '../src/plan-format/tools';
 import { runCadre } from './support/cli';
 
 const BUILTINS = ['architect', 'implementer', 'product', 'researcher', 'reviewer', 'tester'];

@@ -4,7 +4,7 @@
  * histories they read, the figures and plots they make) keeps working between the long runs.
  * Figures are checked for sense, never for speed.
  */
-import { FOREACH_CHILD_THRESHOLD } from '../src/spec/limits';
+import { FOREACH_CHILD_THRESHOLD } from '../src/plan-format/limits';
 import { forEachPlots, forEachScale } from '../bench/scale-foreach';
 import { type OwnedScaleEnv, testScaleEnv } from '../bench/scale-env';
 import { runsPlots, runsScale } from '../bench/scale-runs';

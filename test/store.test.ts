@@ -1,11 +1,11 @@
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isStored, type StoredList, type StoredRef } from '../src/spec/refs';
-import { resolveTemplates } from '../src/spec/templates';
+import { isStored, type StoredList, type StoredRef } from '../src/plan-format/refs';
+import { resolveTemplates } from '../src/plan-format/templates';
 import { BlobError, BlobStore, readStored } from '../src/store/blobs';
 import { externalize, jsonBytes, materialize } from '../src/store/values';
-import { listItems } from '../src/spec/stored-items';
+import { listItems } from '../src/plan-format/stored-items';
 import { tempWorkspace } from './support/harness';
 
 const LIMIT = 64 * 1024;

@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { isStored } from '../src/spec/refs';
+import { isStored } from '../src/plan-format/refs';
 import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 import { payloadSizes } from './support/history';
 

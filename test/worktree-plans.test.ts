@@ -7,7 +7,7 @@ import { runCadre, testServerEnv } from './support/cli';
 import { git, tempRepository } from './support/git-repo';
 import { compile, startPlan, waitUntil, withWorker } from './support/harness';
 import YAML from 'yaml';
-import { validatePlan } from '../src/spec/validate';
+import { validatePlan } from '../src/plan-format/validate';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 
 /** A repository, and a plan workspace beside it. */

@@ -7,7 +7,7 @@
  */
 import type { BlobStore } from '../store/blobs';
 import { externalize, jsonBytes } from '../store/values';
-import { PAYLOAD_LIMIT_BYTES } from '../spec/limits';
+import { PAYLOAD_LIMIT_BYTES } from '../plan-format/limits';
 import { ErrorTypes, permanent } from '../errors/application-failures';
 import type { ModelTurnResult } from '../providers/model-turn';
 

@@ -4,13 +4,13 @@
  * from history and never loads the validator (zod stays out of its bundle).
  */
 import path from 'node:path';
-import { resolveInputs } from '../spec/inputs';
-import { type PlanIssue, formatIssues } from '../spec/issues';
-import { PlanError, parsePlanText } from '../spec/load';
-import { checkStartPayload } from '../spec/payload';
-import type { RunPlanInput } from '../spec/types';
-import { validatePlan } from '../spec/validate';
-import { planExampleIssues } from '../spec/approvals';
+import { resolveInputs } from '../plan-format/inputs';
+import { type PlanIssue, formatIssues } from '../plan-format/issues';
+import { PlanError, parsePlanText } from '../plan-format/load';
+import { checkStartPayload } from '../plan-format/payload';
+import type { RunPlanInput } from '../plan-format/types';
+import { validatePlan } from '../plan-format/validate';
+import { planExampleIssues } from '../plan-format/approvals';
 
 export interface PlanDocumentRequest {
   /** The plan as the JSON of a plan file, or the text of a YAML or JSON plan file. */

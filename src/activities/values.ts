@@ -4,9 +4,9 @@
  * reads a stored output). Cheap reads of the workspace's blob store; workflows run them as local
  * activities.
  */
-import { ExpressionError, evaluateCondition, namesIn } from '../spec/expressions';
-import { MissingValueError, TemplateError, lookup, type TemplatePath } from '../spec/templates';
-import { hasDeferred } from '../spec/refs';
+import { ExpressionError, evaluateCondition, namesIn } from '../plan-format/expressions';
+import { MissingValueError, TemplateError, lookup, type TemplatePath } from '../plan-format/templates';
+import { hasDeferred } from '../plan-format/refs';
 import { BlobError, BlobStore } from '../store/blobs';
 import { expand, externalize, materialize, withStored } from '../store/values';
 import { ErrorTypes, permanent } from '../errors/application-failures';

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { CadreClient } from '../client/client';
 import { CadreError, UsageError } from '../errors/cadre-error';
-import { formatIssues, validatePlan } from '../spec/validate';
+import { formatIssues, validatePlan } from '../plan-format/validate';
 import { type AskPlan, buildPlan } from './plan';
 import { type Intent, loadRoutes } from './routes';
 import { MAX_REQUEST_CHARS, classify } from './rules';

@@ -4,8 +4,8 @@
  * whose answer the steps read instead of the input. The plan goes through the same validator as
  * plan files.
  */
-import type { CompiledPlan } from '../spec/types';
-import { formatIssues, validatePlan } from '../spec/validate';
+import type { CompiledPlan } from '../plan-format/types';
+import { formatIssues, validatePlan } from '../plan-format/validate';
 import { CadreError } from '../errors/cadre-error';
 import type { Intent, Slot } from './routes';
 

@@ -4,8 +4,8 @@
  * arguments and prints (the worker, the AI SDK and servers load only in the commands that run them).
  */
 import { Command, CommanderError } from 'commander';
-import { PlanError } from '../spec/plan-error';
-import { formatIssues } from '../spec/issues';
+import { PlanError } from '../plan-format/plan-error';
+import { formatIssues } from '../plan-format/issues';
 import { CadreError, UsageError } from '../errors/cadre-error';
 import { errorChain } from './error-chain';
 import { setConnectionFlags } from './connection-config';

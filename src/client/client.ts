@@ -12,10 +12,10 @@ import {
   type WorkflowExecutionDescription,
 } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import type { CompiledPlan } from '../spec/types';
-import { resolveInputs } from '../spec/inputs';
-import { checkStartPayload } from '../spec/payload';
-import { formatIssues } from '../spec/validate';
+import type { CompiledPlan } from '../plan-format/types';
+import { resolveInputs } from '../plan-format/inputs';
+import { checkStartPayload } from '../plan-format/payload';
+import { formatIssues } from '../plan-format/validate';
 import { CadrePlan, CadreStatus, answerUpdate, hostMovedSignal, moveHostUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { hostTaskQueue } from '../protocol/task-queue';
 import { auditDir, auditFile } from '../store/audit-files';
@@ -27,7 +27,7 @@ import { checkWorkflowId, workflowIdInterceptor } from './workflow-ids';
 import { type EventCallbacks, type EventsOptions, type StreamCursor, followEvents, readEvents } from '../streaming/reader';
 import { runLimitReached } from './limit-errors';
 import { runLimitsFromEnv } from './run-limits-env';
-import type { RunLimitValues } from '../spec/limits';
+import type { RunLimitValues } from '../plan-format/limits';
 import { errorChain } from './error-chain';
 
 export { errorChain } from './error-chain';

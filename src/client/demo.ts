@@ -5,8 +5,8 @@
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadPlan } from '../spec/load';
-import type { CompiledPlan } from '../spec/types';
+import { loadPlan } from '../plan-format/load';
+import type { CompiledPlan } from '../plan-format/types';
 import { type Embedded, startEmbedded } from '../worker/embedded';
 import { CadreClient, type ServerInfo, readServerInfo } from './client';
 import { ProgressPrinter, renderDiagnostics } from './format';

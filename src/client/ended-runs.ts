@@ -5,7 +5,7 @@
 import type { WorkflowExecutionDescription, WorkflowService } from '@temporalio/client';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { formatMs } from '../spec/duration';
+import { formatMs } from '../plan-format/duration';
 import { CadrePlan, type Diagnostics, type RunStatus } from '../protocol/definitions';
 
 /** The workflow's last record, with how and when its execution ended. */

@@ -1,6 +1,6 @@
 /** Human-readable rendering of diagnostics for the CLI. */
-import { LIMIT_WORDS, type LimitName, runLimits } from '../spec/limits';
-import { formatMs } from '../spec/duration';
+import { LIMIT_WORDS, type LimitName, runLimits } from '../plan-format/limits';
+import { formatMs } from '../plan-format/duration';
 import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../protocol/definitions';
 import { STEP_MARKS, describeWait } from '../protocol/details';
 import { isFinal } from './run-status';

@@ -3,9 +3,9 @@
  * so a retried start does not run it twice) and the details the Web UI shows for it.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledPlan, StepAction } from '../spec/types';
-import { utf8Length } from '../spec/limits';
-import { formatCount, shorten } from '../spec/text';
+import type { CompiledPlan, StepAction } from '../plan-format/types';
+import { utf8Length } from '../plan-format/limits';
+import { formatCount, shorten } from '../plan-format/text';
 import { FRAME_SLACK } from '../protocol/details';
 
 /** Budget of the details, well under Temporal's limit for static details (DETAILS_LIMIT_BYTES). */

@@ -7,7 +7,7 @@ import { status as grpcStatus } from '@grpc/grpc-js';
 import { type Client, type Connection, WorkflowFailedError, WorkflowNotFoundError, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { hasDeferred } from '../spec/refs';
+import { hasDeferred } from '../plan-format/refs';
 import { materialize, storesIn } from '../store/values';
 import { agentDiagnosticsQuery, diagnosticsQuery, type AgentDiagnostics, type AgentSummary, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { CadreError } from '../errors/cadre-error';

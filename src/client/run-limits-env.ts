@@ -3,7 +3,7 @@
  * (`signals=1000,updates=500,events=20000,bytes=20000000`). A run is given them in its input, so
  * it keeps within what its server really takes (docs/streaming.md, "What a run can take").
  */
-import { LIMIT_WORDS, type LimitName, type RunLimitValues } from '../spec/limits';
+import { LIMIT_WORDS, type LimitName, type RunLimitValues } from '../plan-format/limits';
 import { UsageError } from '../errors/cadre-error';
 
 export function runLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<RunLimitValues> | undefined {

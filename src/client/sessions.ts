@@ -9,8 +9,8 @@ import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailed
 import type { StreamEventAt } from '../streaming/events';
 import { streamOffsetQuery } from '../protocol/stream';
 import { EventPrinter } from './event-printer';
-import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
-import type { ApprovalPolicy, Approvals } from '../spec/types';
+import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../plan-format/tools';
+import type { ApprovalPolicy, Approvals } from '../plan-format/types';
 import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
 import {
   type SendResult,

@@ -3,7 +3,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { type AnalyticsTarget, analyticsTarget, describeTarget, withAnalytics } from '../analytics/database';
 import { LockBusyError } from '../analytics/lock';
 import { type PlanStats, type RunEstimate, estimateRun, readStats } from '../analytics/stats';
-import { durationMs, formatMs, isDuration } from '../spec/duration';
+import { durationMs, formatMs, isDuration } from '../plan-format/duration';
 import type { Diagnostics } from '../protocol/definitions';
 import { CadreError } from '../errors/cadre-error';
 import { isFinal } from './run-status';

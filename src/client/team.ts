@@ -7,9 +7,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadRoles } from '../roles/roles';
 import { type RoleSuggestion, suggestRole } from '../roles/router';
-import { PlanError, loadPlan } from '../spec/load';
-import { type CompiledPlan, TEAM_DEFAULTS } from '../spec/types';
-import { validatePlan } from '../spec/validate';
+import { PlanError, loadPlan } from '../plan-format/load';
+import { type CompiledPlan, TEAM_DEFAULTS } from '../plan-format/types';
+import { validatePlan } from '../plan-format/validate';
 
 const FALLBACK_LEAD = 'implementer';
 

@@ -7,7 +7,7 @@
 import { lookup } from 'node:dns/promises';
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import type { CompiledPlan, CompiledStep } from '../spec/types';
+import type { CompiledPlan, CompiledStep } from '../plan-format/types';
 import { problem, type PreflightProblem } from './codes';
 import { mayCreate, writersBefore } from './order';
 import { egressRefusal, sandboxProblems } from './sandbox';

@@ -5,8 +5,8 @@
  * tool, or any agent (its tools, or its role's, may write). Steps that may run at the same time do
  * not count: nothing says they finish first.
  */
-import { upstreamOf } from '../spec/graph';
-import type { CompiledPlan, CompiledStep } from '../spec/types';
+import { upstreamOf } from '../plan-format/graph';
+import type { CompiledPlan, CompiledStep } from '../plan-format/types';
 
 /** Built-in tools that write nothing. */
 const READ_ONLY_TOOLS = new Set(['fs.read', 'http.request', 'sleep', 'git.status']);

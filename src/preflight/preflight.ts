@@ -4,9 +4,9 @@
  */
 import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { resolveInputs } from '../spec/inputs';
-import { PlanError, loadPlanWithWarnings } from '../spec/load';
-import type { CompiledPlan } from '../spec/types';
+import { resolveInputs } from '../plan-format/inputs';
+import { PlanError, loadPlanWithWarnings } from '../plan-format/load';
+import type { CompiledPlan } from '../plan-format/types';
 import { SEARCH_ATTRIBUTES } from '../protocol/definitions';
 import { problem, type PreflightProblem } from './codes';
 import { type EnvironmentProbe, environmentProblems, systemProbe } from './environment';

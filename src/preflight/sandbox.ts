@@ -6,7 +6,7 @@ import ipaddr from 'ipaddr.js';
 import { type EgressPolicy, isAllowedHost, normalizeHost } from '../egress/policy';
 import { bubblewrapAvailability } from '../sandbox/bubblewrap';
 import { BASE_ENV_NAMES } from '../sandbox/environment';
-import type { CompiledPlan } from '../spec/types';
+import type { CompiledPlan } from '../plan-format/types';
 import { problem, type PreflightProblem } from './codes';
 
 /** Whether a plan's tools run commands: shell steps, agents with shell (roles may give it too, so team plans count). */

@@ -7,7 +7,7 @@
  */
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import type { CompiledPlan } from '../spec/types';
+import type { CompiledPlan } from '../plan-format/types';
 import { problem, type PreflightProblem } from './codes';
 import { mayCreate } from './order';
 import { passedToTools, setForTools } from './sandbox';

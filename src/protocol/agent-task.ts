@@ -5,8 +5,8 @@
  */
 import type { TeamRole } from '../activities/roles';
 import type { SandboxSpec } from '../sandbox/profile';
-import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../spec/types';
-import type { RunLimitValues } from '../spec/limits';
+import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../plan-format/types';
+import type { RunLimitValues } from '../plan-format/limits';
 import type { AgentSummary } from './definitions';
 
 /** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */

@@ -88,7 +88,7 @@ export interface RunUsage {
   events: number;
   bytes: number;
   /** The limits the run keeps within: Temporal's defaults, or its cluster's (`CADRE_RUN_LIMITS`). */
-  max?: import('../spec/limits').RunLimitValues;
+  max?: import('../plan-format/limits').RunLimitValues;
 }
 
 export interface CompensationRecord {
@@ -323,7 +323,7 @@ export interface SessionInput {
   model?: string;
   system?: string;
   tools: string[];
-  approvals: import('../spec/types').Approvals;
+  approvals: import('../plan-format/types').Approvals;
   approvalTimeout?: string;
   /** Where the session's tools run. */
   workspace: string;
@@ -338,7 +338,7 @@ export interface SessionInput {
   /** The session's stream, carried across continue-as-new so offsets keep counting. */
   streamState?: import('@temporalio/workflow-streams/workflow').WorkflowStreamState;
   /** Its cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`). */
-  limits?: Partial<import('../spec/limits').RunLimitValues>;
+  limits?: Partial<import('../plan-format/limits').RunLimitValues>;
 }
 
 export interface SessionState {

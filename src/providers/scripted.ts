@@ -23,7 +23,7 @@ import type {
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
-import { SCENARIO_FILE, realPath } from '../spec/scenarios';
+import { SCENARIO_FILE, realPath } from '../plan-format/scenarios';
 
 const toolCallSchema = z.strictObject({
   name: z.string().min(1),

@@ -6,12 +6,12 @@ import { existsSync, realpathSync } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { editDistance } from '../spec/checker';
-import { formatPath } from '../spec/issues';
-import { PlanError, parsePlanText } from '../spec/load';
-import { formatBytes, shorten } from '../spec/text';
-import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../spec/tools';
-import { approvalExampleIssues, approvalsSchema, compileApprovals } from '../spec/approvals';
+import { editDistance } from '../plan-format/checker';
+import { formatPath } from '../plan-format/issues';
+import { PlanError, parsePlanText } from '../plan-format/load';
+import { formatBytes, shorten } from '../plan-format/text';
+import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../plan-format/tools';
+import { approvalExampleIssues, approvalsSchema, compileApprovals } from '../plan-format/approvals';
 import { packageRoot } from '../package-root';
 import { roleSandboxSchema } from '../sandbox/schema';
 
@@ -190,7 +190,7 @@ function roleIssues(role: RoleFile, stem: string): { path: string; message: stri
   };
   repeats('tools', (s) => s);
   repeats('competencies', (s) => s.toLowerCase());
-  // As for agent steps (spec/checker.ts): approvals name the role's own tools, and only shell takes command rules.
+  // As for agent steps (plan-format/checker.ts): approvals name the role's own tools, and only shell takes command rules.
   for (const [name, policy] of Object.entries(role.approvals ?? {})) {
     const server = /^mcp:[^/]+\//.exec(name)?.[0];
     const at = formatPath(['approvals', name]);

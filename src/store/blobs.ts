@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { JsonKind, StoredList, StoredRef } from '../spec/refs';
+import type { JsonKind, StoredList, StoredRef } from '../plan-format/refs';
 
 /** Where a workspace keeps its blobs unless the worker names another store. */
 export const WORKSPACE_BLOB_DIR = path.join('.cadre', 'blobs');

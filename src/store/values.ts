@@ -12,8 +12,8 @@ import {
   isDeferredRead,
   isDeferredText,
   isStored,
-} from '../spec/refs';
-import { type StoredLoader, readDeferred, renderText } from '../spec/templates';
+} from '../plan-format/refs';
+import { type StoredLoader, readDeferred, renderText } from '../plan-format/templates';
 import { type BlobStore, locateItem, readStored } from './blobs';
 
 /** A field of a stored output this big or bigger is stored on its own; smaller ones stay in history. */

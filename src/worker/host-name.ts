@@ -1,6 +1,6 @@
 /** This machine's name among cadre's hosts (docs/operations.md, A fleet). */
 import os from 'node:os';
-import { durationMs, isDuration } from '../spec/duration';
+import { durationMs, isDuration } from '../plan-format/duration';
 import { HOST_NAME } from '../protocol/host-liveness';
 
 

@@ -7,7 +7,7 @@
 import { temporal } from '@temporalio/proto';
 import { CadreError, SERVER_TASK_CLOSES } from '../../src/client/client';
 import type { Diagnostics } from '../../src/protocol/definitions';
-import type { CompiledPlan } from '../../src/spec/types';
+import type { CompiledPlan } from '../../src/plan-format/types';
 import { startPlan, tempWorkspace, withWorker, type Harness } from '../support/harness';
 import { runHistories } from '../support/history';
 import { validatingFuzzPlans } from './plan-fuzz';

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CadreClient } from '../../src/client/client';
-import type { CompiledPlan } from '../../src/spec/types';
+import type { CompiledPlan } from '../../src/plan-format/types';
 import { compile } from '../support/harness';
 import { runHistories } from '../support/history';
 

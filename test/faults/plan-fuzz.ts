@@ -7,9 +7,9 @@
  * validate, for running on a dev server (each must complete or fail with a message).
  */
 import YAML from 'yaml';
-import { MAX_PLAN_FILE_BYTES, parsePlanText } from '../../src/spec/load';
-import type { CompiledPlan } from '../../src/spec/types';
-import { validatePlan } from '../../src/spec/validate';
+import { MAX_PLAN_FILE_BYTES, parsePlanText } from '../../src/plan-format/load';
+import type { CompiledPlan } from '../../src/plan-format/types';
+import { validatePlan } from '../../src/plan-format/validate';
 import { type Random, prng } from '../support/random';
 
 export interface FuzzPlan {

@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PlanError, loadPlanWithWarnings } from '../../src/spec/load';
-import type { PlanIssue } from '../../src/spec/issues';
+import { PlanError, loadPlanWithWarnings } from '../../src/plan-format/load';
+import type { PlanIssue } from '../../src/plan-format/issues';
 import { runCadre } from '../support/cli';
 import { type FuzzPlan, generateFuzzPlans, validatingFuzzPlans } from './plan-fuzz';
 

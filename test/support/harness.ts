@@ -7,8 +7,8 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { installConciseLogging } from '../../src/worker/logging';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
-import type { CompiledPlan } from '../../src/spec/types';
-import { formatIssues, validatePlan } from '../../src/spec/validate';
+import type { CompiledPlan } from '../../src/plan-format/types';
+import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 import type { Diagnostics } from '../../src/protocol/definitions';
 import { type CadreWorkerOptions, createCadreWorker } from '../../src/worker/worker';
 

@@ -12,7 +12,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
 import { endSession, sendMessage, sessionInput } from '../../src/client/sessions';
-import { validatePlan, formatIssues } from '../../src/spec/validate';
+import { validatePlan, formatIssues } from '../../src/plan-format/validate';
 import { startEmbedded } from '../../src/worker/embedded';
 import { installConciseLogging } from '../../src/worker/logging';
 import { followByPolls } from './poll-follower';

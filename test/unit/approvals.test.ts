@@ -1,5 +1,5 @@
 /** The pure parts of agents: approval policies with shell command globs, and reading a decision. */
-import { approvalFor, globMatches, matchChoice } from '../../src/spec/approval-policy';
+import { approvalFor, globMatches, matchChoice } from '../../src/plan-format/approval-policy';
 
 describe('approval policies', () => {
   test('a tool without a policy is allowed; a policy as a word applies to every call', () => {

@@ -99,7 +99,7 @@ describe('find_implementations against TypeScript', () => {
     const project = openProject(boundary, path.join(boundary.root, 'src'));
     const cases: [string, string][] = [
       ['errors/cadre-error.ts', 'CadreError'],
-      ['spec/templates.ts', 'TemplateError'],
+      ['plan-format/templates.ts', 'TemplateError'],
       ['workflows/plan/for-each.ts', 'ForEachHost'],
       ['workflows/plan/kinds/kind.ts', 'PlanRunContext'],
       ['providers/model-turn.ts', 'TurnListener'],

@@ -10,7 +10,7 @@ import YAML from 'yaml';
 import { buildProgram } from '../../src/client/cli';
 import { parseModelsSection } from '../../src/providers/config';
 import { roleSandboxSchema } from '../../src/sandbox/schema';
-import { formatIssues, validatePlan } from '../../src/spec/validate';
+import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 import { DOCS, asPlan, codeBlocks, named, root } from './doc-plans';
 
 const blocks = DOCS.flatMap(codeBlocks);

@@ -1,4 +1,4 @@
-import { evaluateCondition, namesIn, withQuotedStepIds } from '../../src/spec/expressions';
+import { evaluateCondition, namesIn, withQuotedStepIds } from '../../src/plan-format/expressions';
 
 const scope = { steps: { search: { output: { json: { count: 2 } }, status: 'completed' } }, inputs: { vip: 'a@x' } };
 

@@ -1,5 +1,5 @@
-import { resolveInputs } from '../../src/spec/inputs';
-import type { CompiledPlan } from '../../src/spec/types';
+import { resolveInputs } from '../../src/plan-format/inputs';
+import type { CompiledPlan } from '../../src/plan-format/types';
 
 describe('inputs are parsed strictly', () => {
   test("numbers follow JSON's grammar; booleans are true or false; JSON is plain data of bounded depth", () => {

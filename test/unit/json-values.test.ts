@@ -1,5 +1,5 @@
-import { jsonValueIssues, measureJson } from '../../src/spec/json-values';
-import { stringsIn } from '../../src/spec/templates';
+import { jsonValueIssues, measureJson } from '../../src/plan-format/json-values';
+import { stringsIn } from '../../src/plan-format/templates';
 
 describe('walks over user data', () => {
   test('measureJson gives the UTF-8 size of JSON.stringify, for any plain value', () => {

@@ -9,7 +9,7 @@ import {
   checkRetryPolicy,
   formatDurationMs,
   utf8Length,
-} from '../../src/spec/limits';
+} from '../../src/plan-format/limits';
 
 const fields = (problems: { field: string }[]) => problems.map((p) => p.field);
 

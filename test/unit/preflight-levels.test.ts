@@ -9,7 +9,7 @@ import path from 'node:path';
 import { formatProblems, problem } from '../../src/preflight/codes';
 import { type EnvironmentProbe, environmentProblems } from '../../src/preflight/environment';
 import { variablesOf } from '../../src/preflight/variables';
-import { formatIssues, validatePlan } from '../../src/spec/validate';
+import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 
 const probe: EnvironmentProbe = { env: { PATH: process.env.PATH, SET_HERE: '1' }, resolves: async () => true };
 

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { environmentProblems } from '../../src/preflight/environment';
 import type { PreflightProblem } from '../../src/preflight/codes';
-import { loadPlan } from '../../src/spec/load';
-import { formatIssues, validatePlan } from '../../src/spec/validate';
+import { loadPlan } from '../../src/plan-format/load';
+import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 import { docPlans, named, root } from './doc-plans';
 
 /** Findings that block: anything not marked a warning (code before levels had none). */

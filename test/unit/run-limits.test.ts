@@ -5,7 +5,7 @@
  * continue-as-new.
  */
 import { reportSpacing } from '../../src/protocol/worker-state';
-import { RUN_LIMITS, runLimits } from '../../src/spec/limits';
+import { RUN_LIMITS, runLimits } from '../../src/plan-format/limits';
 import { limitsLine } from '../../src/client/format';
 import { runLimitsFromEnv } from '../../src/client/run-limits-env';
 import { UsageError } from '../../src/errors/cadre-error';

@@ -6,7 +6,7 @@ import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadScenario } from '../../src/providers/scripted';
-import { formatIssues, validatePlan } from '../../src/spec/validate';
+import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-scenarios-'));
 const SECRET = 'root:$6$s3cr3tHash$AbCdEf:19000:0:99999:7:::';

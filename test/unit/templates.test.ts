@@ -1,8 +1,8 @@
-import { evaluateCondition, namesIn } from '../../src/spec/expressions';
-import { durationMs, isDuration } from '../../src/spec/duration';
-import { resolveInputs } from '../../src/spec/inputs';
-import { parsePath, resolveTemplates } from '../../src/spec/templates';
-import type { CompiledPlan } from '../../src/spec/types';
+import { evaluateCondition, namesIn } from '../../src/plan-format/expressions';
+import { durationMs, isDuration } from '../../src/plan-format/duration';
+import { resolveInputs } from '../../src/plan-format/inputs';
+import { parsePath, resolveTemplates } from '../../src/plan-format/templates';
+import type { CompiledPlan } from '../../src/plan-format/types';
 
 const scope = {
   steps: {

@@ -1,6 +1,6 @@
 import YAML from 'yaml';
-import { PlanError, parsePlanText } from '../../src/spec/load';
-import { formatIssues, validatePlan } from '../../src/spec/validate';
+import { PlanError, parsePlanText } from '../../src/plan-format/load';
+import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 
 function issues(yaml: string): string[] {
   const result = validatePlan(YAML.parse(yaml), { baseDir: '/tmp' });

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../../errors/application-failures';
-import { type ToolName, TOOL_NAMES, isToolName, toolParams } from '../../spec/tools';
+import { type ToolName, TOOL_NAMES, isToolName, toolParams } from '../../plan-format/tools';
 import { type CustomTools, isCustomTool, modelToolName, toolInputSchema } from './custom/registry';
 
 export type { DescribedTool as AgentTool } from './custom/registry';

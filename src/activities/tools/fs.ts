@@ -1,4 +1,4 @@
-import type { FsEditParams, FsReadParams, FsWriteParams } from '../../spec/tools';
+import type { FsEditParams, FsReadParams, FsWriteParams } from '../../plan-format/tools';
 import { readdir } from 'node:fs/promises';
 import { openInside, resolveInside } from '../confinement';
 import { ErrorTypes, permanent } from '../../errors/application-failures';

@@ -1,5 +1,5 @@
 /** The `git.*` tools: what a plan step does with the worktree it runs in. */
-import type { GitCommitParams, GitMergeParams } from '../../spec/tools';
+import type { GitCommitParams, GitMergeParams } from '../../plan-format/tools';
 import { ErrorTypes, permanent } from '../../errors/application-failures';
 import { commitWorktree, mergeWorktree, resetWorktree, worktreeStatus } from '../../git';
 import { openWorktree } from '../../git/worktrees';

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { egressFetch } from '../../egress';
-import type { HttpRequestParams } from '../../spec/tools';
+import type { HttpRequestParams } from '../../plan-format/tools';
 import { ErrorTypes, permanent, transient } from '../../errors/application-failures';
 import { CappedBytes, truncation } from './capped';
 import type { ToolContext } from './context';

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
-import { durationMs } from '../../spec/duration';
-import { isToolName, toolParams, type ToolName } from '../../spec/tools';
+import { durationMs } from '../../plan-format/duration';
+import { isToolName, toolParams, type ToolName } from '../../plan-format/tools';
 import { PROTECTED_PATHS, openBoundary } from '../confinement';
 import { ErrorTypes, permanent } from '../../errors/application-failures';
 import type { ToolContext } from './context';

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { ARG_MAX, envStrings, execBytes, type ShellParams } from '../../spec/tools';
+import { ARG_MAX, envStrings, execBytes, type ShellParams } from '../../plan-format/tools';
 import { toolEnvironment } from '../../sandbox/environment';
 import { type PreparedSandbox, SandboxUnavailable, prepareSandbox } from '../../sandbox/executor';
 import { type OutputReceivers, type SandboxedProcess, spawnSandboxed } from '../../sandbox/spawn';

@@ -1,6 +1,6 @@
 /** `cadre models test [model]`: which `toolCalls` mode reads the model's tool calls (logic in providers/mode-trials.ts). */
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { durationMs, isDuration } from '../../spec/duration';
+import { durationMs, isDuration } from '../../plan-format/duration';
 import { UsageError } from '../../errors/cadre-error';
 import { info, out } from './shared';
 

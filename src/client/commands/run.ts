@@ -1,8 +1,8 @@
 /** `cadre run <plan>`: start a plan, checked here first; with --wait, follow it to its end. */
 import { type Command, Option } from 'commander';
 import { errorsOf, formatProblems, warningsOf } from '../../preflight/codes';
-import type { CompiledPlan } from '../../spec/types';
-import { formatIssues } from '../../spec/issues';
+import type { CompiledPlan } from '../../plan-format/types';
+import { formatIssues } from '../../plan-format/issues';
 import { CadreError, UsageError } from '../../errors/cadre-error';
 import { renderDiagnostics } from '../format';
 import { taskQueue } from '../../protocol/task-queue';
@@ -23,7 +23,7 @@ export function registerRunCommand(program: Command): void {
     .action(async (file: string, opts: { input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean; preflight: boolean }) => {
       if (opts.id !== undefined) checkWorkflowId(opts.id);
       // The plan format and the checks load only when a command runs: `cadre --version` starts fast.
-      const [{ loadPlan }, { resolveInputs }, { environmentProblems }] = await Promise.all([import('../../spec/load'), import('../../spec/inputs'), import('../../preflight/environment')]);
+      const [{ loadPlan }, { resolveInputs }, { environmentProblems }] = await Promise.all([import('../../plan-format/load'), import('../../plan-format/inputs'), import('../../preflight/environment')]);
       const plan = await loadPlan(file, process.cwd());
       if (plan.sandbox?.mode === 'none') info(`warning: ${file} says sandbox: none: its tools run unconfined, with the worker's permissions, files and network (docs/security.md)`);
       // Bad inputs are the user's to fix before any server is involved.

@@ -1,8 +1,8 @@
 /** `cadre validate [--preflight]`: a plan file's problems, and with --preflight what it needs here and on the server. */
 import { type Command, Option } from 'commander';
 import { errorsOf, formatProblems, problem, warningsOf } from '../../preflight/codes';
-import { PlanError } from '../../spec/plan-error';
-import { formatIssues } from '../../spec/issues';
+import { PlanError } from '../../plan-format/plan-error';
+import { formatIssues } from '../../plan-format/issues';
 import { CadreError } from '../../errors/cadre-error';
 import { taskQueue } from '../../protocol/task-queue';
 import { collectInput, info, out, withClient } from './shared';
@@ -18,7 +18,7 @@ export function registerValidateCommand(program: Command): void {
     .addHelpText('after', '\nExamples:\n  cadre validate plan.yaml\n  cadre validate plan.yaml --json | jq \'.issues[].path\'\n  cadre validate plan.yaml --preflight -i vip=me@example.com')
     .action(async (file: string, opts: { json?: boolean; preflight?: boolean; input: Record<string, string>; taskQueue: string }) => {
       if (opts.preflight) return preflightCommand(file, opts);
-      const { loadPlanWithWarnings } = await import('../../spec/load');
+      const { loadPlanWithWarnings } = await import('../../plan-format/load');
       if (opts.json) {
         try {
           const { plan, warnings } = await loadPlanWithWarnings(file, process.cwd());

@@ -10,7 +10,7 @@
 import { ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
 import { ApprovalGate } from './approval-gate';
 import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
-import { approvalFor, matchChoice } from '../../spec/approval-policy';
+import { approvalFor, matchChoice } from '../../plan-format/approval-policy';
 import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from '../common/clock';
 import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/definitions';

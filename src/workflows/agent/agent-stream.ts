@@ -8,7 +8,7 @@
  */
 import { CancellationScope, log, workflowInfo } from '@temporalio/workflow';
 import type { Waiting } from '../../protocol/definitions';
-import type { RunLimitValues } from '../../spec/limits';
+import type { RunLimitValues } from '../../plan-format/limits';
 import { RunLimits } from '../common/run-limits';
 import { RunStream } from '../common/run-stream';
 import type { LoopHooks } from './loop-contract';

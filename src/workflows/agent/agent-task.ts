@@ -17,8 +17,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../../activities';
-import { durationMs } from '../../spec/duration';
-import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../../spec/types';
+import { durationMs } from '../../plan-format/duration';
+import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from '../../plan-format/types';
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate, hostMovedSignal } from '../../protocol/definitions';

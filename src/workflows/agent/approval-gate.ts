@@ -8,7 +8,7 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { CommandDecision } from '../../commands/rules';
-import type { ApprovalPolicy, Approvals } from '../../spec/types';
+import type { ApprovalPolicy, Approvals } from '../../plan-format/types';
 import type { AuditEvent } from './audit';
 import { APPROVAL_CHOICES_ALWAYS, type ApprovalDetail } from '../../protocol/definitions';
 import { type HumanWaits, splitAnswer } from '../plan/waits';

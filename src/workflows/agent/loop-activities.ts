@@ -5,7 +5,7 @@
 import type { Duration } from '@temporalio/common';
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { ModelToolCall } from '../../activities';
-import { BLOB_THRESHOLD_BYTES } from '../../spec/limits';
+import { BLOB_THRESHOLD_BYTES } from '../../plan-format/limits';
 import { describeFailure } from '../common/failures';
 import { type HostRoute, hostActivities } from '../common/host-route';
 import type { ToolMessage } from './loop-contract';

@@ -4,7 +4,7 @@
  */
 import type { Duration } from '@temporalio/common';
 import type { ModelMessageInput } from '../../activities';
-import type { Approvals } from '../../spec/types';
+import type { Approvals } from '../../plan-format/types';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { OwnEvent } from '../common/run-stream';
 import type { HostRoute } from '../common/host-route';

@@ -5,7 +5,7 @@
  * sends, those; none, for good, once half of any of its limits is used, which the stream says once
  * (`stream_shed`). Turns' ends, tool calls and results still show: the workflow publishes them.
  */
-import { LIMIT_WORDS } from '../../spec/limits';
+import { LIMIT_WORDS } from '../../plan-format/limits';
 import type { RunLimits } from '../common/run-limits';
 
 /** Streaming stops at this share of any limit: the other half stays for control. */

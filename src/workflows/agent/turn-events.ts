@@ -5,7 +5,7 @@
  * attempt's `message_start`. Results are redacted by the activities before they return.
  */
 import type { ModelTurnResult } from '../../activities';
-import { isStored, describeStored } from '../../spec/refs';
+import { isStored, describeStored } from '../../plan-format/refs';
 import { previewArgs, toolResultPreview } from '../../protocol/stream';
 import type { OwnEvent } from '../common/run-stream';
 

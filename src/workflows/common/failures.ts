@@ -1,8 +1,8 @@
 /** Reading activity failures in workflow code: was it a timeout, how many attempts did it take. */
 import { ActivityFailure, ApplicationFailure, TemporalFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { ToolFailureDetails } from '../../activities';
-import { ExpressionError } from '../../spec/expressions';
-import { TemplateError } from '../../spec/templates';
+import { ExpressionError } from '../../plan-format/expressions';
+import { TemplateError } from '../../plan-format/templates';
 
 export interface StepError {
   message: string;

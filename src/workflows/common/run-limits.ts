@@ -8,10 +8,10 @@
  */
 import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { log, setHandler, workflowInfo } from '@temporalio/workflow';
-import { LIMIT_WORDS, type LimitName, type RunLimitValues, runLimits } from '../../spec/limits';
+import { LIMIT_WORDS, type LimitName, type RunLimitValues, runLimits } from '../../plan-format/limits';
 import type { RunUsage } from '../../protocol/definitions';
 
-export type { LimitName } from '../../spec/limits';
+export type { LimitName } from '../../plan-format/limits';
 /** Past this share of a limit, the run warns. */
 export const WARN_SHARE = 0.8;
 

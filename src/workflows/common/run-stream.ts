@@ -20,7 +20,7 @@ import {
   workflowStreamPublishSignal,
 } from '@temporalio/workflow-streams/workflow';
 import { STREAM_PAGE_EVENTS, STREAM_TOPIC, type StreamPage, type StreamRead, streamQuery } from '../../protocol/stream';
-import { UPDATES_IN_FLIGHT, UPDATES_PER_RUN } from '../../spec/limits';
+import { UPDATES_IN_FLIGHT, UPDATES_PER_RUN } from '../../plan-format/limits';
 import type { Waiting } from '../../protocol/definitions';
 import type { StreamEvent } from '../../streaming/events';
 import { nowMs } from './clock';

@@ -1,5 +1,5 @@
 /** Sizes of what a workflow sends to the server, measured as the server does: UTF-8 bytes. Pure. */
-import { utf8Length } from '../../spec/limits';
+import { utf8Length } from '../../plan-format/limits';
 
 /** Bytes of a value as JSON, as it travels to the server (undefined: nothing). */
 export function sizeOf(value: unknown): number {

@@ -6,8 +6,8 @@
  */
 import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
-import { durationMs } from '../../spec/duration';
-import type { CompiledStep } from '../../spec/types';
+import { durationMs } from '../../plan-format/duration';
+import type { CompiledStep } from '../../plan-format/types';
 import { AGENT_TASK_WORKFLOW, type AgentResult, type AgentTaskInput, type AgentTaskWorkflow } from '../../protocol/agent-task';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentSummary, type Waiting, type WorkerRecord, agentAnswerSignal, agentWaitsSignal, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';

@@ -1,9 +1,9 @@
 /** Compensation: on abort or cancellation, the `compensate` actions of completed steps, most recent first. */
 import { sleep } from '@temporalio/workflow';
 import { hostActivities } from '../common/host-route';
-import { durationMs } from '../../spec/duration';
-import { resolveTemplates } from '../../spec/templates';
-import type { CompiledStep, ToolCall } from '../../spec/types';
+import { durationMs } from '../../plan-format/duration';
+import { resolveTemplates } from '../../plan-format/templates';
+import type { CompiledStep, ToolCall } from '../../plan-format/types';
 import type { CompensationRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import type { PlanRunContext } from './kinds';

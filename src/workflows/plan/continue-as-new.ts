@@ -11,9 +11,9 @@
 import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from '@temporalio/workflow';
 import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { HumanWaitOutcome } from '../../analytics/types';
-import type { RunPlanInput } from '../../spec/types';
-import { PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
-import { hasDeferred, isStored } from '../../spec/refs';
+import type { RunPlanInput } from '../../plan-format/types';
+import { PAYLOAD_LIMIT_BYTES } from '../../plan-format/limits';
+import { hasDeferred, isStored } from '../../plan-format/refs';
 import type { HostMove, StepRecord, WorkerRecord, WorkspaceCloneRecord } from '../../protocol/definitions';
 import type { CarriedTeam } from '../team/team';
 import type { CarriedLease } from './worktrees';

@@ -1,5 +1,5 @@
 /** What a plan run does about a failed or timed-out step: the plan's strategy, or a person's answer. Workflow code. */
-import type { CompiledStep } from '../../spec/types';
+import type { CompiledStep } from '../../plan-format/types';
 import { FAILURE_CHOICES, TIMEOUT_CHOICES, type WaitKind } from '../../protocol/definitions';
 import type { StepError } from '../common/failures';
 

@@ -5,15 +5,15 @@
  */
 import { condition } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
-import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD } from '../../spec/limits';
-import { type Stored, describeStored, isDeferredRead, isStored } from '../../spec/refs';
-import { resolveTemplates } from '../../spec/templates';
-import type { CompiledStep } from '../../spec/types';
+import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD } from '../../plan-format/limits';
+import { type Stored, describeStored, isDeferredRead, isStored } from '../../plan-format/refs';
+import { resolveTemplates } from '../../plan-format/templates';
+import type { CompiledStep } from '../../plan-format/types';
 import { StepFailedError } from '../common/failures';
 import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { type PlanRunContext, kindOf } from './kinds';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
-import { listItems } from '../../spec/stored-items';
+import { listItems } from '../../plan-format/stored-items';
 import type { PlanPatches } from './plan-patches';
 
 /** What forEach needs of its run besides what step kinds get. */

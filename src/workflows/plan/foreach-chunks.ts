@@ -7,9 +7,9 @@
  */
 import type { SandboxSpec } from '../../sandbox/profile';
 import { condition, patched, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
-import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../../spec/limits';
-import type { Stored, StoredList } from '../../spec/refs';
-import type { CompiledStep } from '../../spec/types';
+import { FOREACH_CHILD_THRESHOLD, MAX_ID_BYTES } from '../../plan-format/limits';
+import type { Stored, StoredList } from '../../plan-format/refs';
+import type { CompiledStep } from '../../plan-format/types';
 import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';

@@ -6,7 +6,7 @@
  * workflow type.
  */
 import { metricMeter } from '@temporalio/workflow';
-import type { StepAction } from '../../spec/types';
+import type { StepAction } from '../../plan-format/types';
 
 /** What a step runs, as a metric label: the tool's name, or ask, agent or decide. */
 export function toolLabel(action: StepAction): string {

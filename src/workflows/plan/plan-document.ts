@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { PlanDocumentInput, RunPlanInput } from '../../spec/types';
+import type { PlanDocumentInput, RunPlanInput } from '../../plan-format/types';
 import { isoAt, nowMs } from '../common/clock';
 import { CadrePlan, type Diagnostics, diagnosticsQuery } from '../../protocol/definitions';
 

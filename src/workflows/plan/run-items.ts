@@ -6,13 +6,13 @@
  */
 import type { SandboxSpec } from '../../sandbox/profile';
 import { ApplicationFailure, TemporalFailure, condition, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
-import type { Stored, StoredRef } from '../../spec/refs';
-import { hasDeferred } from '../../spec/refs';
-import { resolveTemplates } from '../../spec/templates';
-import type { CompiledStep } from '../../spec/types';
+import type { Stored, StoredRef } from '../../plan-format/refs';
+import { hasDeferred } from '../../plan-format/refs';
+import { resolveTemplates } from '../../plan-format/templates';
+import type { CompiledStep } from '../../plan-format/types';
 import { describeFailure, type StepError } from '../common/failures';
 import { runsLocally } from './step-options';
-import { listItems } from '../../spec/stored-items';
+import { listItems } from '../../plan-format/stored-items';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { checkInput, count, flag, map, shape, text } from '../../protocol/input-checks';
 import { hostMovedSignal } from '../../protocol/definitions';

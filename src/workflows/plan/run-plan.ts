@@ -6,10 +6,10 @@
  */
 import { ApplicationFailure, CancellationScope, ContinueAsNew, condition, isCancellation } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
-import { durationMs } from '../../spec/duration';
-import { evaluateCondition } from '../../spec/expressions';
-import { resolveTemplates } from '../../spec/templates';
-import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../spec/types';
+import { durationMs } from '../../plan-format/duration';
+import { evaluateCondition } from '../../plan-format/expressions';
+import { resolveTemplates } from '../../plan-format/templates';
+import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../plan-format/types';
 import { compileDocument, isPlanDocument } from './plan-document';
 import { isoAt, nowMs } from '../common/clock';
 import type { PlanResult, StepRecord, StepStatus } from '../../protocol/definitions';

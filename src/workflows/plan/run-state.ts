@@ -6,10 +6,10 @@
 import type { SandboxSpec } from '../../sandbox/profile';
 import { isCancellation, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
-import { BLOB_THRESHOLD_BYTES, PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
-import { describeStored, hasDeferred, isStored } from '../../spec/refs';
-import type { ResolveOptions } from '../../spec/templates';
-import type { CompiledPlan, CompiledStep, RunPlanInput } from '../../spec/types';
+import { BLOB_THRESHOLD_BYTES, PAYLOAD_LIMIT_BYTES } from '../../plan-format/limits';
+import { describeStored, hasDeferred, isStored } from '../../plan-format/refs';
+import type { ResolveOptions } from '../../plan-format/templates';
+import type { CompiledPlan, CompiledStep, RunPlanInput } from '../../plan-format/types';
 import { AgentSteps } from './agent-steps';
 import { Team } from '../team/team';
 import { isoAt, nowMs } from '../common/clock';
@@ -18,7 +18,7 @@ import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from '../../protocol/details'
 import { StepFailedError } from '../common/failures';
 import { StepBook } from './step-book';
 import { ActivityIds, storedValues } from './tool-call';
-import { ExpressionNames } from '../../spec/stored-items';
+import { ExpressionNames } from '../../plan-format/stored-items';
 import { HumanWaits } from './waits';
 import { type ForEachHost, ForEachSteps } from './for-each';
 import { type CompensationHost, Compensations } from './compensations';

@@ -3,7 +3,7 @@
  * and `when` read as `steps`, counts by status, readiness. Every status change goes through
  * setStatus, so they stay in step.
  */
-import type { CompiledStep } from '../../spec/types';
+import type { CompiledStep } from '../../plan-format/types';
 import { STEP_STATUSES, type StepRecord, type StepStatus } from '../../protocol/definitions';
 import { stepEnded, stepStarted, toolLabel } from './metrics';
 import { Readiness } from './readiness';

@@ -1,8 +1,8 @@
 /** Activity options of a step, from its plan settings. Pure. */
 import type { ActivityOptions, LocalActivityOptions, RetryPolicy } from '@temporalio/workflow';
-import { durationMs } from '../../spec/duration';
-import { checkActivityOptions } from '../../spec/limits';
-import type { CompiledStep } from '../../spec/types';
+import { durationMs } from '../../plan-format/duration';
+import { checkActivityOptions } from '../../plan-format/limits';
+import type { CompiledStep } from '../../plan-format/types';
 import { StepFailedError } from '../common/failures';
 
 /** Used when neither the step nor the plan's defaults set a timeout. */

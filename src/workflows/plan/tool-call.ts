@@ -5,10 +5,10 @@
 import { patched, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { PATCH_HOST_STORED_VALUES } from './plan-patches';
 import type { Activities, ToolResult } from '../../activities';
-import { durationMs } from '../../spec/duration';
-import { type CompiledStep, startsProcesses } from '../../spec/types';
+import { durationMs } from '../../plan-format/duration';
+import { type CompiledStep, startsProcesses } from '../../plan-format/types';
 import type { SandboxSpec } from '../../sandbox/profile';
-import { PAYLOAD_LIMIT_BYTES } from '../../spec/limits';
+import { PAYLOAD_LIMIT_BYTES } from '../../plan-format/limits';
 import { StepTimeout } from '../common/failures';
 import { audit } from '../agent/audit';
 import { isoAt, nowMs } from '../common/clock';

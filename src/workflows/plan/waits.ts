@@ -4,8 +4,8 @@
  * validator before it reaches history ("already answered with ...").
  */
 import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
-import { durationMs, isDuration } from '../../spec/duration';
-import { checkDurationMs } from '../../spec/limits';
+import { durationMs, isDuration } from '../../plan-format/duration';
+import { checkDurationMs } from '../../plan-format/limits';
 import { isoAt, nowMs } from '../common/clock';
 import { humanWaited } from './metrics';
 import type { ApprovalDetail, WaitKind, Waiting } from '../../protocol/definitions';

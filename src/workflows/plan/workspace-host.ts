@@ -8,7 +8,7 @@ import { ActivityFailure, ApplicationFailure, CancellationScope, isCancellation,
 import { CadreHost, type HostMove, type WorkspaceCloneRecord } from '../../protocol/definitions';
 import { hostTaskQueue } from '../../protocol/task-queue';
 import type { Activities, ClonedWorkspace, WorkspaceHost } from '../../activities';
-import type { WorkspaceSource } from '../../spec/types';
+import type { WorkspaceSource } from '../../plan-format/types';
 import { describeFailure } from '../common/failures';
 import { HostRoute, hostActivities } from '../common/host-route';
 import { HOST_NAME } from '../../protocol/host-liveness';

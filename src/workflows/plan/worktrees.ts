@@ -6,7 +6,7 @@
  */
 import { ActivityFailure, ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { WorktreeSpec } from '../../spec/types';
+import type { WorktreeSpec } from '../../plan-format/types';
 import type { WorktreeRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { type HostRoute, hostActivities } from '../common/host-route';

@@ -19,7 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../../activities';
-import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../../spec/types';
+import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../../plan-format/types';
 import { AgentLoop, asFailure } from '../agent/agent-loop';
 import {
   type SendResult,

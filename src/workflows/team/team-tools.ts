@@ -6,8 +6,8 @@
  */
 import type { SandboxSpec } from '../../sandbox/profile';
 import { ApplicationFailure, CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
-import { durationMs, isDuration } from '../../spec/duration';
-import { DEFAULT_AGENT_TURNS } from '../../spec/types';
+import { durationMs, isDuration } from '../../plan-format/duration';
+import { DEFAULT_AGENT_TURNS } from '../../plan-format/types';
 import type { WorkflowTool } from '../agent/agent-loop';
 import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../../protocol/agent-task';
 import { isoAt, nowMs } from '../common/clock';
@@ -18,7 +18,7 @@ import type { WorkerReporter } from '../agent/worker-reporter';
 import { WorktreeLeases } from '../plan/worktrees';
 import { type RunLimits, onSignal } from '../common/run-limits';
 import { refusedForLimit } from '../common/sent-signals';
-import type { RunLimitValues } from '../../spec/limits';
+import type { RunLimitValues } from '../../plan-format/limits';
 import type { HostRoute } from '../common/host-route';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */

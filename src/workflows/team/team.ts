@@ -10,7 +10,7 @@ import { type HostRoute, hostActivities } from '../common/host-route';
 import { executeChild, getExternalWorkflowHandle, workflowInfo } from '@temporalio/workflow';
 import type { TeamRole } from '../../activities/roles';
 import { suggestRole } from '../../roles/router';
-import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../spec/types';
+import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../plan-format/types';
 import { AGENT_TASK_WORKFLOW, type AgentTaskInput, type AgentTaskWorkflow, type TeamWorker } from '../../protocol/agent-task';
 import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import ts from 'typescript';
-import type { CodeFindImplementationsParams, CodeFindReferencesParams, CodeNavigateImportsParams, CodeTraceDataFlowParams } from '../../../spec/tools';
+import type { CodeFindImplementationsParams, CodeFindReferencesParams, CodeNavigateImportsParams, CodeTraceDataFlowParams } from '../../../plan-format/tools';
 import { resolveInside } from '../../confinement';
 import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import { type CodeLocation, type CodeProject, type CodeToolContext, identifiersNamed, isInProject, locationAt } from './project';

@@ -4,7 +4,7 @@
  * would have been more precise.
  */
 import path from 'node:path';
-import type { CodeSearchParams } from '../../../spec/tools';
+import type { CodeSearchParams } from '../../../plan-format/tools';
 import { walkTree } from '../../confined-tree';
 import { resolveInside } from '../../confinement';
 import { type CodeLocation, type CodeToolContext, SKIPPED_DIRS } from './project';

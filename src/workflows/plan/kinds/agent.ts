@@ -1,8 +1,8 @@
 /** `agent:` and `decide:` steps: an `agentTask` child workflow, in the step's worktree when it has one. */
 import type { ToolResult } from '../../../activities';
-import { MAX_PROMPT_BYTES } from '../../../spec/limits';
-import { resolveTemplates } from '../../../spec/templates';
-import type { CompiledStep, StepAction } from '../../../spec/types';
+import { MAX_PROMPT_BYTES } from '../../../plan-format/limits';
+import { resolveTemplates } from '../../../plan-format/templates';
+import type { CompiledStep, StepAction } from '../../../plan-format/types';
 import { workflowInfo } from '@temporalio/workflow';
 import { StepFailedError } from '../../common/failures';
 import type { Team } from '../../team/team';

@@ -1,7 +1,7 @@
 /** `ask:` steps: a question to a person, answered by the `answer` update (or signal). */
-import { MAX_QUESTION_BYTES } from '../../../spec/limits';
-import { resolveTemplates } from '../../../spec/templates';
-import type { AskSpec } from '../../../spec/types';
+import { MAX_QUESTION_BYTES } from '../../../plan-format/limits';
+import { resolveTemplates } from '../../../plan-format/templates';
+import type { AskSpec } from '../../../plan-format/types';
 import { StepTimeout } from '../../common/failures';
 import type { StepKind } from './kind';
 

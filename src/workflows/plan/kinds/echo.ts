@@ -1,7 +1,7 @@
 /** `echo:` steps: the step's output is its value, templates resolved; no activity runs. */
-import { BLOB_THRESHOLD_BYTES } from '../../../spec/limits';
-import { hasDeferred } from '../../../spec/refs';
-import { resolveTemplates } from '../../../spec/templates';
+import { BLOB_THRESHOLD_BYTES } from '../../../plan-format/limits';
+import { hasDeferred } from '../../../plan-format/refs';
+import { resolveTemplates } from '../../../plan-format/templates';
 import type { StepKind } from './kind';
 
 export const echoKind: StepKind = {

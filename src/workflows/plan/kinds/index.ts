@@ -1,5 +1,5 @@
 /** The step kinds a plan run knows, by the name of their action: adding a kind is adding its module here. */
-import type { StepAction } from '../../../spec/types';
+import type { StepAction } from '../../../plan-format/types';
 import { agentKind, decideKind } from './agent';
 import { askKind } from './ask';
 import { echoKind } from './echo';

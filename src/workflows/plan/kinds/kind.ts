@@ -6,8 +6,8 @@
  */
 import type { ToolResult } from '../../../activities';
 import type { SandboxSpec } from '../../../sandbox/profile';
-import type { ResolveOptions } from '../../../spec/templates';
-import type { CompiledPlan, CompiledStep } from '../../../spec/types';
+import type { ResolveOptions } from '../../../plan-format/templates';
+import type { CompiledPlan, CompiledStep } from '../../../plan-format/types';
 import type { StepRecord, WaitKind } from '../../../protocol/definitions';
 import type { Team } from '../../team/team';
 import type { AgentSteps } from '../agent-steps';

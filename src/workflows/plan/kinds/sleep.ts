@@ -1,8 +1,8 @@
 /** `tool: sleep` steps: a durable timer, no activity. */
-import { MAX_QUESTION_BYTES } from '../../../spec/limits';
-import { hasDeferred } from '../../../spec/refs';
-import { resolveTemplates } from '../../../spec/templates';
-import type { ToolCall } from '../../../spec/types';
+import { MAX_QUESTION_BYTES } from '../../../plan-format/limits';
+import { hasDeferred } from '../../../plan-format/refs';
+import { resolveTemplates } from '../../../plan-format/templates';
+import type { ToolCall } from '../../../plan-format/types';
 import { DEFAULT_STEP_TIMEOUT } from '../step-options';
 import { durableSleep } from '../tool-call';
 import type { StepKind } from './kind';

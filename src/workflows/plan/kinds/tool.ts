@@ -1,6 +1,6 @@
 /** `tool:` steps: the tool runs as an activity (or a local one), in the step's worktree when it has one. */
-import { resolveTemplates } from '../../../spec/templates';
-import type { ToolCall } from '../../../spec/types';
+import { resolveTemplates } from '../../../plan-format/templates';
+import type { ToolCall } from '../../../plan-format/types';
 import { DEFAULT_STEP_TIMEOUT, runsLocally } from '../step-options';
 import { callTool } from '../tool-call';
 import type { StepKind } from './kind';
