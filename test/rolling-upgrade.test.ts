@@ -65,9 +65,9 @@ test('two builds side by side on a host: a plan run started on the old build fin
     next = await startCadreWorker([], root, env('v2'));
     await until('v2 says it is not current', () => (next!.stderr().includes(`build v2 of deployment ${deployment}: not the current build`) ? true : undefined), 30_000);
     const temporal = (await findTemporalCli()) as string;
-    await promisify(execFile)(temporal, [
-      'worker', 'deployment', 'set-current-version', '--deployment-name', deployment, '--build-id', 'v2', '--yes', '--address', process.env.CADRE_TEST_ADDRESS as string,
-    ]);
+    const promote = ['worker', 'deployment', 'set-current-version', '--deployment-name', deployment, '--build-id', 'v2', '--yes', '--address', process.env.CADRE_TEST_ADDRESS as string];
+    // Refused until the server has seen v2 poll every queue v1 does (the shared one and the host's): as an operator would, ask again.
+    await until('v2 made current', () => promisify(execFile)(temporal, promote).then(() => true, (err: Error) => (/missing active task queues/.test(err.message) ? undefined : Promise.reject(err))), 30_000, 500);
     expect(await current()).toBe('v2');
 
     expect(await runCadre(['run', 'upgrade.yaml', '--id', second, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
