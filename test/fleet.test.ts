@@ -2,7 +2,8 @@
  * A fleet on one machine: `cadre worker` processes as hosts (CADRE_HOST), each polling the shared
  * task queue and a queue of its own; `cadre workers` lists them as Temporal sees them.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { pruneClones } from '../src/activities/clone-prune';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { auditSinks } from '../src/worker/audit-log';
@@ -332,6 +333,15 @@ describe('a workspace cloned from a repository', () => {
         expect(git(repo, 'show', `${done.clone!.branch}:app.txt`)).toBe('line 1\nline 2\nline 3\nline 4');
         // The repository's own branch is untouched.
         expect(readFileSync(path.join(repo, 'app.txt'), 'utf8')).toBe('line 1\nline 2\nline 3\n');
+        // A failed run's clone stays to look at; pruning keeps it while it holds work never pushed, and removes it after.
+        const failing = compile(`name: one-machine-fails\nworkspace: { repo: ./repo }\nsteps:\n  - { id: half, retry: { maximumAttempts: 1 }, tool: shell, with: { command: "echo half > half.txt; exit 3" } }\n`, home);
+        const failed = await waitUntil(h, await startPlan(h, failing), (d) => d.status !== 'running');
+        expect(failed).toMatchObject({ status: 'failed', clone: { path: expect.any(String) } });
+        expect(failed.clone!.removed).toBeUndefined();
+        const ended = async () => ({ open: false });
+        expect((await pruneClones(undefined, ended)).kept).toEqual([{ path: failed.clone!.path, why: expect.stringMatching(/^holds work never pushed \(run one-machine-fails-.* ended without it\)$/) }]);
+        rmSync(path.join(failed.clone!.path, 'half.txt'));
+        expect(await pruneClones(undefined, ended)).toEqual({ removed: [failed.clone!.path], kept: [] });
       });
     } finally {
       if (before === undefined) delete process.env.CADRE_WORKSPACES;
@@ -384,6 +394,11 @@ describe('a workspace cloned from a repository', () => {
       expect(done.clone).toMatchObject({ removed: true });
       expect(existsSync(done.clone!.path)).toBe(false);
       expect(readFileSync(path.join(slow.clone!.path, 'first.txt'), 'utf8')).toBe('one');
+      // The lost host comes back: it removes its clone of the run, which went on elsewhere with all of that clone's work.
+      const back = await startCadreWorker([], root, env(lost));
+      workers.push(back);
+      await until('the returning host pruned its clone', () => (back.stderr().includes('removed 1 clone(s) of runs that ended or moved on') ? true : undefined), 30_000);
+      expect(existsSync(slow.clone!.path)).toBe(false);
       // The first step ran once, on the lost host; what came after its push ran on the other host; no workflow task failed.
       const tools = (await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool' || type === 'checkpointWorkspace');
       expect(tools).toEqual([['runTool', lost], ['checkpointWorkspace', lost], ['checkpointWorkspace', other], ['runTool', other], ['checkpointWorkspace', other]]);

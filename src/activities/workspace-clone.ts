@@ -53,6 +53,14 @@ function workspaceRoot(host: WorkerHost | undefined): string {
   return path.resolve(host?.workspaces ?? (process.env.CADRE_WORKSPACES || path.join(cacheDir(), 'workspaces')));
 }
 
+/** The folder of this worker's clones. */
+export function clonesDir(host: WorkerHost | undefined): string {
+  return path.join(workspaceRoot(host), 'runs');
+}
+
+/** The clone's own git setting that names its run (clone-prune.ts reads it). */
+export const CLONE_RUN_KEY = 'cadre.run';
+
 /**
  * Clones the run's workspace here: its branch when pushed before, else `ref`. A folder left by an
  * earlier attempt, or by an earlier stay of the run on this host, is made again from the remote.
@@ -60,7 +68,7 @@ function workspaceRoot(host: WorkerHost | undefined): string {
 export async function cloneWorkspace(host: WorkerHost | undefined, request: CloneRequest): Promise<ClonedWorkspace> {
   if (host && request.notOn === host.name) throw transient(ErrorTypes.WorkspaceNotHere, `host ${host.name} was given up on: another host clones the run`);
   const root = workspaceRoot(host);
-  const dir = path.join(root, 'runs', safeName(request.run));
+  const dir = path.join(clonesDir(host), safeName(request.run));
   if (!isInside(dir, root)) throw permanent(ErrorTypes.BadToolInput, `run ${request.run} names no folder inside ${root}`);
   const branch = runBranch(request.run);
   await mkdir(path.dirname(dir), { recursive: true });
@@ -70,6 +78,7 @@ export async function cloneWorkspace(host: WorkerHost | undefined, request: Clon
   await rm(dir, { recursive: true, force: true });
   await run(remote, ['clone', '--quiet', '--no-recurse-submodules', ...(from === undefined ? [] : ['--branch', from]), '--', request.repo, dir], `cloning ${request.repo}${from ? ` at ${from}` : ''}`);
   const git = await gitAt(dir);
+  await run(git, ['config', '--local', CLONE_RUN_KEY, request.run], 'naming the run in the clone');
   if (!pushed) await run(git, ['checkout', '--quiet', '-b', branch], `making branch ${branch}`);
   const commit = (await run(git, ['rev-parse', 'HEAD'], 'reading the commit')).trim();
   return { path: await realpath(dir), branch, commit, resumed: pushed, host: host ? await hostOf(host) : null };
@@ -101,7 +110,7 @@ export async function checkpointWorkspace(request: CheckpointRequest): Promise<{
 
 /** A completed run's clone goes: its work is on the run's branch. Only a folder where this host clones runs. */
 export async function removeClone(host: WorkerHost | undefined, workspace: string): Promise<{ removed: boolean }> {
-  const runs = path.join(workspaceRoot(host), 'runs');
+  const runs = clonesDir(host);
   const real = await realpath(runs).catch(() => undefined);
   const dir = path.resolve(workspace);
   if (real === undefined || dir === real || !isInside(dir, real)) throw permanent(ErrorTypes.BadToolInput, `${workspace} is not a clone of this host (its clones are under ${runs})`);

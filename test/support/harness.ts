@@ -7,6 +7,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { installConciseLogging } from '../../src/worker/logging';
 import YAML from 'yaml';
 import { CadreClient } from '../../src/client/client';
+import { NoWorkerAnswered } from '../../src/client/run-diagnostics';
 import type { CompiledPlan } from '../../src/plan-format/types';
 import { formatIssues, validatePlan } from '../../src/plan-format/validate';
 import type { Diagnostics } from '../../src/protocol/definitions';
@@ -70,11 +71,21 @@ export async function startPlan(h: Harness, plan: CompiledPlan, inputs: Record<s
   return workflowId;
 }
 
-/** Polls diagnostics until `test` holds (the run's own state, not a sleep). */
+/**
+ * Polls diagnostics until `test` holds (the run's own state, not a sleep). A query no worker
+ * answered in time (a loaded machine: fifty runs' first tasks at once) is asked again until the
+ * deadline, which ends the wait with it.
+ */
 export async function waitUntil(h: Harness, workflowId: string, test: (d: Diagnostics) => boolean, timeoutMs = 60_000): Promise<Diagnostics> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const d = await h.client.diagnostics(workflowId);
+    let d: Diagnostics;
+    try {
+      d = await h.client.diagnostics(workflowId);
+    } catch (err) {
+      if (!(err instanceof NoWorkerAnswered) || Date.now() > deadline) throw err;
+      continue;
+    }
     if (test(d)) return d;
     if (Date.now() > deadline) throw new Error(`condition not reached; last diagnostics: ${JSON.stringify(d, null, 2)}`);
     await new Promise((r) => setTimeout(r, 200));

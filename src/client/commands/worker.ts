@@ -54,6 +54,36 @@ async function announceVersion(version: WorkerVersion, namespace: string): Promi
   }
 }
 
+/** Removes this host's clones that no run needs (ended, or moved elsewhere while the host was away), and says what it kept. */
+async function pruneClones(host: string): Promise<void> {
+  const [{ statusLine }, { pruneClones: prune }, { WorkflowNotFoundError }, { CadreHost }] = await Promise.all([
+    import('../../worker/logging'),
+    import('../../activities/clone-prune'),
+    import('@temporalio/client'),
+    import('../../protocol/definitions'),
+  ]);
+  const client = await connectWhenUp();
+  try {
+    const workspaces = process.env.CADRE_WORKSPACES || undefined;
+    const report = await prune({ name: host, taskQueue: hostTaskQueue(host), ...(workspaces && { workspaces }) }, async (run) => {
+      try {
+        const d = await client.client.workflow.getHandle(run).describe();
+        const bound = d.typedSearchAttributes.get(CadreHost);
+        return { open: d.status.name === 'RUNNING', ...(bound && { host: bound }) };
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return undefined;
+        throw err;
+      }
+    });
+    if (report.removed.length > 0) statusLine(`removed ${report.removed.length} clone(s) of runs that ended or moved on: ${report.removed.join(', ')}`, { removed: report.removed });
+    for (const kept of report.kept) if (!kept.why.endsWith('is open here')) statusLine(`kept clone ${kept.path}: ${kept.why}`, { kept: kept.path, why: kept.why });
+  } catch (err) {
+    statusLine(`warning: clones of ended runs not pruned: ${(err as Error).message}`);
+  } finally {
+    await client.close();
+  }
+}
+
 export function registerWorkerCommands(program: Command): void {
   program
     .command('worker')
@@ -93,6 +123,7 @@ export function registerWorkerCommands(program: Command): void {
       const { worker, run, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace, host, ...(version && { version }) });
       const running = run();
       if (version) void announceVersion(version, server.namespace);
+      void pruneClones(host);
       statusLine(`worker running (workflows: ${workflowCode}); Ctrl-C stops it after running tools finish`, { workflowCode, ...(metricsPort !== undefined && { metrics: `http://0.0.0.0:${metricsPort}/metrics` }) });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();
