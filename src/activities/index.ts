@@ -44,7 +44,7 @@ export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
 export type { AgentTool } from './tools/agent-toolset';
 export type { PlanDocumentRequest, PlanDocumentResult } from './plan-document';
-export type { WorkspaceHost } from './workspace-host';
+export type { WorkerHost, WorkspaceHost } from './workspace-host';
 export type { ClonedWorkspace } from './workspace-clone';
 
 export interface ToolRequest {

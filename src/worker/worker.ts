@@ -3,7 +3,7 @@
  * a worker with a host, every activity again on the queue only that host polls (hostTaskQueue).
  */
 import { NativeConnection, type NativeConnectionOptions, Worker, type WorkerOptions } from '@temporalio/worker';
-import { type ActivityDeps, createActivities } from '../activities';
+import { type ActivityDeps, type WorkerHost, createActivities } from '../activities';
 import { auditSinks } from './audit-log';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type Tracing, tracingFromEnv } from './tracing';
@@ -47,7 +47,8 @@ export interface CadreWorker {
   worker: Worker;
   /** The host's own queue's worker (activities only), when the worker has a host. */
   hostWorker?: Worker;
-  host?: { name: string; taskQueue: string };
+  /** The host, as its activities know it (its own queue, workspace root, lost-after setting). */
+  host?: WorkerHost;
   /** Runs both workers until they are shut down (the shared one's shutdown stops both). */
   run(): Promise<void>;
   connection: NativeConnection;
@@ -69,12 +70,15 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
     const shared = options.taskQueue ?? taskQueue();
     const identity = options.host === undefined ? {} : { identity: `${process.pid}@${options.host}` };
     // One blob store for every workspace, e.g. on a volume all workers share; else each workspace's .cadre/blobs.
-    const host = options.host === undefined ? undefined : { name: options.host, taskQueue: hostTaskQueue(options.host, shared) };
     const workspaces = process.env.CADRE_WORKSPACES || undefined;
     const lostAfterMs = hostLostAfterMs();
+    const host: WorkerHost | undefined =
+      options.host === undefined
+        ? undefined
+        : { name: options.host, taskQueue: hostTaskQueue(options.host, shared), ...(workspaces && { workspaces }), ...(lostAfterMs !== undefined && { lostAfterMs }) };
     const activities = createActivities({
       blobDir: process.env.CADRE_BLOB_DIR || undefined,
-      ...(host && { host: { ...host, ...(workspaces && { workspaces }), ...(lostAfterMs !== undefined && { lostAfterMs }) } }),
+      ...(host && { host }),
       ...options.activityDeps,
     });
     const common = {

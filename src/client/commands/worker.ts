@@ -1,6 +1,7 @@
 /** `cadre worker` and `cadre setup`: a worker against any server, and the search attributes it needs. */
 import type { Command } from 'commander';
 import type { CadreClient } from '../client';
+import type { WorkerHost } from '../../activities';
 import { CadreError, UsageError } from '../../errors/cadre-error';
 import { connectionOptions, resolveConnection } from '../connection-config';
 import { hostTaskQueue, taskQueue } from '../../protocol/task-queue';
@@ -39,49 +40,49 @@ function hostNameOrUsage(): { host: string; version?: WorkerVersion } {
   }
 }
 
-/** Says which build the worker is, and makes a deployment's first build its current one (../../worker/deployment). */
-async function announceVersion(version: WorkerVersion, namespace: string): Promise<void> {
-  const [{ statusLine }, { currentOrFirst }] = await Promise.all([import('../../worker/logging'), import('../../worker/deployment')]);
+/**
+ * What a worker does once it polls, on one client: says which build it is, making a deployment's
+ * first build its current one (../../worker/deployment); and removes its host's clones that no run
+ * needs (ended, or moved elsewhere while the host was away), saying what it kept.
+ */
+async function afterStart(host: WorkerHost | undefined, version: WorkerVersion | undefined, namespace: string): Promise<void> {
+  const { statusLine } = await import('../../worker/logging');
   const client = await connectWhenUp();
   try {
-    const state = await currentOrFirst(client.connection, namespace, version);
-    const name = `build ${version.buildId} of deployment ${version.deploymentName}`;
-    const promote = `temporal worker deployment set-current-version --deployment-name ${version.deploymentName} --build-id ${version.buildId}`;
-    const said = { current: `${name}: the current build`, 'made current': `${name}: made the current build (the deployment had none)`, 'not current': `${name}: not the current build; new runs go to the current one until \`${promote}\`` };
-    statusLine(state === undefined ? `warning: ${name}: the server did not say which build is current` : said[state], { deployment: version.deploymentName, buildId: version.buildId, ...(state && { state }) });
+    if (version) await announceVersion(client, version, namespace, statusLine);
+    if (host) await pruneClones(client, host, statusLine);
+  } catch (err) {
+    statusLine(`warning: ${(err as Error).message}`);
   } finally {
     await client.close();
   }
 }
 
-/** Removes this host's clones that no run needs (ended, or moved elsewhere while the host was away), and says what it kept. */
-async function pruneClones(host: string): Promise<void> {
-  const [{ statusLine }, { pruneClones: prune }, { WorkflowNotFoundError }, { CadreHost }] = await Promise.all([
-    import('../../worker/logging'),
-    import('../../activities/clone-prune'),
-    import('@temporalio/client'),
-    import('../../protocol/definitions'),
-  ]);
-  const client = await connectWhenUp();
-  try {
-    const workspaces = process.env.CADRE_WORKSPACES || undefined;
-    const report = await prune({ name: host, taskQueue: hostTaskQueue(host), ...(workspaces && { workspaces }) }, async (run) => {
-      try {
-        const d = await client.client.workflow.getHandle(run).describe();
-        const bound = d.typedSearchAttributes.get(CadreHost);
-        return { open: d.status.name === 'RUNNING', ...(bound && { host: bound }) };
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return undefined;
-        throw err;
-      }
-    });
-    if (report.removed.length > 0) statusLine(`removed ${report.removed.length} clone(s) of runs that ended or moved on: ${report.removed.join(', ')}`, { removed: report.removed });
-    for (const kept of report.kept) if (!kept.why.endsWith('is open here')) statusLine(`kept clone ${kept.path}: ${kept.why}`, { kept: kept.path, why: kept.why });
-  } catch (err) {
-    statusLine(`warning: clones of ended runs not pruned: ${(err as Error).message}`);
-  } finally {
-    await client.close();
-  }
+type Say = (message: string, fields?: Record<string, unknown>) => void;
+
+async function announceVersion(client: CadreClient, version: WorkerVersion, namespace: string, say: Say): Promise<void> {
+  const { currentOrFirst } = await import('../../worker/deployment');
+  const state = await currentOrFirst(client.connection, namespace, version);
+  const name = `build ${version.buildId} of deployment ${version.deploymentName}`;
+  const promote = `temporal worker deployment set-current-version --deployment-name ${version.deploymentName} --build-id ${version.buildId}`;
+  const said = { current: `${name}: the current build`, 'made current': `${name}: made the current build (the deployment had none)`, 'not current': `${name}: not the current build; new runs go to the current one until \`${promote}\`` };
+  say(state === undefined ? `warning: ${name}: the server did not say which build is current` : said[state], { deployment: version.deploymentName, buildId: version.buildId, ...(state && { state }) });
+}
+
+async function pruneClones(client: CadreClient, host: WorkerHost, say: Say): Promise<void> {
+  const [{ pruneClones: prune }, { WorkflowNotFoundError }, { CadreHost }] = await Promise.all([import('../../activities/clone-prune'), import('@temporalio/client'), import('../../protocol/definitions')]);
+  const report = await prune(host, async (run) => {
+    try {
+      const d = await client.client.workflow.getHandle(run).describe();
+      const bound = d.typedSearchAttributes.get(CadreHost);
+      return { open: d.status.name === 'RUNNING', ...(bound && { host: bound }) };
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    }
+  });
+  if (report.removed.length > 0) say(`removed ${report.removed.length} clone(s) of runs that ended or moved on: ${report.removed.join(', ')}`, { removed: report.removed });
+  for (const kept of report.kept) if (!kept.why.endsWith('is open here')) say(`kept clone ${kept.path}: ${kept.why}`, { kept: kept.path, why: kept.why });
 }
 
 export function registerWorkerCommands(program: Command): void {
@@ -120,10 +121,10 @@ export function registerWorkerCommands(program: Command): void {
         host,
         hostTaskQueue: hostTaskQueue(host),
       });
-      const { worker, run, connection, tracing, workflowCode } = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace, host, ...(version && { version }) });
+      const created = await createCadreWorker({ ...connectionOptions(server), namespace: server.namespace, host, ...(version && { version }) });
+      const { worker, run, connection, tracing, workflowCode } = created;
       const running = run();
-      if (version) void announceVersion(version, server.namespace);
-      void pruneClones(host);
+      void afterStart(created.host, version, server.namespace);
       statusLine(`worker running (workflows: ${workflowCode}); Ctrl-C stops it after running tools finish`, { workflowCode, ...(metricsPort !== undefined && { metrics: `http://0.0.0.0:${metricsPort}/metrics` }) });
       await Promise.race([untilSignal(), running]);
       if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -238,8 +238,8 @@ export class WorkspaceHostBinding {
     this.changed();
   }
 
-  /** Clones `source` on whichever host takes it (any worker's, with no fleet), and binds the run there; its folder. */
-  async bindClone(source: WorkspaceSource): Promise<string> {
+  /** Clones `source` on whichever host takes it (any worker's, with no fleet), and binds the run there (its folder goes to movedTo). */
+  async bindClone(source: WorkspaceSource): Promise<void> {
     this.source = source;
     let cloned: ClonedWorkspace;
     try {
@@ -251,7 +251,6 @@ export class WorkspaceHostBinding {
     this.restore(cloned.host ?? undefined);
     this.took(cloned);
     if (this.bound?.indexed) upsertSearchAttributes([{ key: CadreHost, value: this.bound.host }]);
-    return cloned.path;
   }
 
   /**
