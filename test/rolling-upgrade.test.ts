@@ -50,8 +50,9 @@ test('two builds side by side on a host: a plan run started on the old build fin
   const [first, second, team] = [uniqueId('upgrade-old'), uniqueId('upgrade-new'), uniqueId('upgrade-team')];
   try {
     // The deployment's first build becomes its current one on its own.
+    // (The worker says so just after the server has it: wait for both.)
     await until('v1 current', async () => ((await current()) === 'v1' ? true : undefined), 30_000);
-    expect(old.stderr()).toContain(`build v1 of deployment ${deployment}: made the current build (the deployment had none)`);
+    await until('v1 says it made itself current', () => (old.stderr().includes(`build v1 of deployment ${deployment}: made the current build (the deployment had none)`) ? true : undefined), 30_000);
     expect(await runCadre(['run', 'upgrade.yaml', '--id', first, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
     await until('the first run waiting', async () => ((await client.diagnostics(first)).status === 'waiting' ? true : undefined));
     // 1 = PINNED in Temporal's enum.
