@@ -66,7 +66,18 @@ describe('server SIGKILLs', () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-server-kills-'));
     const port = await freePort();
     const uiPort = await freePort();
-    const start = () => startDevServer({ dataDir, port, uiPort, strictPorts: true });
+    // The same ports again, or the worker and client could not find it. A port the kill left may be
+    // held a moment longer (another process's outgoing connection can take it too): ask again for 10 s.
+    const start = async () => {
+      for (const deadline = Date.now() + 10_000; ; ) {
+        try {
+          return await startDevServer({ dataDir, port, uiPort, strictPorts: true });
+        } catch (err) {
+          if (!/address already in use/.test((err as Error).message) || Date.now() > deadline) throw err;
+          await sleep(500);
+        }
+      }
+    };
     const began = Date.now();
     let server = await start();
     const taskQueue = uniqueId('server-kills');
