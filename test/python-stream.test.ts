@@ -141,11 +141,15 @@ steps:
       // Every word, once, in order (compared whole, without printing 20 KB of it on failure).
       const text = texts(lines);
       expect({ length: text.length, same: text === `${chunks.join('')}The notes say: the notes.` }).toEqual({ length: chunks.join('').length + 25, same: true });
-      const updates = async (workflowId: string) =>
-        ((await h.client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+      const history = async (workflowId: string) => (await h.client.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      const updates = async (workflowId: string) => (await history(workflowId)).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+      // A workflow task the server refused drops the poll it carried (the follower asks again): say why, when one did.
+      const failedTasks = async (workflowId: string) =>
+        (await history(workflowId)).flatMap((e) => (e.workflowTaskFailedEventAttributes ? [`${e.workflowTaskFailedEventAttributes.cause}: ${e.workflowTaskFailedEventAttributes.failure?.message}`] : []));
       const agent = lines.find((l) => l.event.type === 'agent_started')?.event.workflowId as string;
       const [own, ofAgent] = [await updates(id), await updates(agent)];
-      console.log(`a follower through ${Math.round((server.chunkTimes.at(-1)!.at - server.chunkTimes[0].at) / 1000)} s of streaming: ${own} updates on the run, ${ofAgent} on its agent`);
+      const failed = [...(await failedTasks(id)), ...(await failedTasks(agent))];
+      console.log(`a follower through ${Math.round((server.chunkTimes.at(-1)!.at - server.chunkTimes[0].at) / 1000)} s of streaming: ${own} updates on the run, ${ofAgent} on its agent; workflow tasks failed: ${failed.length ? failed.join('; ') : 'none'}`);
       expect(own).toBeLessThan(1000);
       expect(ofAgent).toBeLessThan(1000);
     });
@@ -154,3 +158,72 @@ steps:
     else process.env.CADRE_STREAM_BATCH_MS = batchMs;
   }
 }, 300_000);
+
+/**
+ * Temporal's server drops a poll whose workflow task it refused (FAILED_PRECONDITION with a
+ * WorkflowNotReadyFailure; seen under load in CI). The run goes on, so the follower asks again from
+ * the offset it reached; any other error still ends it. follow_run.py's reading, with the stock
+ * stream client replaced by one that fails as the server does.
+ */
+test('a poll dropped because its workflow task failed is asked again from where the follower was; other errors still end it', async () => {
+  const probe = `
+import asyncio, importlib.util, json, sys
+from temporalio.api.common.v1 import GrpcStatus
+from temporalio.api.errordetails.v1 import WorkflowNotReadyFailure
+from temporalio.service import RPCError, RPCStatusCode
+from google.protobuf.any_pb2 import Any
+
+spec = importlib.util.spec_from_file_location("follow_run", sys.argv[1])
+follow_run = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(follow_run)
+
+def not_ready():
+    detail = Any()
+    detail.Pack(WorkflowNotReadyFailure())
+    status = GrpcStatus(code=RPCStatusCode.FAILED_PRECONDITION.value, message="Unable to perform workflow execution update due to unexpected workflow task failure.", details=[detail])
+    return RPCError(status.message, RPCStatusCode.FAILED_PRECONDITION, status.SerializeToString())
+
+class Item:
+    def __init__(self, offset): self.offset, self.data = offset, {"type": "run_completed" if offset == 5 else "text_delta", "n": offset}
+
+class FakeStream:
+    """Serves offsets 0-5; fails as told after offsets 1 and 3."""
+    def __init__(self, failure): self.failure, self.froms = failure, []
+    async def subscribe(self, topics, from_offset, poll_cooldown):
+        self.froms.append(from_offset)
+        for offset in range(from_offset, 6):
+            if offset in (2, 4) and len(self.froms) <= (1 if offset == 2 else 2):
+                raise self.failure()
+            yield Item(offset)
+
+async def read(failure):
+    fake = FakeStream(failure)
+    follow_run.WorkflowStreamClient.create = staticmethod(lambda client, workflow_id: fake)
+    got = []
+    try:
+        async for at, _ in follow_run.stream_events(None, "run", 0, lambda e: e["type"] == "run_completed", None):
+            got.append(at)
+        return {"offsets": got, "froms": fake.froms}
+    except RPCError as err:
+        return {"offsets": got, "froms": fake.froms, "error": err.status.name}
+
+async def main():
+    other = lambda: RPCError("the namespace is gone", RPCStatusCode.FAILED_PRECONDITION, b"")
+    print(json.dumps({"notReady": await read(not_ready), "other": await read(other)}))
+asyncio.run(main())
+`;
+  const ran = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(python, ['-c', probe, SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(JSON.parse(ran.stdout)).toEqual({
+    notReady: { offsets: [0, 1, 2, 3, 4, 5], froms: [0, 2, 4] },
+    other: { offsets: [0, 1], froms: [0], error: 'FAILED_PRECONDITION' },
+  });
+}, 60_000);

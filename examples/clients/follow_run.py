@@ -144,23 +144,49 @@ async def by_query(client, workflow_id, start, ended):
         await asyncio.sleep(0.25)
 
 
+# Polls in a row the server gave up on because a workflow task failed, before the follower gives up.
+TASK_FAILURES_IN_A_ROW = 10
+
+
+def workflow_task_failed(err):
+    """A poll the server dropped because the workflow task carrying it failed (a worker under load,
+    say): the run goes on, and a poll only reads, so it is asked again. The server says so with
+    FAILED_PRECONDITION and a WorkflowNotReadyFailure detail."""
+    if not isinstance(err, RPCError) or err.status != RPCStatusCode.FAILED_PRECONDITION:
+        return False
+    try:
+        return any(d.type_url.endswith(".WorkflowNotReadyFailure") for d in err.grpc_status.details)
+    except Exception:
+        return False
+
+
 async def stream_events(client, workflow_id, start, ended, cooldown):
     """A stream's events from `start`: long polls (the stock subscription), then the query when a poll cannot serve."""
     stream = WorkflowStreamClient.create(client, workflow_id)
     offset = start
-    try:
-        # A session or plan run that continued as new is followed on.
-        async for item in stream.subscribe([TOPIC], from_offset=start, poll_cooldown=cooldown):
-            offset = item.offset + 1
-            yield item.offset, item.data
-            if ended(item.data):
-                return
-    except WorkflowUpdateFailedError as err:
-        if getattr(err.cause, "type", None) != "StreamPollLimit":
-            raise
-    except WorkflowQueryFailedError:
-        # The workflow ended between two polls, and its worker has no poll query to read the rest.
-        pass
+    failures = 0
+    while True:
+        try:
+            # A session or plan run that continued as new is followed on.
+            async for item in stream.subscribe([TOPIC], from_offset=offset, poll_cooldown=cooldown):
+                offset = item.offset + 1
+                failures = 0
+                yield item.offset, item.data
+                if ended(item.data):
+                    return
+            break
+        except RPCError as err:
+            failures += 1
+            if not workflow_task_failed(err) or failures > TASK_FAILURES_IN_A_ROW:
+                raise
+            await asyncio.sleep(0.2 * failures)
+        except WorkflowUpdateFailedError as err:
+            if getattr(err.cause, "type", None) != "StreamPollLimit":
+                raise
+            break
+        except WorkflowQueryFailedError:
+            # The workflow ended between two polls, and its worker has no poll query to read the rest.
+            break
     async for at, event in by_query(client, workflow_id, offset, ended):
         yield at, event
 
