@@ -1,11 +1,10 @@
 /**
- * One Temporal dev server and one workflow bundle for the whole test run.
+ * One Temporal dev server for the whole test run, and the build's workflow bundle (built first when a source changed).
  * TEMPORAL_ADDRESS reuses an existing server instead.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { resolveServer, type TemporalServer } from '../../src/worker/dev-server';
 import { ensureBuilt } from './build';
 
@@ -18,9 +17,8 @@ export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-test-'));
   const server = await resolveServer({ dataDir: dir, ephemeral: true, log: (line) => process.stderr.write(`${line}\n`) });
   globalThis.cadreTestServer = server;
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quietLogger });
-  const bundlePath = path.join(dir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, code);
+  // The build's bundle of the same workflows, fresh after ensureBuilt: bundling again costs seconds before any test starts.
+  const bundlePath = path.join(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
   process.env.CADRE_TEST_ADDRESS = server.address;
   process.env.CADRE_TEST_NAMESPACE = server.namespace;
   process.env.CADRE_TEST_BUNDLE = bundlePath;
@@ -33,12 +31,3 @@ export default async function globalSetup(): Promise<void> {
   process.env.CADRE_ANALYTICS = 'off';
   process.env.CADRE_ANALYTICS_DIR = path.join(dir, 'analytics');
 }
-
-const quietLogger = {
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => process.stderr.write(`bundle: ${message}\n`),
-  error: (message: string) => process.stderr.write(`bundle: ${message}\n`),
-  log: () => undefined,
-};
