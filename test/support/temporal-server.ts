@@ -33,6 +33,8 @@ export interface RealTemporalServer {
   log(): string;
   /** SIGTERM (SIGKILL after 20 s), then deletes its directory. */
   stop(): Promise<void>;
+  /** SIGKILL, then the server again on the same ports and database, once it serves the namespace. */
+  restart(): Promise<void>;
 }
 
 export interface RealServerOptions {
@@ -159,13 +161,12 @@ export async function startTemporalServer(pg: Postgres, options: RealServerOptio
   const config = serverConfig(pg, ports, options.dynamicConfigFile ?? path.join(REPO, 'deploy', 'dynamicconfig.yaml'));
   writeFileSync(path.join(root, 'config', 'cadre.yaml'), YAML.stringify(config));
   const logFile = path.join(root, 'temporal.log');
-  const out = openSync(logFile, 'a');
-  const child: ChildProcess = spawn(binaries.server, ['--root', root, '--config', 'config', '--env', 'cadre', '--allow-no-auth', 'start'], {
-    cwd: root,
-    stdio: ['ignore', out, out],
-  });
-  closeSync(out);
-  const alive = () => child.exitCode === null && child.signalCode === null;
+  const spawnServer = (): ChildProcess => {
+    const out = openSync(logFile, 'a');
+    const started = spawn(binaries.server, ['--root', root, '--config', 'config', '--env', 'cadre', '--allow-no-auth', 'start'], { cwd: root, stdio: ['ignore', out, out] });
+    closeSync(out);
+    return started;
+  };
   const readLog = () => {
     try {
       return readFileSync(logFile, 'utf8');
@@ -174,38 +175,65 @@ export async function startTemporalServer(pg: Postgres, options: RealServerOptio
     }
   };
   const address = `127.0.0.1:${ports[0]}`;
-
-  const stop = ownedProcess(child, root, 'SIGTERM', 20_000);
+  let child = spawnServer();
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  let stopChild = ownedProcess(child, root, 'SIGTERM', 20_000);
+  const stop = () => stopChild();
 
   try {
-    const connection = await retry('the frontend answering', () => Connection.connect({ address, connectTimeout: 1000 }), 120_000, alive);
-    try {
-      await retry('the frontend answering', () => connection.workflowService.getSystemInfo({}), 120_000, alive);
-      // What auto-setup does with DEFAULT_NAMESPACE and DEFAULT_NAMESPACE_RETENTION=168h.
-      await retry(
-        `registering namespace ${namespace}`,
-        async () => {
-          try {
-            await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('168h') });
-          } catch (err) {
-            if ((err as { code?: number }).code !== grpcStatus.ALREADY_EXISTS) throw err;
-          }
-        },
-        60_000,
-        alive,
-      );
-      // docker-compose's health check: the frontend serves the namespace.
-      await retry(`namespace ${namespace} served`, () => connection.operatorService.listSearchAttributes({ namespace }), 120_000, alive);
-    } finally {
-      await connection.close();
-    }
+    await untilServing(address, namespace, alive);
   } catch (err) {
     const tail = readLog().split('\n').slice(-30).join('\n');
     await stop();
     throw new Error(`${(err as Error).message}\nserver log (last lines):\n${tail}`);
   }
   log(`Temporal server ${TEMPORAL_SERVER_VERSION} on ${address} (PostgreSQL ${pg.host}:${pg.port}), namespace ${namespace}`);
-  return { address, namespace, pid: child.pid!, binaries, logFile, log: readLog, stop };
+
+  /** SIGKILLs the server and starts it again on the same ports, config and database (its folder stays). */
+  const restart = async (): Promise<void> => {
+    const exit = new Promise<void>((resolve) => (alive() ? child.once('exit', () => resolve()) : resolve()));
+    child.kill('SIGKILL');
+    await exit;
+    // The killed process's ports may be held for a moment: a start that exits at once is tried again.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      child = spawnServer();
+      stopChild = ownedProcess(child, root, 'SIGTERM', 20_000);
+      try {
+        await untilServing(address, namespace, alive);
+        return;
+      } catch (err) {
+        if (alive() || Date.now() > deadline) throw new Error(`the restarted server: ${(err as Error).message}\nserver log (last lines):\n${readLog().split('\n').slice(-30).join('\n')}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  };
+  return { address, namespace, get pid() { return child.pid!; }, binaries, logFile, log: readLog, stop, restart };
+}
+
+/** Waits for the frontend, registers `namespace` (as auto-setup does) and waits until it is served. */
+async function untilServing(address: string, namespace: string, alive: () => boolean): Promise<void> {
+  const connection = await retry('the frontend answering', () => Connection.connect({ address, connectTimeout: 1000 }), 120_000, alive);
+  try {
+    await retry('the frontend answering', () => connection.workflowService.getSystemInfo({}), 120_000, alive);
+    // What auto-setup does with DEFAULT_NAMESPACE and DEFAULT_NAMESPACE_RETENTION=168h.
+    await retry(
+      `registering namespace ${namespace}`,
+      async () => {
+        try {
+          await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('168h') });
+        } catch (err) {
+          if ((err as { code?: number }).code !== grpcStatus.ALREADY_EXISTS) throw err;
+        }
+      },
+      60_000,
+      alive,
+    );
+    // docker-compose's health check: the frontend serves the namespace.
+    await retry(`namespace ${namespace} served`, () => connection.operatorService.listSearchAttributes({ namespace }), 120_000, alive);
+  } finally {
+    await connection.close();
+  }
 }
 
 /**
