@@ -3,13 +3,13 @@
  * end with it), in turn, stopping at the first that fails; then how long each took. `--ci` runs
  * the ones CI's 12 minutes (shared with the tests) hold: those whose targets are still worked on,
  * and the cheap ones. The others' targets are met and their behaviour is held by tests at a smaller
- * scale (run-limits, worktrees, sessions, teams); `npm run bench` runs them all.
+ * scale (run-limits, worktree-plans, sessions, teams, streaming); `npm run bench` runs them all.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 const BENCHMARKS = ['plan-overhead', 'history-limits', 'worktrees', 'code-navigation', 'sessions', 'team-signals', 'team-example', 'sandbox', 'streaming', 'cli-startup'];
-const IN_CI = new Set(['plan-overhead', 'code-navigation', 'team-signals', 'sandbox', 'streaming', 'cli-startup']);
+const IN_CI = new Set(['plan-overhead', 'code-navigation', 'team-signals', 'sandbox', 'cli-startup']);
 
 const chosen = process.argv.includes('--ci') ? BENCHMARKS.filter((name) => IN_CI.has(name)) : BENCHMARKS;
 
