@@ -10,7 +10,7 @@
  * run cloned on host c moves and completes; no step whose completion was recorded runs again on a
  * surviving host (each shell step logs its start, host and time); and every history replays.
  */
-import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -42,26 +42,29 @@ const SESSIONS = 5;
 /** Logs "<label> <start ms> <host>" to runs.log in the step's folder, then works for a while. */
 const logged = (label: string, seconds: number) => `echo "${label} $(date +%s%3N) $CADRE_TEST_WORKER" >> runs.log; sleep ${seconds}`;
 
-/** Sleeps until `untilMs` (epoch ms), at once if that has passed: every run's middle step is in flight through the faults. */
-const sleepUntil = (untilMs: number) => `d=$(( (${untilMs} - $(date +%s%3N)) / 1000 )); if [ $d -gt 0 ]; then sleep $d; fi`;
+/** The file the test writes into a workspace (or a clone of one) once the faults are over. */
+const GATE = '.faults-over';
+/** Waits for the gate: every run's long step is in flight through the faults, however loaded the machine. */
+const untilGate = `until [ -e ${GATE} ]; do sleep 1; done`;
 
-/** Three shell steps; the middle one lasts until `untilMs`, after the faults. */
-const chainSteps = (untilMs: number) => `sandbox: { env: [CADRE_TEST_WORKER] }
+/** Three shell steps; the middle one lasts until the gate opens. */
+const chainSteps = `sandbox: { env: [CADRE_TEST_WORKER] }
 defaults: { retry: { maximumAttempts: 30, maximumInterval: 2s } }
 steps:
   - { id: s1, tool: shell, with: { command: '${logged('s1', 0.2)}' } }
-  - { id: s2, dependsOn: [s1], tool: shell, with: { command: '${logged('s2', 0)}; ${sleepUntil(untilMs)}' } }
+  - { id: s2, dependsOn: [s1], tool: shell, with: { command: '${logged('s2', 0)}; ${untilGate}' } }
   - { id: s3, dependsOn: [s2], tool: shell, with: { command: '${logged('s3', 0.2)}' } }
 `;
 
-const CHAIN_PLAN = (workspace: string, untilMs: number) => `name: fleet-chain\nworkspace: ${workspace}\n${chainSteps(untilMs)}`;
-const CLONED_PLAN = (origin: string, untilMs: number) => `name: fleet-cloned\nworkspace: { repo: ${origin}, ref: main }\n${chainSteps(untilMs)}`;
+const CHAIN_PLAN = (workspace: string) => `name: fleet-chain\nworkspace: ${workspace}\n${chainSteps}`;
+const CLONED_PLAN = (origin: string) => `name: fleet-cloned\nworkspace: { repo: ${origin}, ref: main }\n${chainSteps}`;
 
 /** A worktree's edit and commit, then an agent (offline model) writing a file. */
-const WORKTREE_PLAN = (repo: string, task: string, untilMs: number) => `name: fleet-worktree
+const WORKTREE_PLAN = (repo: string, task: string) => `name: fleet-worktree
 workspace: ${repo}
 steps:
-  - { id: edit, worktree: { repo: ${repo}, task: ${task} }, tool: shell, with: { command: "${sleepUntil(untilMs)}; echo changed > app.txt" } }
+  - { id: hold, tool: shell, with: { command: "${untilGate}" } }
+  - { id: edit, dependsOn: [hold], worktree: { repo: ${repo}, task: ${task} }, tool: shell, with: { command: "echo changed > app.txt" } }
   - { id: save, dependsOn: [edit], worktree: { repo: ${repo}, task: ${task} }, tool: git.commit, with: { message: "on its host", all: true } }
   - id: agent
     dependsOn: [save]
@@ -183,10 +186,8 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
     expect(await runCadre(['setup'], root, env())).toMatchObject({ code: 0 });
     say(`search attributes usable after ${await waitForSearchAttributes(address, namespace, names)} ms`);
 
-    for (const host of HOSTS) workers.set(host, await startCadreWorker([], root, env(host)));
-    // The workspaces: each host's own, and the repository any host clones. Long steps last until
-    // the faults are over (90 s from here, on a loaded machine too).
-    const gateAt = Date.now() + 90_000;
+    await Promise.all(HOSTS.map(async (host) => workers.set(host, await startCadreWorker([], root, env(host)))));
+    // The workspaces: each host's own, and the repository any host clones.
     const runs: FleetRun[] = [];
     const plans: [FleetRun, CompiledPlan][] = [];
     for (const host of HOSTS) {
@@ -194,12 +195,12 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
         const workspace = path.join(root, host, `chain-${i}`);
         mkdirSync(workspace, { recursive: true });
         const run = { id: uniqueId(`fleet-chain-${host}`), kind: 'chain' as const, holder: host, workspace };
-        plans.push([run, compile(CHAIN_PLAN(workspace, gateAt), workspace)]);
+        plans.push([run, compile(CHAIN_PLAN(workspace), workspace)]);
       }
       for (let i = 0; i < WORKTREE_RUNS_PER_HOST; i++) {
         const repo = newRepository(path.join(root, host, `repo-${i}`), { 'app.txt': 'first\n', 'agent-script.yaml': AGENT_SCRIPT });
         const run = { id: uniqueId(`fleet-worktree-${host}`), kind: 'worktree' as const, holder: host, workspace: repo };
-        plans.push([run, compile(WORKTREE_PLAN(repo, `task-${i}`, gateAt), repo)]);
+        plans.push([run, compile(WORKTREE_PLAN(repo, `task-${i}`), repo)]);
       }
     }
     const teamWorkspace = path.join(root, 'a', 'team');
@@ -209,7 +210,7 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
     const seed = newRepository(path.join(root, 'seed'), { 'app.txt': 'first\n' });
     const origin = path.join(root, 'origin.git');
     git(root, 'clone', '--quiet', '--bare', seed, origin);
-    for (let i = 0; i < CLONED_RUNS; i++) plans.push([{ id: uniqueId('fleet-cloned'), kind: 'cloned' }, compile(CLONED_PLAN(origin, gateAt), root)]);
+    for (let i = 0; i < CLONED_RUNS; i++) plans.push([{ id: uniqueId('fleet-cloned'), kind: 'cloned' }, compile(CLONED_PLAN(origin), root)]);
 
     const client = await CadreClient.connect({ address, namespace });
     const diagnostics = (id: string) => client.diagnostics(id).catch(() => undefined);
@@ -221,16 +222,16 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
       const sessions = Array.from({ length: SESSIONS }, () => uniqueId('fleet-session'));
       const sessionEnv = { ...env(), CADRE_MODEL: `scripted:${path.join(root, 'session-script.yaml')}` };
       const send = (text: string, reply: string) => Promise.all(sessions.map(async (id) => expect(await runCadre(['send', id, text], root, sessionEnv)).toMatchObject({ code: 0, stdout: `${reply}\n` })));
-      await send('hello', 'first reply');
-      say(`${SESSIONS} sessions answered, ${Date.now() - began} ms in`);
+      const firstMessages = send('hello', 'first reply').then(() => say(`${SESSIONS} sessions answered, ${Date.now() - began} ms in`));
 
       // Host c is killed while it holds work: every path run bound, a chain of c's and a clone on c in their long step.
-      await until('every run bound to its host, and host c in the middle of a chain and of a clone', async () => {
+      const held = until('every run bound to its host, and host c in the middle of a chain and of a clone', async () => {
         const seen = await Promise.all(runs.map((r) => diagnostics(r.id)));
         if (seen.some((d, i) => d === undefined || (runs[i].holder !== undefined && d.host === undefined))) return undefined;
         const midway = (kind: FleetRun['kind']) => seen.some((d, i) => runs[i].kind === kind && d?.host === 'c' && d.steps.find((s) => s.id === 's2')?.status === 'running');
         return midway('chain') && midway('cloned') ? true : undefined;
-      }, 60_000, 1000);
+      }, 120_000, 1000);
+      await Promise.all([firstMessages, held]);
       workers.get('c')!.child.kill('SIGKILL');
       say(`killed host c for good, ${Date.now() - began} ms in`);
       await new Promise((r) => setTimeout(r, 1500));
@@ -242,8 +243,15 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
       say(`restarted the server, ${Date.now() - began} ms in`);
       await send('again', 'second reply');
 
-      // Every run ends completed, or waits for host c when only host c holds its workspace (no query before the long steps end).
-      await new Promise((r) => setTimeout(r, Math.max(0, gateAt - Date.now())));
+      // The long steps end: the gate opens in every workspace, and in every clone on a surviving host (those the moved runs make too).
+      const openGates = () => {
+        for (const run of runs) if (run.workspace) writeFileSync(path.join(run.workspace, GATE), '');
+        for (const host of ['a', 'b']) {
+          const clones = path.join(root, host, 'runs');
+          if (existsSync(clones)) for (const clone of readdirSync(clones)) writeFileSync(path.join(clones, clone, GATE), '');
+        }
+      };
+      // Every run ends completed, or waits for host c when only host c holds its workspace.
       const settled = (run: FleetRun, d: Diagnostics | undefined) =>
         d !== undefined &&
         (d.status === 'completed' ||
@@ -251,6 +259,7 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
           d.status === 'cancelled' ||
           (run.holder === 'c' && d.waiting.some((w) => w.kind === 'host' && w.prompt.includes('host c unreachable'))));
       const finals = await until('every run completed or waiting for host c', async () => {
+        openGates();
         const seen = await Promise.all(runs.map((r) => diagnostics(r.id)));
         return seen.every((d, i) => settled(runs[i], d)) ? (seen as Diagnostics[]) : undefined;
       }, 240_000, 1000);
