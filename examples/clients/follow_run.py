@@ -144,14 +144,14 @@ async def by_query(client, workflow_id, start, ended):
         await asyncio.sleep(0.25)
 
 
-# Polls in a row the server gave up on because a workflow task failed, before the follower gives up.
+# Polls in a row the server dropped with their workflow task, before the follower gives up.
 TASK_FAILURES_IN_A_ROW = 10
 
 
 def workflow_task_failed(err):
-    """A poll the server dropped because the workflow task carrying it failed (a worker under load,
-    say): the run goes on, and a poll only reads, so it is asked again. The server says so with
-    FAILED_PRECONDITION and a WorkflowNotReadyFailure detail."""
+    """A poll the server dropped because it refused the completion of the workflow task carrying it
+    (seen under load): the run goes on, and a poll only reads, so it is asked again. The server says
+    so with FAILED_PRECONDITION and a WorkflowNotReadyFailure detail."""
     if not isinstance(err, RPCError) or err.status != RPCStatusCode.FAILED_PRECONDITION:
         return False
     try:

@@ -103,7 +103,7 @@ function review(worked: Call[], calls: Call[], messages: Message[]): string | un
 
 function describeChange(call: Call): string {
   const text = (value: unknown, max: number) => {
-    const s = typeof value === 'string' ? value : JSON.stringify(value);
+    const s = typeof value === 'string' ? value : String(JSON.stringify(value));
     return s.length > max ? `${s.slice(0, max)}…` : s;
   };
   if (call.name === 'shell') return `ran "${text(call.args.command, 80)}"`;
