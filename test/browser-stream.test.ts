@@ -77,7 +77,8 @@ const idle = (page: Page) =>
 
 test('the page shows a reply as it is written, resumes after a reload from its stored offset without showing text twice, and answers an approval', async () => {
   const first = words(15, 'a');
-  const second = words(15, 'b');
+  // Long enough (about 5 s) that the reload lands before its last word on a loaded machine too (1.2 s did not once in CI).
+  const second = words(60, 'b');
   models.enqueue({ chunks: first, chunkDelayMs: 80 });
   await withBridge(async (url) => {
     const page = await browser.newPage();
