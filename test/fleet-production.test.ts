@@ -18,8 +18,8 @@ import { CadreClient } from '../src/client/client';
 import type { CompiledPlan } from '../src/plan-format/types';
 import type { Diagnostics } from '../src/protocol/definitions';
 import { SEARCH_ATTRIBUTES } from '../src/protocol/definitions';
-import { hostOfIdentity } from '../src/protocol/host-liveness';
 import { auditSinks } from '../src/worker/audit-log';
+import { activityCompletions } from './faults/kill-runs';
 import { type RunningWorker, runCadre, startCadreWorker } from './support/cli';
 import { git } from './support/git-repo';
 import { compile, tempWorkspace, uniqueId } from './support/harness';
@@ -110,26 +110,6 @@ interface FleetRun {
   /** The host whose disk holds the workspace (path workspaces). */
   holder?: Host;
   workspace?: string;
-}
-
-/** Each worker's identity is `<pid>@<host>`: the hosts that completed each activity of a run, by activity id (`#n` folded), with when. */
-function completions(events: HistoryEvent[]): Map<string, { host: string; at: number }[]> {
-  const at = (event: HistoryEvent) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
-  const scheduled = new Map<string, string>();
-  const startedBy = new Map<string, string>();
-  const done = new Map<string, { host: string; at: number }[]>();
-  for (const event of events) {
-    const id = event.activityTaskScheduledEventAttributes?.activityId;
-    if (id) scheduled.set(String(event.eventId), id.replace(/#\d+$/, ''));
-    const started = event.activityTaskStartedEventAttributes;
-    if (started) startedBy.set(String(started.scheduledEventId), hostOfIdentity(started.identity) ?? '?');
-    const completed = event.activityTaskCompletedEventAttributes;
-    if (completed) {
-      const label = scheduled.get(String(completed.scheduledEventId)) as string;
-      done.set(label, [...(done.get(label) ?? []), { host: startedBy.get(String(completed.scheduledEventId)) ?? '?', at: at(event) }]);
-    }
-  }
-  return done;
 }
 
 /**
@@ -281,7 +261,7 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
         if (run.kind !== 'chain' && run.kind !== 'cloned') continue;
         if (run.holder === 'c') continue; // its log is on the lost host's disk
         const log = run.kind === 'chain' ? readFileSync(path.join(run.workspace!, 'runs.log'), 'utf8') : git(origin, 'show', `${d.clone!.branch}:runs.log`);
-        const report = rerunOnSurvivors(run.id, log, completions(histories.get(run.id)!));
+        const report = rerunOnSurvivors(run.id, log, activityCompletions(histories.get(run.id)!));
         reruns.push(...report.reruns);
         ranAgain += report.ranAgain;
       }

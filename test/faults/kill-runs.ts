@@ -6,8 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { temporal } from '@temporalio/proto';
 import type { CadreClient } from '../../src/client/client';
 import type { CompiledPlan } from '../../src/plan-format/types';
+import { hostOfIdentity } from '../../src/protocol/host-liveness';
 import { compile } from '../support/harness';
 import { runHistories } from '../support/history';
 
@@ -55,20 +57,41 @@ function executions(workspace: string): Map<string, number[]> {
  */
 async function completions(client: CadreClient, workflowId: string): Promise<Map<string, number>> {
   const done = new Map<string, number>();
-  const at = (event: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
   for (const events of (await runHistories(client.client, workflowId)).values()) {
-    const scheduled = new Map<string, string>();
+    for (const [label, ends] of activityCompletions(events)) done.set(label, ends[ends.length - 1].at);
     for (const event of events) {
-      const id = event.activityTaskScheduledEventAttributes?.activityId;
-      if (id) scheduled.set(String(event.eventId), id.replace(/#\d+$/, ''));
-      const completed = event.activityTaskCompletedEventAttributes;
-      if (completed) done.set(scheduled.get(String(completed.scheduledEventId)) as string, at(event));
       const marker = event.markerRecordedEventAttributes;
       if (marker?.markerName === 'core_local_activity') {
         const data = JSON.parse(Buffer.from(marker.details?.data?.payloads?.[0]?.data ?? new Uint8Array()).toString()) as { activity_type?: string };
         // The plan's one local tool step; other local activities (analytics) run no tool.
-        if (data.activity_type === 'runTool') done.set('b', at(event));
+        if (data.activity_type === 'runTool') done.set('b', eventAt(event));
       }
+    }
+  }
+  return done;
+}
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+const eventAt = (event: HistoryEvent) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+
+/**
+ * Each activity's recorded completions in one history, by activity id (`#n` runs folded), in order:
+ * when, and the host whose worker started it (a worker's identity is `<pid>@<host>`).
+ */
+export function activityCompletions(events: HistoryEvent[]): Map<string, { host: string; at: number }[]> {
+  const scheduled = new Map<string, string>();
+  const startedBy = new Map<string, string>();
+  const done = new Map<string, { host: string; at: number }[]>();
+  for (const event of events) {
+    const id = event.activityTaskScheduledEventAttributes?.activityId;
+    if (id) scheduled.set(String(event.eventId), id.replace(/#\d+$/, ''));
+    const started = event.activityTaskStartedEventAttributes;
+    if (started) startedBy.set(String(started.scheduledEventId), hostOfIdentity(started.identity) ?? '?');
+    const completed = event.activityTaskCompletedEventAttributes;
+    if (completed) {
+      const label = scheduled.get(String(completed.scheduledEventId)) as string;
+      done.set(label, [...(done.get(label) ?? []), { host: startedBy.get(String(completed.scheduledEventId)) ?? '?', at: eventAt(event) }]);
     }
   }
   return done;
