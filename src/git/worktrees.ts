@@ -89,19 +89,42 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
     // From here on, whatever is at the target is this `worktree add`'s: a retry after a kill clears it (clearHalfMade).
     await lease.note({ adding: true });
     try {
-      await git.raw(['worktree', 'add', '-b', names.branch, target, baseCommit]);
+      await addWorktree(git, ['-b', names.branch, target, baseCommit]);
     } catch (err) {
       if (!/already exists/.test(String((err as Error).message))) throw gitFailure(err, `adding worktree ${target}`);
       // A branch kept from an earlier worktree of the same task: check it out again, if it grew from this base.
       if (!(await isAncestor(git, baseCommit, names.branch))) {
         throw permanent(ErrorTypes.WorktreeConflict, `branch ${names.branch} exists and does not start from ${base}; merge or delete it first`);
       }
-      await run(git, ['worktree', 'add', target, names.branch], `adding worktree ${target}`);
+      await addWorktree(git, [target, names.branch]).catch((e: unknown) => {
+        throw gitFailure(e, `adding worktree ${target}`);
+      });
     }
     await writeMetadata(target, record);
     return { path: target, branch: names.branch, base, baseCommit, created: true };
   };
   return inCheckout({ checkout: target, commonDir, git }, { op: 'create', branch: names.branch }, work, { repair: (left) => clearHalfMade(git, target, left) });
+}
+
+/** A worktree of the same repository being made at this moment, which git read before it was whole. */
+const ANOTHER_HALF_MADE = /failed to read .*worktrees\/[^/\s]+\/(commondir|gitdir)/;
+
+/**
+ * `git worktree add`, asked again when another `worktree add` in the same repository was half-way:
+ * git reads every worktree's folder first, and gives up on one not yet written ("failed to read
+ * .git/worktrees/t2/commondir"; two runs' worktrees made at once in CI). A `-b` that made its
+ * branch before giving up finds it on the next try ("already exists"), as after a kill.
+ */
+async function addWorktree(git: Git, args: string[]): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await git.raw(['worktree', 'add', ...args]);
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !ANOTHER_HALF_MADE.test(String((err as Error).message))) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
 }
 
 /**
