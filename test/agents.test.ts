@@ -355,6 +355,38 @@ output: "{{ steps.count.output }}"
     });
   });
 
+  test('toolCalls: required: a finish with done: false fails the step AgentGaveUp with the model\'s reason, never a success; done: true is a success', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'prices.txt'), 'apples 2.50\n');
+    const plan = compile(
+      `
+name: local-gave-up
+steps:
+  - { id: apples, agent: { prompt: "What do apples cost, by prices.txt?", model: "openai-compatible:required", tools: [fs.read] } }
+  - { id: pears, dependsOn: [apples], agent: { prompt: "What do pears cost, by prices.txt?", model: "openai-compatible:required", tools: [fs.read] } }
+`,
+      ws,
+    );
+    server.enqueue(
+      { toolCalls: [{ id: 'a', name: 'fs_read', args: { path: 'prices.txt' } }] },
+      { toolCalls: [{ id: 'f1', name: 'finish', args: { answer: 'apples cost 2.50', done: true } }] },
+      { toolCalls: [{ id: 'b', name: 'fs_read', args: { path: 'prices.txt' } }] },
+      { toolCalls: [{ id: 'f2', name: 'finish', args: { answer: 'prices.txt has no price for pears', done: false } }] },
+    );
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
+      expect(step(d, 'apples').status).toBe('completed');
+      expect(d.status).toBe('failed');
+      expect(step(d, 'pears').status).toBe('failed');
+      expect(step(d, 'pears').error).toContain('AgentGaveUp: the agent finished saying it could not do the task: "prices.txt has no price for pears"');
+      expect(server.requests).toHaveLength(4);
+      // finish asks for done after the answer, both required: a grammar-bound model always says which.
+      const finish = (server.requests[0].body.tools as { function: { name: string; parameters: { required: string[] } } }[]).find((t) => t.function.name === 'finish');
+      expect(finish?.function.parameters.required).toEqual(['answer', 'done']);
+    });
+  });
+
   test('a server whose context holds 2,048 tokens never receives more: the oldest tool results are shortened, saying so; a prompt that cannot fit fails ModelContextTooLong', async () => {
     const tiny = await startFakeModelServer();
     tiny.contextTokens = 2048;

@@ -10,6 +10,7 @@ import { type Call, type Message, finishTooSoon, repeated } from './required-gua
 interface Turn {
   text?: string;
   output?: unknown;
+  gaveUp?: true;
   toolCalls: Call[];
   finishReason: string;
   usage: { inputTokens: number; outputTokens: number };
@@ -19,7 +20,7 @@ interface Turn {
 export const REQUIRED_GUIDE =
   'You work through tools: every reply of yours is one tool call. Do the task with the tools, one step at a time: ' +
   'read what you need, then make the change the task asks for (write or edit the files, run the commands). Reading a file does not change it. ' +
-  'When the task is done, call finish with your answer.';
+  'When the task is done, call finish with your answer; if you cannot do it, call finish with done: false and say why.';
 
 interface Context {
   outputSchema?: Record<string, unknown>;
@@ -60,7 +61,7 @@ export function requiredTurn(calls: Call[], result: Omit<Turn, 'toolCalls' | 'ou
   if (tooSoon !== undefined) return sentBack(tooSoon);
   const answer = finishAnswer(call.args, context.outputSchema);
   listener?.textDelta(answer.text);
-  return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), toolCalls: [], finishReason: 'stop', usage };
+  return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), ...(answer.gaveUp && { gaveUp: true }), toolCalls: [], finishReason: 'stop', usage };
 }
 
 /** Whether the model's last call was sent back unrun by a guard: greedy, it says the same again. */

@@ -5,6 +5,7 @@
  */
 import { type FitMessage, fitToWindow, outputReserve } from '../../src/providers/context-window';
 import type { ModelMessageInput } from '../../src/providers/model-turn';
+import { finishAnswer, finishTool } from '../../src/providers/finish-tool';
 import { type Call as ToolCall, finishTooSoon, repeated } from '../../src/providers/required-guards';
 
 const call = (name: string, args: Record<string, unknown>, error?: string): ToolCall => ({ id: `${name}-${JSON.stringify(args)}`, name, args, ...(error && { error }) });
@@ -34,6 +35,27 @@ describe('repeated calls', () => {
     const run = call('shell', { command: 'node test.js', cwd: '.' });
     expect(repeated(call('shell', { cwd: '.', command: 'node test.js' }), [turn(run)])).toMatch(/^not run: this is the same shell call as your last one/);
     expect(repeated(run, [turn(run), turn(call('fs_edit', { path: 'a.js', old_text: 'a', new_text: 'b' }))])).toBeUndefined();
+  });
+});
+
+describe('finish says whether the task was done', () => {
+  test('a plain answer and an object output both ask for done, after the answer; false gives up, true or absent answers', () => {
+    expect(finishTool().inputSchema).toMatchObject({ properties: { answer: { type: 'string' }, done: { type: 'boolean' } }, required: ['answer', 'done'] });
+    expect(finishAnswer({ answer: 'apples cost 2.50', done: true })).toEqual({ text: 'apples cost 2.50' });
+    expect(finishAnswer({ answer: 'no price for pears', done: false })).toEqual({ text: 'no price for pears', gaveUp: true });
+    const counted = { type: 'object', properties: { lines: { type: 'integer' } }, required: ['lines'], additionalProperties: false };
+    expect(finishTool(counted).inputSchema).toEqual({ ...counted, properties: { lines: { type: 'integer' }, done: expect.objectContaining({ type: 'boolean' }) }, required: ['lines', 'done'] });
+    // done is finish's, not the step's: it never reaches the output.
+    expect(finishAnswer({ lines: 2, done: true }, counted)).toEqual({ text: '{"lines":2}', output: { lines: 2 } });
+    expect(finishAnswer({ lines: 0, done: false }, counted)).toEqual({ text: '{"lines":0}', output: { lines: 0 }, gaveUp: true });
+    const list = { type: 'array', items: { type: 'string' } };
+    expect(finishAnswer({ answer: ['a'], done: true }, list)).toEqual({ text: '["a"]', output: ['a'] });
+  });
+
+  test('an output with a done field of its own keeps it: finish adds none, and its false is an answer', () => {
+    const task = { type: 'object', properties: { done: { type: 'boolean' }, note: { type: 'string' } }, required: ['done', 'note'] };
+    expect(finishTool(task).inputSchema).toEqual(task);
+    expect(finishAnswer({ done: false, note: 'still open' }, task)).toEqual({ text: '{"done":false,"note":"still open"}', output: { done: false, note: 'still open' } });
   });
 });
 
