@@ -7,8 +7,11 @@
  *  - a finish too soon, twice at most, quoting the task: before any tool ran, or, when tools that
  *    change the workspace were offered, before one of them worked (it answered "0" to "count the
  *    files and write the number to count.txt"). A third finish is taken: some tasks need no tool,
- *    or no change;
- *  - the first finish after the workspace changed, once, with the changes listed beside the task.
+ *    or no change.
+ * A finish after a change is taken: sent back once for review, with the changes beside the task
+ * (SWE-agent's review of a submission), it caught nothing in ten tasks, and Qwen2.5-Coder 1.5B read
+ * its "not finished … if any part of it is not done yet" as its own verdict and answered `done: false`
+ * in three tasks of three whose work was right.
  */
 import { canonical } from '../protocol/canonical-json';
 import { FINISH_TOOL } from './finish-tool';
@@ -84,30 +87,7 @@ export function finishTooSoon(messages: Message[], offered: string[]): string | 
   if (changers.length > 0 && !worked.some((c) => CHANGES.has(c.name))) {
     return `not finished: you have only read so far.${theTask(messages)} If it asks for a file to be written or changed, or a command to be run, do that now (${changers.join(', ')}), then call finish.`;
   }
-  return review(worked, calls, messages);
-}
-
-const REVIEW = 'not finished: check your work against the task first.';
-
-/**
- * The first finish after the workspace changed is sent back once with what changed, next to the
- * task, as SWE-agent reviews a submission: Qwen2.5-Coder 1.5B renamed a function in one file of
- * two and said both were done. The next finish is taken.
- */
-function review(worked: Call[], calls: Call[], messages: Message[]): string | undefined {
-  if (calls.some((c) => c.name === FINISH_TOOL && c.error?.startsWith(REVIEW))) return undefined;
-  const changes = [...new Set(worked.filter((c) => CHANGES.has(c.name)).map(describeChange))];
-  if (changes.length === 0) return undefined;
-  return `${REVIEW} What you changed: ${changes.join('; ')}.${theTask(messages)} If any part of it is not done yet (a file not written or changed, a command not run), do that now; if all of it is done, call finish again with your answer.`;
-}
-
-function describeChange(call: Call): string {
-  const text = (value: unknown, max: number) => {
-    const s = typeof value === 'string' ? value : String(JSON.stringify(value));
-    return s.length > max ? `${s.slice(0, max)}…` : s;
-  };
-  if (call.name === 'shell') return `ran "${text(call.args.command, 80)}"`;
-  return `${call.name === 'fs_write' ? 'wrote' : 'edited'} ${text(call.args.path, 120)}`;
+  return undefined;
 }
 
 /**

@@ -85,20 +85,12 @@ describe('a finish too soon', () => {
     expect(finishTooSoon([turn(read), readResult, turn(write), failedWrite], tools)).toMatch(/only read so far/);
   });
 
-  test('the first finish after a change is sent back once, with what changed beside the task; the next is taken', () => {
+  test('a finish after a change worked is taken at once: no review (it turned right work into done: false)', () => {
     const tools = ['fs_read', 'fs_write', 'fs_edit', 'shell'];
     const task: ModelMessageInput = { role: 'user', content: 'Rename calc to total in util.js and main.js.' };
     const edit = call('fs_edit', { path: 'util.js', old_text: 'calc', new_text: 'total' });
-    const run = call('shell', { command: `node main.js ${'x'.repeat(100)}` });
-    const reviewed = finishTooSoon([task, turn(edit), turn(edit), turn(run)], tools);
-    expect(reviewed).toBe(
-      `not finished: check your work against the task first. What you changed: edited util.js; ran "node main.js ${'x'.repeat(67)}…". ` +
-        'The task was: "Rename calc to total in util.js and main.js." If any part of it is not done yet (a file not written or changed, a command not run), do that now; if all of it is done, call finish again with your answer.',
-    );
-    expect(finishTooSoon([task, turn(edit), turn(call('finish', { answer: 'done' }, reviewed)), turn(edit)], tools)).toBeUndefined();
-    // A finish refused as too soon before the change does not stand for the review.
-    const early = turn(call('finish', { answer: 'done' }, 'not finished: you have not called any tool yet, so nothing has been done.'));
-    expect(finishTooSoon([task, early, turn(edit)], tools)).toMatch(/^not finished: check your work against the task first\. What you changed: edited util\.js\./);
+    expect(finishTooSoon([task, turn(edit)], tools)).toBeUndefined();
+    expect(finishTooSoon([task, turn(call('shell', { command: 'node main.js' }))], tools)).toBeUndefined();
   });
 });
 
