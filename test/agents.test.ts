@@ -352,7 +352,7 @@ output: "{{ steps.count.output }}"
     });
   });
 
-  test('toolCalls: required: a finish with done: false fails the step AgentGaveUp with the model\'s reason, never a success; done: true is a success', async () => {
+  test('toolCalls: required: a finish with done: false fails the step AgentGaveUp with the model\'s reason, never a success (after a change, once asked again); done: true is a success', async () => {
     const ws = tempWorkspace();
     writeFileSync(path.join(ws, 'prices.txt'), 'apples 2.50\n');
     const plan = compile(
@@ -360,24 +360,31 @@ output: "{{ steps.count.output }}"
 name: local-gave-up
 steps:
   - { id: apples, agent: { prompt: "What do apples cost, by prices.txt?", model: "openai-compatible:required", tools: [fs.read] } }
-  - { id: pears, dependsOn: [apples], agent: { prompt: "What do pears cost, by prices.txt?", model: "openai-compatible:required", tools: [fs.read] } }
+  - { id: plums, dependsOn: [apples], agent: { prompt: "Add plums at 3.10 to prices.txt.", model: "openai-compatible:required", tools: [fs.read, fs.write] } }
+  - { id: pears, dependsOn: [plums], agent: { prompt: "What do pears cost, by prices.txt?", model: "openai-compatible:required", tools: [fs.read] } }
 `,
       ws,
     );
     server.enqueue(
       { toolCalls: [{ id: 'a', name: 'fs_read', args: { path: 'prices.txt' } }] },
       { toolCalls: [{ id: 'f1', name: 'finish', args: { answer: 'apples cost 2.50', done: true } }] },
+      // A give-up after a change worked is asked about once; the model says it is done after all.
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'prices.txt', content: 'plums 3.10', append: true } }] },
+      { toolCalls: [{ id: 'f2', name: 'finish', args: { answer: 'added plums, I think', done: false } }] },
+      { toolCalls: [{ id: 'f3', name: 'finish', args: { answer: 'added plums', done: true } }] },
       { toolCalls: [{ id: 'b', name: 'fs_read', args: { path: 'prices.txt' } }] },
-      { toolCalls: [{ id: 'f2', name: 'finish', args: { answer: 'prices.txt has no price for pears', done: false } }] },
+      { toolCalls: [{ id: 'f4', name: 'finish', args: { answer: 'prices.txt has no price for pears', done: false } }] },
     );
     await withAgents(async (h) => {
       const id = await startPlan(h, plan);
       const d = await h.client.result(id).catch(() => h.client.diagnostics(id));
       expect(step(d, 'apples').status).toBe('completed');
+      expect(step(d, 'plums')).toMatchObject({ status: 'completed', agent: { turns: 3 } });
+      expect(Object.values(toolResults(server.requests[4]))).toContainEqual(expect.stringMatching(/^not finished: you said done: false, so the step would fail\. What you changed: wrote prices\.txt\./));
       expect(d.status).toBe('failed');
       expect(step(d, 'pears').status).toBe('failed');
       expect(step(d, 'pears').error).toContain('AgentGaveUp: the agent finished saying it could not do the task: "prices.txt has no price for pears"');
-      expect(server.requests).toHaveLength(4);
+      expect(server.requests).toHaveLength(7);
       // finish asks for done after the answer, both required: a grammar-bound model always says which.
       const finish = (server.requests[0].body.tools as { function: { name: string; parameters: { required: string[] } } }[]).find((t) => t.function.name === 'finish');
       expect(finish?.function.parameters.required).toEqual(['answer', 'done']);

@@ -7,7 +7,8 @@
  *  - a finish too soon, twice at most, quoting the task: before any tool ran, or, when tools that
  *    change the workspace were offered, before one of them worked (it answered "0" to "count the
  *    files and write the number to count.txt"). A third finish is taken: some tasks need no tool,
- *    or no change.
+ *    or no change;
+ *  - a give-up (`done: false`) after a change worked, once, with the changes beside the task.
  * A finish after a change is taken: sent back once for review, with the changes beside the task
  * (SWE-agent's review of a submission), it caught nothing in ten tasks, and Qwen2.5-Coder 1.5B read
  * its "not finished … if any part of it is not done yet" as its own verdict and answered `done: false`
@@ -38,6 +39,24 @@ export interface Message {
 
 /** Tools whose calls change the workspace, after which a file may read differently. */
 const CHANGES = new Set(['fs_write', 'fs_edit', 'shell']);
+
+/** Commands that only read, when nothing is redirected to a file (`find` without -delete or -exec). */
+const READERS = new Set(['cat', 'ls', 'find', 'wc', 'grep', 'head', 'tail', 'sort', 'uniq', 'cut', 'tr', 'pwd', 'stat', 'du', 'file', 'echo', 'printf', 'diff', 'tree', 'basename', 'dirname', 'realpath', 'test', 'true']);
+
+/**
+ * Whether a call did what the task may ask for: a write, an edit, or a command that is more than a
+ * read. Qwen2.5-Coder 1.5B counted files with `find data -name '*.txt' | wc -l` and answered "7"
+ * in place of writing it to count.txt: a read, which the finish-too-soon guard must see as one.
+ */
+function changes(call: Call): boolean {
+  if (call.name !== 'shell') return CHANGES.has(call.name);
+  const command = typeof call.args.command === 'string' ? call.args.command : '';
+  if (/[>`]|\$\(|-delete\b|-exec\b|-ok\b/.test(command)) return true;
+  return !command.split(/\|\|?|&&|;|\n/).every((part) => {
+    const word = part.trim().split(/\s+/)[0] ?? '';
+    return word === '' || READERS.has(word);
+  });
+}
 
 /** Why `call` is not worth running given the conversation so far, or undefined. */
 export function repeated(call: Call, messages: Message[]): string | undefined {
@@ -84,10 +103,34 @@ export function finishTooSoon(messages: Message[], offered: string[]): string | 
     return `not finished: ${what}, so nothing has been done.${theTask(messages)} Do it with the tools first, then call finish.`;
   }
   const changers = offered.filter((name) => CHANGES.has(name));
-  if (changers.length > 0 && !worked.some((c) => CHANGES.has(c.name))) {
+  if (changers.length > 0 && !worked.some(changes)) {
     return `not finished: you have only read so far.${theTask(messages)} If it asks for a file to be written or changed, or a command to be run, do that now (${changers.join(', ')}), then call finish.`;
   }
   return undefined;
+}
+
+const GIVE_UP_ASKED = 'not finished: you said done: false, so the step would fail.';
+
+/**
+ * A `finish` with `done: false` after the workspace changed is asked about once, with the changes
+ * beside the task: Qwen2.5-Coder 1.5B appended the line it was asked to, then said done: false
+ * ("now I need to check if the task is complete"). One with no change worked is taken: a give-up.
+ */
+export function giveUpAfterChange(messages: Message[]): string | undefined {
+  const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
+  if (calls.some((c) => c.name === FINISH_TOOL && c.error?.startsWith(GIVE_UP_ASKED))) return undefined;
+  const changed = [...new Set(workedCalls(messages).filter(changes).map(describeChange))];
+  if (changed.length === 0) return undefined;
+  return `${GIVE_UP_ASKED} What you changed: ${changed.join('; ')}.${theTask(messages)} If something it asks for is still missing, do it now; if the task is done, call finish again with done: true.`;
+}
+
+function describeChange(call: Call): string {
+  const text = (value: unknown, max: number) => {
+    const s = typeof value === 'string' ? value : String(JSON.stringify(value));
+    return s.length > max ? `${s.slice(0, max)}…` : s;
+  };
+  if (call.name === 'shell') return `ran "${text(call.args.command, 80)}"`;
+  return `${call.name === 'fs_write' ? 'wrote' : 'edited'} ${text(call.args.path, 120)}`;
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { ErrorTypes, permanent } from '../errors/application-failures';
 import { FINISH_TOOL, finishAnswer } from './finish-tool';
-import { type Call, type Message, finishTooSoon, repeated } from './required-guards';
+import { type Call, type Message, finishTooSoon, giveUpAfterChange, repeated } from './required-guards';
 
 /** What a turn returns (model-turn.ts's ModelTurnResult, whose module imports this one). */
 interface Turn {
@@ -60,6 +60,8 @@ export function requiredTurn(calls: Call[], result: Omit<Turn, 'toolCalls' | 'ou
   const tooSoon = finishTooSoon(messages, (context.request.tools ?? []).map((t) => t.name));
   if (tooSoon !== undefined) return sentBack(tooSoon);
   const answer = finishAnswer(call.args, context.outputSchema);
+  const doubted = answer.gaveUp ? giveUpAfterChange(messages) : undefined;
+  if (doubted !== undefined) return sentBack(doubted);
   listener?.textDelta(answer.text);
   return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), ...(answer.gaveUp && { gaveUp: true }), toolCalls: [], finishReason: 'stop', usage };
 }

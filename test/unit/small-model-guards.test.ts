@@ -6,7 +6,7 @@
 import { type FitMessage, fitToWindow, outputReserve } from '../../src/providers/context-window';
 import type { ModelMessageInput } from '../../src/providers/model-turn';
 import { finishAnswer, finishTool } from '../../src/providers/finish-tool';
-import { type Call as ToolCall, finishTooSoon, repeated } from '../../src/providers/required-guards';
+import { type Call as ToolCall, finishTooSoon, giveUpAfterChange, repeated } from '../../src/providers/required-guards';
 
 const call = (name: string, args: Record<string, unknown>, error?: string): ToolCall => ({ id: `${name}-${JSON.stringify(args)}`, name, args, ...(error && { error }) });
 const turn = (...calls: ToolCall[]): ModelMessageInput => ({ role: 'assistant', toolCalls: calls });
@@ -52,6 +52,18 @@ describe('finish says whether the task was done', () => {
     expect(finishAnswer({ answer: ['a'], done: true }, list)).toEqual({ text: '["a"]', output: ['a'] });
   });
 
+  test('a give-up after a change worked is asked about once, with the changes beside the task; with no change, or asked already, it is taken', () => {
+    const task: ModelMessageInput = { role: 'user', content: 'Add "water the plants" at the end of todo.txt.' };
+    const write = call('fs_write', { path: 'todo.txt', content: 'water the plants', append: true });
+    const asked = giveUpAfterChange([task, turn(write)]);
+    expect(asked).toBe(
+      'not finished: you said done: false, so the step would fail. What you changed: wrote todo.txt. The task was: "Add "water the plants" at the end of todo.txt." ' +
+        'If something it asks for is still missing, do it now; if the task is done, call finish again with done: true.',
+    );
+    expect(giveUpAfterChange([task, turn(call('fs_read', { path: 'todo.txt' }))])).toBeUndefined();
+    expect(giveUpAfterChange([task, turn(write), turn(call('finish', { answer: 'x', done: false }, asked))])).toBeUndefined();
+  });
+
   test('an output with a done field of its own keeps it: finish adds none, and its false is an answer', () => {
     const task = { type: 'object', properties: { done: { type: 'boolean' }, note: { type: 'string' } }, required: ['done', 'note'] };
     expect(finishTool(task).inputSchema).toEqual(task);
@@ -83,6 +95,17 @@ describe('a finish too soon', () => {
     // A change that failed is no change.
     const failedWrite: ModelMessageInput = { role: 'tool', toolCallId: write.id, toolName: 'fs_write', result: 'SyntaxBroken', isError: true };
     expect(finishTooSoon([turn(read), readResult, turn(write), failedWrite], tools)).toMatch(/only read so far/);
+  });
+
+  test('a command that only reads is no change: a pipeline of readers with nothing redirected; anything else is', () => {
+    const offered = ['fs_read', 'fs_write', 'shell'];
+    const shell = (command: string) => turn(call('shell', { command }));
+    for (const command of ["find data -type f -name '*.txt' | wc -l", 'ls -la && cat notes.txt', 'grep -c port config.ini; head -n 3 a.txt']) {
+      expect(finishTooSoon([shell(command)], offered)).toMatch(/^not finished: you have only read so far\./);
+    }
+    for (const command of ['find data -name "*.txt" | wc -l > count.txt', 'find . -name "*.tmp" -delete', 'sed -i s/a/b/ a.txt', 'node main.js', 'echo $(date) | tee x']) {
+      expect(finishTooSoon([shell(command)], offered)).toBeUndefined();
+    }
   });
 
   test('a finish after a change worked is taken at once: no review (it turned right work into done: false)', () => {
