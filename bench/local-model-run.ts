@@ -118,8 +118,6 @@ export interface Totals {
   succeeded: number;
   /** Runs that ended `completed` (or Submitted) with the work undone: the model's word taken for the work. */
   silentSuccesses: number;
-  /** Runs that did not end `completed` (or Submitted) with the work done: a give-up or a failure the workspace belies. */
-  falseFailures: number;
   /** Model replies that did not parse as an offered call. */
   unparsed: number;
   /** The median task's seconds. */
@@ -136,8 +134,7 @@ export function totals(results: TaskResult[]): Totals {
   return {
     tasks: results.length,
     succeeded: results.filter((r) => r.success).length,
-    silentSuccesses: results.filter((r) => !r.success && ended(r)).length,
-    falseFailures: results.filter((r) => r.success && !ended(r)).length,
+    silentSuccesses: results.filter((r) => !r.success && (r.ended === 'completed' || r.ended === 'Submitted')).length,
     unparsed: sum((r) => r.unparsed ?? 0),
     medianSeconds: median(results.map((r) => r.seconds)),
     turns: sum((r) => r.turns),
@@ -146,11 +143,6 @@ export function totals(results: TaskResult[]): Totals {
     outputTokens: sum((r) => r.outputTokens),
     seconds: Math.round(sum((r) => r.seconds)),
   };
-}
-
-/** Whether the harness said the task was done: cadre's run completed, mini-swe-agent's submitted. */
-function ended(r: TaskResult): boolean {
-  return r.ended === 'completed' || r.ended === 'Submitted';
 }
 
 /** cadre's results beside a peer harness's on the same tasks, as a Markdown table: done, how it ended, turns, seconds; totals last. */
@@ -179,7 +171,7 @@ function median(values: number[]): number {
 export function summary(results: TaskResult[], name = 'cadre'): string {
   const t = totals(results);
   const unparsed = results.some((r) => r.unparsed !== undefined) ? `, ${t.unparsed} replies that did not parse` : '';
-  return `${name}: ${t.succeeded}/${t.tasks} done, ${t.silentSuccesses} silent successes (completed, work undone), ${t.falseFailures} false failures (work done, run not completed)${unparsed}, median task ${t.medianSeconds} s`;
+  return `${name}: ${t.succeeded}/${t.tasks} done, ${t.silentSuccesses} silent successes (completed, work undone)${unparsed}, median task ${t.medianSeconds} s`;
 }
 
 /** The results as a Markdown table, totals last. */

@@ -628,13 +628,13 @@ describe('toolCalls: required: every reply a call, and finish answers', () => {
     // No tools' prompt: the server sees the tools, and its grammar makes the call; the system prompt says how a turn works.
     const messages = body.messages as { role: string; content: string }[];
     expect(messages.map((m) => m.role)).toEqual(['system', 'user']);
-    expect(messages[0].content).toMatch(/^You work through tools: every reply of yours is one tool call\..* When the task is done, call finish with your answer; if you cannot do it, call finish with done: false and say why\.$/);
+    expect(messages[0].content).toMatch(/^You work through tools: every reply of yours is one tool call\..* When the task is done, call finish with your answer\.$/);
   });
 
   test('finish ends the turn with its answer: text, or the output schema\'s value checked; a finish that does not match goes back to the model', async () => {
     // A finish before any tool was called is sent back once: the model has likely done nothing.
     server.enqueue({ text: 'notes.txt says: ship on Friday' });
-    expect((await modelTurn(ask, settings())).toolCalls).toEqual([{ id: expect.any(String), name: 'finish', args: { answer: 'notes.txt says: ship on Friday', done: true }, error: expect.stringMatching(/^not finished: you have not called any tool yet/) }]);
+    expect((await modelTurn(ask, settings())).toolCalls).toEqual([{ id: expect.any(String), name: 'finish', args: { answer: 'notes.txt says: ship on Friday' }, error: expect.stringMatching(/^not finished: you have not called any tool yet/) }]);
     server.requests.splice(0);
     const acted: ModelTurnRequest = {
       ...ask,
@@ -644,12 +644,12 @@ describe('toolCalls: required: every reply a call, and finish answers', () => {
     const heard: string[] = [];
     expect(await modelTurn(acted, settings(), undefined, { textDelta: (t) => heard.push(t) })).toEqual({ text: 'notes.txt says: ship on Friday', toolCalls: [], finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } });
     expect(heard).toEqual(['notes.txt says: ship on Friday']);
-    expect(finishOf(0)).toEqual({ type: 'object', properties: { answer: { type: 'string', description: expect.any(String) }, done: { type: 'boolean', description: expect.any(String) } }, required: ['answer', 'done'], additionalProperties: false });
+    expect(finishOf(0)).toEqual({ type: 'object', properties: { answer: { type: 'string', description: expect.any(String) } }, required: ['answer'], additionalProperties: false });
     const schema = { type: 'object', properties: { day: { type: 'string' }, count: { type: 'integer' } }, required: ['day', 'count'], additionalProperties: false };
     server.enqueue({ text: '{"day": "Friday", "count": 2}' });
     const structured = await modelTurn({ ...acted, outputSchema: schema }, settings());
     expect(structured).toMatchObject({ output: { day: 'Friday', count: 2 }, toolCalls: [] });
-    expect(finishOf(1)).toEqual({ ...schema, properties: { ...schema.properties, done: expect.objectContaining({ type: 'boolean' }) }, required: ['day', 'count', 'done'] });
+    expect(finishOf(1)).toEqual(schema);
     // The response format is the calls', finish's holding the answer's shape: not the output schema alone.
     expect((server.requests[1].body.response_format as { json_schema: { name: string } }).json_schema.name).toBe('tool_call');
     const list = { type: 'array', items: { type: 'string' } };
@@ -658,12 +658,12 @@ describe('toolCalls: required: every reply a call, and finish answers', () => {
     server.enqueue({ text: '{"day": "Friday", "count": "two"}' });
     const wrong = await modelTurn({ ...acted, outputSchema: schema }, settings());
     expect(wrong.output).toBeUndefined();
-    expect(wrong.toolCalls).toEqual([{ id: expect.any(String), name: 'finish', args: { day: 'Friday', count: 'two', done: true }, error: expect.stringMatching(/^the arguments do not match finish's schema: count: /) }]);
+    expect(wrong.toolCalls).toEqual([{ id: expect.any(String), name: 'finish', args: { day: 'Friday', count: 'two' }, error: expect.stringMatching(/^the arguments do not match finish's schema: count: /) }]);
   });
 
   test('a server that ignores "required" but holds the reply to response_format\'s schema (llama.cpp) sends the call as text, read as the call', async () => {
     server.ignoreToolChoice = true;
-    server.enqueue({ toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }], toolCallsAs: 'bare-json' }, { toolCalls: [{ id: 'f', name: 'finish', args: { answer: 'ship on Friday', done: true } }], toolCallsAs: 'bare-json' });
+    server.enqueue({ toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }], toolCallsAs: 'bare-json' }, { toolCalls: [{ id: 'f', name: 'finish', args: { answer: 'ship on Friday' } }], toolCallsAs: 'bare-json' });
     expect((await modelTurn(ask, settings())).toolCalls).toEqual([{ id: expect.any(String), name: 'fs_read', args: { path: 'notes.txt' } }]);
     expect((await modelTurn(ask, settings())).toolCalls[0]).toMatchObject({ name: 'finish', args: { answer: 'ship on Friday' }, error: expect.stringContaining('not finished') });
     const format = server.requests[0].body.response_format as { type: string; json_schema: { schema: { oneOf: { properties: { name: unknown; arguments: unknown } }[] } } };

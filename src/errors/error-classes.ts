@@ -124,7 +124,6 @@ const WORKFLOW_TYPES: Record<string, Outcome> = {
   // The model writes tool calls as text that nothing reads: the endpoint's toolCalls mode is the fix.
   ToolCallNotParsed: { class: 'permanent', kind: 'config', actions: ['set the toolCalls mode the message names for the model\'s endpoint (models.compatible in cadre.config.yaml)', 'or use a model that calls tools'] },
   AgentLoopDetected: { class: 'permanent', kind: 'limit_exceeded', actions: ['sharpen the prompt or the tools, or use a stronger model'] },
-  AgentGaveUp: { class: 'permanent', kind: 'requirement', actions: ['read the agent\'s reason in the message; give it what it lacked (a tool, a file, a clearer task) or use a stronger model'] },
   WorkerGaveUp: { class: 'permanent', kind: 'requirement', actions: ['read the worker\'s reason; change the task before running it again'] },
   PlanFailed: { class: 'permanent', kind: 'invalid_request', actions: ['fix the plan'] },
 };

@@ -14,19 +14,6 @@ import { canonical } from './canonical-json';
 
 export { canonical } from './canonical-json';
 
-/** How much of a give-up's answer its failure message quotes; the whole answer is the failure's detail. */
-const GAVE_UP_QUOTED = 500;
-
-/**
- * The failure of a step whose model finished saying it could not do the task (`done: false` in
- * `finish`): its answer is a reason, never a result. Not retried: the same model on the same task
- * would likely give up again.
- */
-export function gaveUp(answer: string): ApplicationFailure {
-  const said = answer.length > GAVE_UP_QUOTED ? `${answer.slice(0, GAVE_UP_QUOTED)}… (${answer.length - GAVE_UP_QUOTED} more characters in the failure's details)` : answer;
-  return ApplicationFailure.create({ message: `the agent finished saying it could not do the task: ${JSON.stringify(said)}`, type: 'AgentGaveUp', nonRetryable: true, details: [answer] });
-}
-
 /** Identical turns in a row that earn the note; one more fails the step. */
 export const REPEATS_BEFORE_NOTE = 3;
 

@@ -55,8 +55,6 @@ export interface ModelTurnResult {
   text?: string;
   /** The final answer parsed and checked against `outputSchema`, when one was given. */
   output?: unknown;
-  /** `finish` said the task could not be done (`done: false`): the agent loop fails the step with AgentGaveUp. */
-  gaveUp?: true;
   toolCalls: ToolCall[];
   finishReason: string;
   usage: { inputTokens: number; outputTokens: number };

@@ -8,11 +8,7 @@
  *    change the workspace were offered, before one of them worked (it answered "0" to "count the
  *    files and write the number to count.txt"). A third finish is taken: some tasks need no tool,
  *    or no change;
- *  - a give-up (`done: false`) after a change worked, once, with the changes beside the task.
- * A finish after a change is taken: sent back once for review, with the changes beside the task
- * (SWE-agent's review of a submission), it caught nothing in ten tasks, and Qwen2.5-Coder 1.5B read
- * its "not finished … if any part of it is not done yet" as its own verdict and answered `done: false`
- * in three tasks of three whose work was right.
+ *  - the first finish after the workspace changed, once, with the changes listed beside the task.
  */
 import { canonical } from '../protocol/canonical-json';
 import { FINISH_TOOL } from './finish-tool';
@@ -39,24 +35,6 @@ export interface Message {
 
 /** Tools whose calls change the workspace, after which a file may read differently. */
 const CHANGES = new Set(['fs_write', 'fs_edit', 'shell']);
-
-/** Commands that only read, when nothing is redirected to a file (`find` without -delete or -exec). */
-const READERS = new Set(['cat', 'ls', 'find', 'wc', 'grep', 'head', 'tail', 'sort', 'uniq', 'cut', 'tr', 'pwd', 'stat', 'du', 'file', 'echo', 'printf', 'diff', 'tree', 'basename', 'dirname', 'realpath', 'test', 'true']);
-
-/**
- * Whether a call did what the task may ask for: a write, an edit, or a command that is more than a
- * read. Qwen2.5-Coder 1.5B counted files with `find data -name '*.txt' | wc -l` and answered "7"
- * in place of writing it to count.txt: a read, which the finish-too-soon guard must see as one.
- */
-function changes(call: Call): boolean {
-  if (call.name !== 'shell') return CHANGES.has(call.name);
-  const command = typeof call.args.command === 'string' ? call.args.command : '';
-  if (/[>`]|\$\(|-delete\b|-exec\b|-ok\b/.test(command)) return true;
-  return !command.split(/\|\|?|&&|;|\n/).every((part) => {
-    const word = part.trim().split(/\s+/)[0] ?? '';
-    return word === '' || READERS.has(word);
-  });
-}
 
 /** Why `call` is not worth running given the conversation so far, or undefined. */
 export function repeated(call: Call, messages: Message[]): string | undefined {
@@ -103,25 +81,24 @@ export function finishTooSoon(messages: Message[], offered: string[]): string | 
     return `not finished: ${what}, so nothing has been done.${theTask(messages)} Do it with the tools first, then call finish.`;
   }
   const changers = offered.filter((name) => CHANGES.has(name));
-  if (changers.length > 0 && !worked.some(changes)) {
+  if (changers.length > 0 && !worked.some((c) => CHANGES.has(c.name))) {
     return `not finished: you have only read so far.${theTask(messages)} If it asks for a file to be written or changed, or a command to be run, do that now (${changers.join(', ')}), then call finish.`;
   }
-  return undefined;
+  return review(worked, calls, messages);
 }
 
-const GIVE_UP_ASKED = 'not finished: you said done: false, so the step would fail.';
+const REVIEW = 'not finished: check your work against the task first.';
 
 /**
- * A `finish` with `done: false` after the workspace changed is asked about once, with the changes
- * beside the task: Qwen2.5-Coder 1.5B appended the line it was asked to, then said done: false
- * ("now I need to check if the task is complete"). One with no change worked is taken: a give-up.
+ * The first finish after the workspace changed is sent back once with what changed, next to the
+ * task, as SWE-agent reviews a submission: Qwen2.5-Coder 1.5B renamed a function in one file of
+ * two and said both were done. The next finish is taken.
  */
-export function giveUpAfterChange(messages: Message[]): string | undefined {
-  const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
-  if (calls.some((c) => c.name === FINISH_TOOL && c.error?.startsWith(GIVE_UP_ASKED))) return undefined;
-  const changed = [...new Set(workedCalls(messages).filter(changes).map(describeChange))];
-  if (changed.length === 0) return undefined;
-  return `${GIVE_UP_ASKED} What you changed: ${changed.join('; ')}.${theTask(messages)} If something it asks for is still missing, do it now; if the task is done, call finish again with done: true.`;
+function review(worked: Call[], calls: Call[], messages: Message[]): string | undefined {
+  if (calls.some((c) => c.name === FINISH_TOOL && c.error?.startsWith(REVIEW))) return undefined;
+  const changes = [...new Set(worked.filter((c) => CHANGES.has(c.name)).map(describeChange))];
+  if (changes.length === 0) return undefined;
+  return `${REVIEW} What you changed: ${changes.join('; ')}.${theTask(messages)} If any part of it is not done yet (a file not written or changed, a command not run), do that now; if all of it is done, call finish again with your answer.`;
 }
 
 function describeChange(call: Call): string {

@@ -4,13 +4,12 @@
  */
 import { ErrorTypes, permanent } from '../errors/application-failures';
 import { FINISH_TOOL, finishAnswer } from './finish-tool';
-import { type Call, type Message, finishTooSoon, giveUpAfterChange, repeated } from './required-guards';
+import { type Call, type Message, finishTooSoon, repeated } from './required-guards';
 
 /** What a turn returns (model-turn.ts's ModelTurnResult, whose module imports this one). */
 interface Turn {
   text?: string;
   output?: unknown;
-  gaveUp?: true;
   toolCalls: Call[];
   finishReason: string;
   usage: { inputTokens: number; outputTokens: number };
@@ -20,7 +19,7 @@ interface Turn {
 export const REQUIRED_GUIDE =
   'You work through tools: every reply of yours is one tool call. Do the task with the tools, one step at a time: ' +
   'read what you need, then make the change the task asks for (write or edit the files, run the commands). Reading a file does not change it. ' +
-  'When the task is done, call finish with your answer; if you cannot do it, call finish with done: false and say why.';
+  'When the task is done, call finish with your answer.';
 
 interface Context {
   outputSchema?: Record<string, unknown>;
@@ -60,10 +59,8 @@ export function requiredTurn(calls: Call[], result: Omit<Turn, 'toolCalls' | 'ou
   const tooSoon = finishTooSoon(messages, (context.request.tools ?? []).map((t) => t.name));
   if (tooSoon !== undefined) return sentBack(tooSoon);
   const answer = finishAnswer(call.args, context.outputSchema);
-  const doubted = answer.gaveUp ? giveUpAfterChange(messages) : undefined;
-  if (doubted !== undefined) return sentBack(doubted);
   listener?.textDelta(answer.text);
-  return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), ...(answer.gaveUp && { gaveUp: true }), toolCalls: [], finishReason: 'stop', usage };
+  return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), toolCalls: [], finishReason: 'stop', usage };
 }
 
 /** Whether the model's last call was sent back unrun by a guard: greedy, it says the same again. */

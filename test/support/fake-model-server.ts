@@ -170,7 +170,7 @@ export function fakeTokens(body: Record<string, unknown>): number {
 /**
  * A reply under `tool_choice: "required"`, as a server constraining by grammar gives it: the calls
  * as real calls (never as text), and scripted text with no call as a call to `finish` (its
- * `answer`, or the text's JSON when `finish` takes the output's own fields, with `done: true`). With no `finish` offered
+ * `answer`, or the text's JSON when `finish` takes the output's own fields). With no `finish` offered
  * there is no call the text could be, and the script is wrong.
  */
 function asRequired(reply: FakeReply, body: Record<string, unknown>): FakeReply | string {
@@ -180,10 +180,8 @@ function asRequired(reply: FakeReply, body: Record<string, unknown>): FakeReply 
   if (!finish) return 'fake server: tool_choice is required, no finish tool was offered, and the scripted reply has no call';
   const text = reply.text ?? '';
   const properties = finish.function.parameters?.properties ?? {};
-  const answer = Object.keys(properties).filter((key) => key !== 'done').join() === 'answer' ? (properties.answer as { type?: string }) : undefined;
-  // A scripted answer is a finished task: `done: true` when finish asks for it (a give-up is scripted as its call).
-  const done = Object.hasOwn(properties, 'done') ? { done: true } : {};
-  const args = answer ? { answer: answer.type === 'string' ? text : (JSON.parse(text) as unknown), ...done } : { ...done, ...(JSON.parse(text) as Record<string, unknown>) };
+  const answer = Object.keys(properties).join() === 'answer' ? (properties.answer as { type?: string }) : undefined;
+  const args = answer ? { answer: answer.type === 'string' ? text : (JSON.parse(text) as unknown) } : (JSON.parse(text) as Record<string, unknown>);
   return { ...reply, text: undefined, chunks: undefined, toolCallsAs: undefined, toolCalls: [{ id: 'finish-1', name: 'finish', args }] };
 }
 

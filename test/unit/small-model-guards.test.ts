@@ -5,8 +5,7 @@
  */
 import { type FitMessage, fitToWindow, outputReserve } from '../../src/providers/context-window';
 import type { ModelMessageInput } from '../../src/providers/model-turn';
-import { finishAnswer, finishTool } from '../../src/providers/finish-tool';
-import { type Call as ToolCall, finishTooSoon, giveUpAfterChange, repeated } from '../../src/providers/required-guards';
+import { type Call as ToolCall, finishTooSoon, repeated } from '../../src/providers/required-guards';
 
 const call = (name: string, args: Record<string, unknown>, error?: string): ToolCall => ({ id: `${name}-${JSON.stringify(args)}`, name, args, ...(error && { error }) });
 const turn = (...calls: ToolCall[]): ModelMessageInput => ({ role: 'assistant', toolCalls: calls });
@@ -38,39 +37,6 @@ describe('repeated calls', () => {
   });
 });
 
-describe('finish says whether the task was done', () => {
-  test('a plain answer and an object output both ask for done, after the answer; false gives up, true or absent answers', () => {
-    expect(finishTool().inputSchema).toMatchObject({ properties: { answer: { type: 'string' }, done: { type: 'boolean' } }, required: ['answer', 'done'] });
-    expect(finishAnswer({ answer: 'apples cost 2.50', done: true })).toEqual({ text: 'apples cost 2.50' });
-    expect(finishAnswer({ answer: 'no price for pears', done: false })).toEqual({ text: 'no price for pears', gaveUp: true });
-    const counted = { type: 'object', properties: { lines: { type: 'integer' } }, required: ['lines'], additionalProperties: false };
-    expect(finishTool(counted).inputSchema).toEqual({ ...counted, properties: { lines: { type: 'integer' }, done: expect.objectContaining({ type: 'boolean' }) }, required: ['lines', 'done'] });
-    // done is finish's, not the step's: it never reaches the output.
-    expect(finishAnswer({ lines: 2, done: true }, counted)).toEqual({ text: '{"lines":2}', output: { lines: 2 } });
-    expect(finishAnswer({ lines: 0, done: false }, counted)).toEqual({ text: '{"lines":0}', output: { lines: 0 }, gaveUp: true });
-    const list = { type: 'array', items: { type: 'string' } };
-    expect(finishAnswer({ answer: ['a'], done: true }, list)).toEqual({ text: '["a"]', output: ['a'] });
-  });
-
-  test('a give-up after a change worked is asked about once, with the changes beside the task; with no change, or asked already, it is taken', () => {
-    const task: ModelMessageInput = { role: 'user', content: 'Add "water the plants" at the end of todo.txt.' };
-    const write = call('fs_write', { path: 'todo.txt', content: 'water the plants', append: true });
-    const asked = giveUpAfterChange([task, turn(write)]);
-    expect(asked).toBe(
-      'not finished: you said done: false, so the step would fail. What you changed: wrote todo.txt. The task was: "Add "water the plants" at the end of todo.txt." ' +
-        'If something it asks for is still missing, do it now; if the task is done, call finish again with done: true.',
-    );
-    expect(giveUpAfterChange([task, turn(call('fs_read', { path: 'todo.txt' }))])).toBeUndefined();
-    expect(giveUpAfterChange([task, turn(write), turn(call('finish', { answer: 'x', done: false }, asked))])).toBeUndefined();
-  });
-
-  test('an output with a done field of its own keeps it: finish adds none, and its false is an answer', () => {
-    const task = { type: 'object', properties: { done: { type: 'boolean' }, note: { type: 'string' } }, required: ['done', 'note'] };
-    expect(finishTool(task).inputSchema).toEqual(task);
-    expect(finishAnswer({ done: false, note: 'still open' }, task)).toEqual({ text: '{"done":false,"note":"still open"}', output: { done: false, note: 'still open' } });
-  });
-});
-
 describe('a finish too soon', () => {
   const tools = ['fs_read', 'fs_write'];
   const read = call('fs_read', { path: 'config.ini' });
@@ -97,23 +63,20 @@ describe('a finish too soon', () => {
     expect(finishTooSoon([turn(read), readResult, turn(write), failedWrite], tools)).toMatch(/only read so far/);
   });
 
-  test('a command that only reads is no change: a pipeline of readers with nothing redirected; anything else is', () => {
-    const offered = ['fs_read', 'fs_write', 'shell'];
-    const shell = (command: string) => turn(call('shell', { command }));
-    for (const command of ["find data -type f -name '*.txt' | wc -l", 'ls -la && cat notes.txt', 'grep -c port config.ini; head -n 3 a.txt']) {
-      expect(finishTooSoon([shell(command)], offered)).toMatch(/^not finished: you have only read so far\./);
-    }
-    for (const command of ['find data -name "*.txt" | wc -l > count.txt', 'find . -name "*.tmp" -delete', 'sed -i s/a/b/ a.txt', 'node main.js', 'echo $(date) | tee x']) {
-      expect(finishTooSoon([shell(command)], offered)).toBeUndefined();
-    }
-  });
-
-  test('a finish after a change worked is taken at once: no review (it turned right work into done: false)', () => {
+  test('the first finish after a change is sent back once, with what changed beside the task; the next is taken', () => {
     const tools = ['fs_read', 'fs_write', 'fs_edit', 'shell'];
     const task: ModelMessageInput = { role: 'user', content: 'Rename calc to total in util.js and main.js.' };
     const edit = call('fs_edit', { path: 'util.js', old_text: 'calc', new_text: 'total' });
-    expect(finishTooSoon([task, turn(edit)], tools)).toBeUndefined();
-    expect(finishTooSoon([task, turn(call('shell', { command: 'node main.js' }))], tools)).toBeUndefined();
+    const run = call('shell', { command: `node main.js ${'x'.repeat(100)}` });
+    const reviewed = finishTooSoon([task, turn(edit), turn(edit), turn(run)], tools);
+    expect(reviewed).toBe(
+      `not finished: check your work against the task first. What you changed: edited util.js; ran "node main.js ${'x'.repeat(67)}…". ` +
+        'The task was: "Rename calc to total in util.js and main.js." If any part of it is not done yet (a file not written or changed, a command not run), do that now; if all of it is done, call finish again with your answer.',
+    );
+    expect(finishTooSoon([task, turn(edit), turn(call('finish', { answer: 'done' }, reviewed)), turn(edit)], tools)).toBeUndefined();
+    // A finish refused as too soon before the change does not stand for the review.
+    const early = turn(call('finish', { answer: 'done' }, 'not finished: you have not called any tool yet, so nothing has been done.'));
+    expect(finishTooSoon([task, early, turn(edit)], tools)).toMatch(/^not finished: check your work against the task first\. What you changed: edited util\.js\./);
   });
 });
 

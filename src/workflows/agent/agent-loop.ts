@@ -17,7 +17,7 @@ import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/
 import { describeFailure } from '../common/failures';
 import { HumanWaits, splitAnswer } from '../plan/waits';
 import type { StreamTarget } from '../../protocol/stream';
-import { TurnGuards, gaveUp } from '../../protocol/agent-guards';
+import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 import { TurnEvents } from './turn-events';
@@ -103,7 +103,6 @@ export class AgentLoop {
       messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });
       this.checkBudget();
       if (turn.toolCalls.length === 0) {
-        if (turn.gaveUp) throw gaveUp(turn.text ?? '');
         const correction = guards?.answer(turn);
         if (correction !== undefined) {
           messages.push({ role: 'user', content: correction });
