@@ -288,10 +288,12 @@ const CLONED_PLAN = (origin: string, script: string) => `name: cloned
 workspace: { repo: ${origin}, ref: main }
 steps:
   - { id: first, tool: fs.write, with: { path: first.txt, content: "one" } }
+  - { id: branch, dependsOn: [first], worktree: { repo: ".", task: feature }, tool: shell, with: { command: "echo branched > wt.txt" } }
   - id: slow
-    dependsOn: [first]
+    dependsOn: [branch]
     agent: { prompt: "Sleep, then write slow.txt.", model: "scripted:${script}", tools: [shell], maxTurns: 3 }
-  - { id: last, dependsOn: [slow], tool: shell, with: { command: "cat first.txt slow.txt app.txt > last.txt" } }
+  - { id: branch-more, dependsOn: [slow], worktree: { repo: ".", task: feature }, tool: shell, with: { command: "cat wt.txt first.txt > wt2.txt" } }
+  - { id: last, dependsOn: [branch-more], tool: shell, with: { command: "cat first.txt slow.txt app.txt > last.txt" } }
 `;
 
 const SLEEPY_AGENT = `turns:
@@ -311,9 +313,13 @@ describe('a workspace cloned from a repository', () => {
     expect(issues('{ repo: "--upload-pack=touch /tmp/x" }')).toEqual(['workspace.repo: a workspace repo is a URL or a path, not an option, with no control characters']);
     expect(issues('{ repo: ../app, ref: "main..x" }')).toEqual([expect.stringMatching(/^workspace\.ref: a workspace ref is a branch name/)]);
     expect(issues('{ repo: ../app, ref: -x }')).toEqual([expect.stringMatching(/^workspace\.ref: a workspace ref is a branch name/)]);
-    expect(issues('{ repo: ../app }', '  - { id: a, worktree: { repo: . }, tool: git.status }\n')).toEqual([
-      'steps[0].worktree: worktrees are not yet supported in a workspace cloned from a repository (workspace: { repo }): give the plan a path workspace',
+    // A worktree is one of the clone, made again from its pushed branch wherever the run goes; another repository is on one disk.
+    expect(issues('{ repo: ../app }', '  - { id: a, worktree: { repo: . }, tool: git.status }\n')).toMatchObject({ steps: [{ worktree: { repo: '.', task: 'a' } }] });
+    expect(issues('{ repo: ../app }', '  - { id: a, worktree: { repo: ../other }, tool: git.status }\n')).toEqual([
+      'steps[0].worktree.repo: in a workspace cloned from a repository (workspace: { repo }), a worktree is one of the clone: give repo: "."',
     ]);
+    // In a path workspace, `.` is where the plan is, as ever.
+    expect(issues('../app', '  - { id: a, worktree: { repo: . }, tool: git.status }\n')).toMatchObject({ steps: [{ worktree: { repo: '/plans' } }] });
   });
 
   test('with no fleet, the worker clones it, the steps run in the clone, and their work is on the run\'s branch', async () => {
@@ -370,8 +376,11 @@ describe('a workspace cloned from a repository', () => {
       });
       const [lost, other] = slow.host === hosts[0] ? hosts : [hosts[1], hosts[0]];
       expect(slow.clone).toMatchObject({ repo: origin, branch: expect.stringMatching(/^cadre\/run\/cloned-run-/), path: expect.stringContaining(path.join(root, lost, 'runs')) });
-      // The first step's work is on the remote before the next step starts.
+      // The first step's work is on the remote before the next step starts, and the worktree's on a branch of the run's.
       expect(git(origin, 'show', `${slow.clone!.branch}:first.txt`)).toBe('one');
+      const feature = slow.clone!.branch.replace(/^cadre\/run\//, 'cadre/worktree/') + '/feature';
+      expect(git(origin, 'show', `${feature}:wt.txt`)).toBe('branched');
+      expect(slow.worktrees).toEqual([expect.objectContaining({ repo: '.', task: 'feature', state: 'active', path: expect.stringContaining(path.join(root, lost, 'worktrees')) })]);
       const dying = workers[hosts.indexOf(lost)];
       dying.child.kill('SIGKILL');
       await dying.stop();
@@ -384,9 +393,15 @@ describe('a workspace cloned from a repository', () => {
       expect(done.clone?.path).toContain(path.join(root, other, 'runs'));
       expect(done.steps.map((s) => [s.id, s.status, s.note])).toEqual([
         ['first', 'completed', undefined],
+        ['branch', 'completed', undefined],
         ['slow', 'completed', `ran again on host ${other}: host ${lost} was lost before the step's work was pushed`],
+        ['branch-more', 'completed', undefined],
         ['last', 'completed', undefined],
       ]);
+      // The worktree was made again on the other host from its push: the work before the move is in it, and what came after is pushed too.
+      expect(git(origin, 'show', `${feature}:wt2.txt`)).toBe('branched\none');
+      expect(git(origin, 'log', '--format=%s', feature).split('\n').slice(0, 2)).toEqual([`cadre: step branch-more of run ${id}`, `cadre: step branch of run ${id}`]);
+      expect(done.worktrees).toEqual([expect.objectContaining({ task: 'feature', state: 'removed', path: expect.stringContaining(path.join(root, other, 'worktrees')) })]);
       // Every step's work is on the run's branch, the last push is what the run says, and the clone the run moved to has it.
       expect(git(origin, 'show', `${done.clone!.branch}:last.txt`)).toBe('oneslept\nline 1\nline 2\nline 3');
       expect(git(origin, 'rev-parse', done.clone!.branch)).toBe(done.clone!.commit);
@@ -399,9 +414,11 @@ describe('a workspace cloned from a repository', () => {
       workers.push(back);
       await until('the returning host pruned its clone', () => (back.stderr().includes('removed 1 clone(s) of runs that ended or moved on') ? true : undefined), 30_000);
       expect(existsSync(slow.clone!.path)).toBe(false);
-      // The first step ran once, on the lost host; what came after its push ran on the other host; no workflow task failed.
-      const tools = (await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool' || type === 'checkpointWorkspace');
-      expect(tools).toEqual([['runTool', lost], ['checkpointWorkspace', lost], ['checkpointWorkspace', other], ['runTool', other], ['checkpointWorkspace', other]]);
+      expect(readdirSync(path.join(root, lost, 'worktrees'))).toEqual([]);
+      // The first steps ran once, on the lost host; what came after their push ran on the other host; no workflow task failed.
+      const tools = (await activitiesCompleted(client, id)).filter(([type]) => ['runTool', 'checkpointWorkspace', 'createWorktree'].includes(type));
+      const stepOn = (host: string, worktree = false) => [...(worktree ? [['createWorktree', host]] : []), ['runTool', host], ['checkpointWorkspace', host]];
+      expect(tools).toEqual([...stepOn(lost), ...stepOn(lost, true), ['checkpointWorkspace', other], ...stepOn(other, true), ...stepOn(other)]);
       // The agent given up on was cancelled; the one that ran again did its work on the other host.
       expect(done.steps.find((s) => s.id === 'slow')?.agent).toMatchObject({ workflowId: `${id}/slow#2`, turns: 2, toolCalls: 1 });
       expect((await activitiesCompleted(client, `${id}/slow#2`)).filter(([type]) => type === 'runTool')).toEqual([['runTool', other]]);

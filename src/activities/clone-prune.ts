@@ -7,7 +7,7 @@ import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { gitAt, run } from '../git/git';
 import type { WorkerHost } from './workspace-host';
-import { CLONE_RUN_KEY, clonesDir, runBranch } from './workspace-clone';
+import { CLONE_RUN_KEY, cloneWorktreesDir, clonesDir, runBranch } from './workspace-clone';
 
 /** What the server says of a run: open or not, and the host it is bound to. Undefined: no such run. */
 export type RunState = { open: boolean; host?: string } | undefined;
@@ -29,6 +29,8 @@ export async function pruneClones(host: WorkerHost | undefined, runState: (run: 
       continue;
     }
     await rm(clone, { recursive: true, force: true });
+    // Its worktrees' work was pushed with each step, as the clone's was: only what was pushed counts.
+    await rm(cloneWorktreesDir(host, name), { recursive: true, force: true });
     report.removed.push(clone);
   }
   return report;

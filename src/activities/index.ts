@@ -23,7 +23,7 @@ import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
 import { type WorkerHost, hostPolling, locateWorkspace } from './workspace-host';
-import { type CheckpointRequest, type CloneRequest, cloneWorkspace, checkpointWorkspace, removeClone } from './workspace-clone';
+import { type CheckpointRequest, type CloneRequest, cloneWorkspace, checkpointWorkspace, inClone, removeClone } from './workspace-clone';
 import { AnalyticsWriter } from '../analytics/writer';
 import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
 import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
@@ -119,7 +119,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     checkpointWorkspace: (request: CheckpointRequest) => heartbeating(() => checkpointWorkspace(request)),
     removeClone: ({ workspace }: { workspace: string }) => removeClone(deps.host, workspace),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
-    createWorktree: (request: CreateRequest) => heartbeating(() => createWorktree(request)),
+    // A worktree of a clone goes beside the clones, and on a host the run moved to starts from its last push.
+    createWorktree: (request: CreateRequest & { startedFrom?: string }) => heartbeating(async () => createWorktree(await inClone(deps.host, request))),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
     // With `stream`, the turn's text and events go to the run's stream as the provider sends them.

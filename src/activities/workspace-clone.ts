@@ -10,7 +10,9 @@ import { mkdir, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { cacheDir } from '../cache-dir';
 import { ErrorTypes, permanent, transient } from '../errors/application-failures';
-import { gitAt, run } from '../git/git';
+import type { CreateRequest } from '../git';
+import { safeName as safeRefName } from '../git/names';
+import { type Git, gitAt, run } from '../git/git';
 import { hardenedGit } from '../git/hardened';
 import { WORKSPACE_BLOB_DIR } from '../store/blobs';
 import { isInside } from './confinement';
@@ -53,6 +55,29 @@ function workspaceRoot(host: WorkerHost | undefined): string {
   return path.resolve(host?.workspaces ?? (process.env.CADRE_WORKSPACES || path.join(cacheDir(), 'workspaces')));
 }
 
+/** The branch a run's worktree of `task` is pushed to, beside the run's own. */
+export function worktreeBranch(run: string, task: string): string {
+  return `cadre/worktree/${safeName(run)}/${safeRefName(task, 'task')}`;
+}
+
+/** Where the worktrees of the clone named `clone` go: beside the clones, never among them (clone-prune.ts reads every folder there). */
+export function cloneWorktreesDir(host: WorkerHost | undefined, clone: string): string {
+  return path.join(workspaceRoot(host), 'worktrees', clone);
+}
+
+/**
+ * A worktree of one of this host's clones: made beside the clones, and on a host the run moved to,
+ * from its branch as last pushed. Any other request is as it came.
+ */
+export async function inClone(host: WorkerHost | undefined, request: CreateRequest & { startedFrom?: string }): Promise<CreateRequest> {
+  const { startedFrom, ...rest } = request;
+  const runs = await realpath(clonesDir(host)).catch(() => undefined);
+  const repo = await realpath(request.repo).catch(() => undefined);
+  if (runs === undefined || repo === undefined || path.dirname(repo) !== runs || request.run === undefined) return rest;
+  const resume = { remoteBranch: worktreeBranch(request.run, request.task), ...(startedFrom !== undefined && { baseCommit: startedFrom }) };
+  return { ...rest, baseDir: cloneWorktreesDir(host, path.basename(repo)), resume };
+}
+
 /** The folder of this worker's clones. */
 export function clonesDir(host: WorkerHost | undefined): string {
   return path.join(workspaceRoot(host), 'runs');
@@ -89,23 +114,40 @@ export interface CheckpointRequest {
   run: string;
   /** The step whose work this is: the commit's message. */
   step: string;
+  /** The clone's worktree the step worked in: its work is committed and pushed with the workspace's. */
+  worktree?: { path: string; branch: string; task: string };
 }
 
 /**
  * Commits whatever the workspace holds (its stored values too: later steps read them, on whichever
- * host) and pushes it to the run's branch. Nothing new is a push of the same commit, which git
- * skips. A retry after a kill commits what is left and pushes again: nothing is lost or doubled.
+ * host), and the step's worktree, and pushes both at once (`--atomic`: a step's work is pushed
+ * whole or not at all) to the run's branches. Nothing new is a push of the same commits, which
+ * git skips. A retry after a kill commits what is left and pushes again: nothing is lost or doubled.
  */
 export async function checkpointWorkspace(request: CheckpointRequest): Promise<{ commit: string; committed: boolean }> {
+  const message = `cadre: step ${request.step} of run ${request.run}`;
   const git = await gitAt(request.workspace);
   await run(git, ['add', '--all', '--', '.', `:(exclude)${path.dirname(WORKSPACE_BLOB_DIR)}`], 'staging the step’s work');
   const blobs = path.join(request.workspace, WORKSPACE_BLOB_DIR);
   if (await stat(blobs).then((s) => s.isDirectory(), () => false)) await run(git, ['add', '--all', '--force', '--', WORKSPACE_BLOB_DIR], 'staging stored values');
+  const committed = await commitStaged(git, message);
+  const refs = [`HEAD:refs/heads/${runBranch(request.run)}`];
+  const { worktree } = request;
+  if (worktree) {
+    const tree = await gitAt(worktree.path);
+    await run(tree, ['add', '--all', '--', '.'], 'staging the worktree’s work');
+    await commitStaged(tree, message);
+    refs.push(`refs/heads/${worktree.branch}:refs/heads/${worktreeBranch(request.run, worktree.task)}`);
+  }
+  await run(git, ['push', '--quiet', '--no-verify', '--atomic', 'origin', ...refs], `pushing ${refs.map((r) => r.replace(/^.*:refs\/heads\//, '')).join(' and ')}`);
+  return { commit: (await run(git, ['rev-parse', 'HEAD'], 'reading the commit')).trim(), committed };
+}
+
+/** Commits what is staged; whether there was anything. */
+async function commitStaged(git: Git, message: string): Promise<boolean> {
   const staged = (await run(git, ['diff', '--cached', '--name-only'], 'reading staged changes')).trim() !== '';
-  if (staged) await run(git, ['commit', '--quiet', '--no-verify', '-m', `cadre: step ${request.step} of run ${request.run}`], 'committing the step’s work');
-  const branch = runBranch(request.run);
-  await run(git, ['push', '--quiet', '--no-verify', 'origin', `HEAD:refs/heads/${branch}`], `pushing ${branch}`);
-  return { commit: (await run(git, ['rev-parse', 'HEAD'], 'reading the commit')).trim(), committed: staged };
+  if (staged) await run(git, ['commit', '--quiet', '--no-verify', '-m', message], 'committing the step’s work');
+  return staged;
 }
 
 /** A completed run's clone goes: its work is on the run's branch. Only a folder where this host clones runs. */
@@ -115,5 +157,6 @@ export async function removeClone(host: WorkerHost | undefined, workspace: strin
   const dir = path.resolve(workspace);
   if (real === undefined || dir === real || !isInside(dir, real)) throw permanent(ErrorTypes.BadToolInput, `${workspace} is not a clone of this host (its clones are under ${runs})`);
   await rm(dir, { recursive: true, force: true });
+  await rm(cloneWorktreesDir(host, path.basename(dir)), { recursive: true, force: true });
   return { removed: true };
 }

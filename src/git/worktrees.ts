@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorTypes, permanent } from '../errors/application-failures';
-import { type Git, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, run } from './git';
+import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRepository, run } from './git';
 import { isInside } from '../processes/path-inside';
 import { worktreeNames } from './names';
 import { type CheckoutLease, type CheckoutRecord, inCheckout } from './checkout-lease';
@@ -54,6 +54,11 @@ export interface CreateRequest {
   /** The run (workflow id) and step that lease it, kept with the branch for `cadre worktrees`. */
   run?: string;
   step?: string;
+  /**
+   * A worktree of a run's clone made again on the host the run moved to: its work as last pushed
+   * (`origin`'s branch of that name, when there is one) and the commit it started from.
+   */
+  resume?: { remoteBranch: string; baseCommit?: string };
 }
 
 export interface WorktreeInfo {
@@ -66,10 +71,12 @@ export interface WorktreeInfo {
 }
 
 export async function createWorktree(request: CreateRequest): Promise<WorktreeInfo> {
-  const { root, commonDir, base, baseCommit } = await resolveRepository(request.repo, request.base);
+  const resolved = await resolveRepository(request.repo, request.base);
+  const { root, commonDir, base } = resolved;
   // Hardened with the repository's drivers made inert: `worktree add` checks files out (smudge filters).
   const git = await gitAt(root);
   const names = worktreeNames(root, request.plan, request.task, request.baseDir);
+  const baseCommit = request.resume ? await resumeBranch(git, names.branch, request.resume, resolved.baseCommit) : resolved.baseCommit;
   const parent = path.dirname(names.path);
   await mkdir(parent, { recursive: true });
   // The base directory may be reached through symlinks: check where it really is.
@@ -104,6 +111,19 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
     return { path: target, branch: names.branch, base, baseCommit, created: true };
   };
   return inCheckout({ checkout: target, commonDir, git }, { op: 'create', branch: names.branch }, work, { repair: (left) => clearHalfMade(git, target, left) });
+}
+
+/**
+ * On the host a run moved to, the worktree's branch starts where its work was last pushed, and
+ * counts from the commit it first started from (both reachable: the clone has the run's branch).
+ * Returns that commit; with none recorded (the worktree was never made), the base's.
+ */
+async function resumeBranch(git: Git, branch: string, resume: NonNullable<CreateRequest['resume']>, baseCommit: string): Promise<string> {
+  const from = resume.baseCommit ?? baseCommit;
+  if ((await commitOf(git, from)) === undefined) throw permanent(ErrorTypes.WorktreeConflict, `the commit ${from} the worktree started from is not in this clone`);
+  const pushed = await commitOf(git, `refs/remotes/origin/${resume.remoteBranch}`);
+  if (pushed !== undefined && (await commitOf(git, `refs/heads/${branch}`)) === undefined) await run(git, ['branch', '--no-track', branch, pushed], `restoring branch ${branch} from its push`);
+  return from;
 }
 
 /** A worktree of the same repository being made at this moment, which git read before it was whole. */

@@ -102,8 +102,11 @@ export interface CompiledStep {
 
 export type WorktreeCleanup = 'onSuccess' | 'always' | 'never';
 
+/** A worktree's `repo` in a workspace cloned from a repository: the run's clone, on whichever host holds it. */
+export const CLONE_REPO = '.';
+
 export interface WorktreeSpec {
-  /** Absolute path of the repository. */
+  /** Absolute path of the repository; CLONE_REPO in a cloned workspace. */
   repo: string;
   /** The task's name: the step id unless given. Steps with the same repo and task share the worktree. */
   task: string;

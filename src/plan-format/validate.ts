@@ -18,7 +18,7 @@ import { formatCount, shorten } from './text';
 import { toSandboxSpec } from '../sandbox/schema';
 import { compileApprovals } from './approvals';
 import { toEgressPolicy } from '../egress/policy';
-import { type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
+import { CLONE_REPO, type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
 import { scenarioIssues } from './scenarios';
 
 export { formatIssues, formatPath, type PlanIssue };
@@ -147,12 +147,20 @@ function inputDefaultIssues(inputs: unknown): PlanIssue[] {
   return issues;
 }
 
-/** Worktrees and a team's need a repository on the host's disk before the run starts: not yet with a workspace cloned at the start. */
+/**
+ * In a workspace cloned from a repository, a worktree is one of the clone (`repo: "."`), which any
+ * host the run moves to can make again from its pushed branch: another repository is on one disk
+ * only. A team's workers need a repository on the host's disk before the run starts: not yet.
+ */
 function clonedWorkspaceIssues(plan: CompiledPlan): PlanIssue[] {
   if (!plan.source) return [];
-  const notYet = (what: string) => `${what} not yet supported in a workspace cloned from a repository (workspace: { repo }): give the plan a path workspace`;
-  const worktrees = plan.steps.flatMap((step, index) => (step.worktree ? [{ path: `steps[${index}].worktree`, message: notYet('worktrees are') }] : []));
-  return plan.team ? [{ path: 'team', message: notYet('a team is') }, ...worktrees] : worktrees;
+  const worktrees = plan.steps.flatMap((step, index) =>
+    step.worktree && step.worktree.repo !== CLONE_REPO
+      ? [{ path: `steps[${index}].worktree.repo`, message: 'in a workspace cloned from a repository (workspace: { repo }), a worktree is one of the clone: give repo: "."' }]
+      : [],
+  );
+  const team = 'a team is not yet supported in a workspace cloned from a repository (workspace: { repo }): give the plan a path workspace';
+  return plan.team ? [{ path: 'team', message: team }, ...worktrees] : worktrees;
 }
 
 /** Steps that share a worktree (same repo and task) must agree on what it starts from and when it goes. */
@@ -200,7 +208,8 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     ...(step.compensate && { compensate: { tool: step.compensate.tool, with: step.compensate.with ?? {} } }),
     ...(step.worktree && {
       worktree: {
-        repo: path.resolve(options.baseDir, step.worktree.repo),
+        // The clone's path is known only on the host that makes it (workflows/plan/worktrees.ts).
+        repo: typeof plan.workspace === 'object' && step.worktree.repo === CLONE_REPO ? CLONE_REPO : path.resolve(options.baseDir, step.worktree.repo),
         task: step.worktree.task ?? step.id,
         ...(step.worktree.base !== undefined && { base: step.worktree.base }),
         cleanup: step.worktree.cleanup ?? 'onSuccess',

@@ -109,6 +109,38 @@ describe('git worktrees', () => {
     expect((await applicationFailure(runTool('git.reset', {}, { ...ctx, worktree: false }))).message).toBe('git.reset runs in a worktree: give the step a "worktree"');
   });
 
+  test('a worktree of a clone made again in another clone: from its pushed branch, counting from the commit it first started from', async () => {
+    const { home, repo } = tempRepository();
+    const origin = path.join(home, 'origin.git');
+    git(home, 'clone', '--quiet', '--bare', repo, origin);
+    const cloneOf = (name: string, branch: string) => {
+      git(home, 'clone', '--quiet', '--branch', branch, origin, name);
+      return path.join(home, name);
+    };
+    const first = cloneOf('first', 'main');
+    git(first, 'checkout', '--quiet', '-b', 'run');
+    const resume = { remoteBranch: 'cadre/worktree/r/t' };
+    const made = await createWorktree({ repo: first, plan: 'p', task: 't', baseDir: path.join(home, 'trees-1'), resume });
+    writeFileSync(path.join(made.path, 'wt.txt'), 'worked');
+    git(made.path, 'add', '.');
+    git(made.path, 'commit', '--quiet', '-m', 'worktree work');
+    // The run's branch moves on past where the worktree started, and both are pushed.
+    git(first, 'commit', '--quiet', '--allow-empty', '-m', 'a later step');
+    git(first, 'push', '--quiet', 'origin', 'run', `${made.branch}:refs/heads/${resume.remoteBranch}`);
+    const second = cloneOf('second', 'run');
+    const again = await createWorktree({ repo: second, plan: 'p', task: 't', baseDir: path.join(home, 'trees-2'), resume: { ...resume, baseCommit: made.baseCommit } });
+    expect(again).toMatchObject({ branch: made.branch, base: 'run', baseCommit: made.baseCommit });
+    expect(readFileSync(path.join(again.path, 'wt.txt'), 'utf8')).toBe('worked');
+    expect(await worktreeStatus({ path: again.path })).toMatchObject({ clean: true, ahead: 1 });
+    // Never pushed: made from the base, as the first time. A start the clone does not have is refused by name.
+    const fresh = await createWorktree({ repo: second, plan: 'p', task: 'other', baseDir: path.join(home, 'trees-2'), resume: { remoteBranch: 'cadre/worktree/r/other' } });
+    expect(fresh.baseCommit).toBe(git(second, 'rev-parse', 'run'));
+    const unknown = '0'.repeat(40);
+    expect((await applicationFailure(createWorktree({ repo: second, plan: 'p', task: 'x', baseDir: path.join(home, 'trees-2'), resume: { remoteBranch: 'cadre/worktree/r/x', baseCommit: unknown } }))).message).toContain(
+      `the commit ${unknown} the worktree started from is not in this clone`,
+    );
+  });
+
   test('reset to a base given by the caller, or a refusal naming it', async () => {
     const repo = repository();
     const w = await createWorktree({ repo, plan: 'p', task: 't' });

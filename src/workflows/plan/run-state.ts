@@ -80,8 +80,11 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       this.changed();
       this.publishStatus();
     },
-    // A workspace cloned from a repository is a folder of the host that cloned it: later steps run there.
-    (workspace) => (this.plan.workspace = workspace),
+    // A workspace cloned from a repository is a folder of the host that cloned it: later steps run there, as do its worktrees.
+    (workspace) => {
+      this.plan.workspace = workspace;
+      this.worktrees.hostMoved();
+    },
   );
   protected readonly bindsHost = this.patches.has(PATCH_WORKSPACE_HOSTS);
   /** The run's use of Temporal's per-run limits: its handlers count what they take. */
@@ -103,7 +106,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.lean = this.patches.has(PATCH_LEAN_STEPS);
     this.templates = { strict: this.hardened };
     this.waits = new HumanWaits(this.hardened, () => this.changed());
-    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.route);
+    this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.route, () => this.plan.workspace);
     this.agents = new AgentSteps(
       this.patches,
       this.limits,

@@ -42,6 +42,13 @@ const PUSH_OPTIONS = {
   summary: "push the step's work",
 } as const;
 
+/** The worktree of the clone a step worked in: pushed with the step's work, to a branch of the run's. */
+export interface CloneWorktree {
+  path: string;
+  branch: string;
+  task: string;
+}
+
 /** Thrown into a step whose work was given up on with its host: the step runs again where the run moved. */
 export class WorkspaceMoved extends Error {
   constructor(why: string) {
@@ -187,16 +194,17 @@ export class WorkspaceHostBinding {
   }
 
   /**
-   * A step's work in a cloned workspace: pushed to the run's branch before it counts as done, and
-   * given up on (WorkspaceMoved) when the run moves before then, to run again on the new host.
+   * A step's work in a cloned workspace (and in its worktree, when it has one): pushed to the run's
+   * branches before it counts as done, and given up on (WorkspaceMoved) when the run moves before
+   * then, to run again on the new host.
    */
-  async work<T>(step: string, work: () => Promise<T>): Promise<T> {
+  async work<T>(step: string, work: () => Promise<T>, worktree: () => CloneWorktree | undefined = () => undefined): Promise<T> {
     const scope = new CancellationScope();
     this.restartable.add(scope);
     try {
       return await scope.run(async () => {
         const output = await work();
-        await this.push(step);
+        await this.push(step, worktree());
         return output;
       });
     } catch (err) {
@@ -215,9 +223,10 @@ export class WorkspaceHostBinding {
   }
 
   /** One push at a time: two at once would race for the index, and the older commit could be pushed last. */
-  private push(step: string): Promise<void> {
+  private push(step: string, worktree: CloneWorktree | undefined): Promise<void> {
     const clone = this.cloned as WorkspaceCloneRecord;
-    const mine = this.pushing.then(() => hostActivities(PUSH_OPTIONS, this.routed).checkpointWorkspace({ workspace: clone.path, run: workflowInfo().workflowId, step }));
+    const request = { workspace: clone.path, run: workflowInfo().workflowId, step, ...(worktree && { worktree }) };
+    const mine = this.pushing.then(() => hostActivities(PUSH_OPTIONS, this.routed).checkpointWorkspace(request));
     this.pushing = mine.catch(() => undefined);
     return mine.then(({ commit }) => {
       if (this.cloned === clone) clone.commit = commit;

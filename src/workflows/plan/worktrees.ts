@@ -6,7 +6,7 @@
  */
 import { ActivityFailure, ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { WorktreeSpec } from '../../plan-format/types';
+import { CLONE_REPO, type WorktreeSpec } from '../../plan-format/types';
 import type { WorktreeRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { type HostRoute, hostActivities } from '../common/host-route';
@@ -31,6 +31,8 @@ interface Lease {
   pending: Promise<Info>;
   info?: Info;
   record: WorktreeRecord;
+  /** A worktree of the run's clone made on a host the run has left: made again, from its push, before its next use. */
+  left?: true;
 }
 
 export type RunOutcome = 'completed' | 'failed' | 'cancelled';
@@ -43,6 +45,8 @@ export class WorktreeLeases {
     private readonly changed: () => void,
     /** The queue of the host the run's workspace is bound to (workspace-host.ts). */
     private readonly hostRoute: () => HostRoute | undefined = () => undefined,
+    /** The run's clone, where a worktree of CLONE_REPO is made (a workspace cloned from a repository). */
+    private readonly clonePath: () => string = () => '',
   ) {}
 
   get size(): number {
@@ -53,16 +57,23 @@ export class WorktreeLeases {
   async lease(spec: WorktreeSpec, step: string): Promise<Info> {
     const key = `${spec.repo}\0${spec.task}`;
     let lease = this.leases.get(key);
-    if (!lease) {
+    // A lease left on another host stays until its remake works: a retry needs what it started from.
+    const left = lease?.left ? lease : undefined;
+    if (!lease || left) {
+      // Made again where the run moved: from its push, counting from the commit it first started from.
+      const startedFrom = lease?.info?.baseCommit;
       const pending = git(this.hostRoute()).createWorktree({
-        repo: spec.repo,
+        repo: this.repoOf(spec),
         plan: this.plan,
         task: spec.task,
         ...(spec.base !== undefined && { base: spec.base }),
         run: workflowInfo().workflowId,
         step,
+        ...(startedFrom !== undefined && { startedFrom }),
       });
-      lease = { spec, pending, record: { repo: spec.repo, task: spec.task, state: 'creating' } };
+      const record: WorktreeRecord = lease ? { ...lease.record, state: 'creating' } : { repo: spec.repo, task: spec.task, state: 'creating' };
+      delete record.note;
+      lease = { spec, pending, record };
       this.leases.set(key, lease);
       this.changed();
     }
@@ -75,7 +86,10 @@ export class WorktreeLeases {
       }
       return info;
     } catch (err) {
-      if (this.leases.get(key) === lease) this.leases.delete(key);
+      if (this.leases.get(key) === lease) {
+        if (left) this.leases.set(key, left);
+        else this.leases.delete(key);
+      }
       this.changed();
       throw err;
     }
@@ -85,6 +99,10 @@ export class WorktreeLeases {
   async release(outcome: RunOutcome): Promise<void> {
     for (const lease of this.leases.values()) {
       const { spec, info, record } = lease;
+      if (lease.left) {
+        record.note = 'left on the host the run moved from (its worker removes it when it starts again): its work is on its pushed branch';
+        continue;
+      }
       if (!info) {
         record.state = 'kept';
         record.note = 'the run ended while it was being made; `cadre worktrees` lists it if it exists';
@@ -97,7 +115,7 @@ export class WorktreeLeases {
         continue;
       }
       try {
-        const removed = await git(this.hostRoute()).removeWorktree({ repo: spec.repo, path: info.path });
+        const removed = await git(this.hostRoute()).removeWorktree({ repo: this.repoOf(spec), path: info.path });
         record.state = 'removed';
         record.note = removed.keptBranch ? `its commits stay on branch ${removed.keptBranch}` : removed.reason;
       } catch (err) {
@@ -110,17 +128,41 @@ export class WorktreeLeases {
     }
   }
 
+  /** Where the repository of `spec` is: the run's clone, wherever it is now, for CLONE_REPO. */
+  private repoOf(spec: WorktreeSpec): string {
+    return spec.repo === CLONE_REPO ? this.clonePath() : spec.repo;
+  }
+
+  /**
+   * The run's clone moved to another host: its worktrees there are made again before their next
+   * use, from what was pushed (the steps that used them pushed their work as they ended).
+   */
+  hostMoved(): void {
+    for (const lease of this.leases.values()) {
+      if (lease.spec.repo !== CLONE_REPO || !lease.info || lease.left) continue;
+      lease.left = true;
+      Object.assign(lease.record, { state: 'kept', note: 'left on the host the run moved from: made again from its push when next used' });
+    }
+    this.changed();
+  }
+
+  /** The worktree of the run's clone a step worked in, to push with the step's work (workspace-host.ts). */
+  ofClone(spec: WorktreeSpec | undefined): { path: string; branch: string; task: string } | undefined {
+    const lease = spec?.repo === CLONE_REPO ? this.leases.get(`${spec.repo}\0${spec.task}`) : undefined;
+    return lease?.info && !lease.left ? { path: lease.info.path, branch: lease.info.branch, task: lease.spec.task } : undefined;
+  }
+
   records(): WorktreeRecord[] {
     return [...this.leases.values()].map((lease) => ({ ...lease.record }));
   }
 
   /** The leases made, for a run that continues as new: they are released when the last run ends. */
   carried(): CarriedLease[] {
-    return [...this.leases.values()].flatMap(({ spec, info, record }) => (info ? [{ spec, info, record: { ...record } }] : []));
+    return [...this.leases.values()].flatMap(({ spec, info, record, left }) => (info ? [{ spec, info, record: { ...record }, ...(left && { left }) }] : []));
   }
 
   restore(leases: CarriedLease[]): void {
-    for (const { spec, info, record } of leases) this.leases.set(`${spec.repo}\0${spec.task}`, { spec, info, pending: Promise.resolve(info), record });
+    for (const { spec, info, record, left } of leases) this.leases.set(`${spec.repo}\0${spec.task}`, { spec, info, pending: Promise.resolve(info), record, ...(left && { left }) });
   }
 }
 
@@ -128,6 +170,7 @@ export interface CarriedLease {
   spec: WorktreeSpec;
   info: Info;
   record: WorktreeRecord;
+  left?: true;
 }
 
 function uncommittedFiles(err: unknown): string[] | undefined {
