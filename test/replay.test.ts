@@ -23,6 +23,8 @@ const RECORDED_IDS: Record<string, string> = {
   'agent-task-stuck-recorded': 'team-stuck-30107-mx1vnfyy-2/w',
   // Recorded by fleet.test.ts (a clone's host lost mid-step: the run moved itself).
   'run-plan-clone-moved': 'cloned-run-23075-mx1v935q-22',
+  // Recorded by forks.test.ts (forked at a decision, an agent's output set).
+  'run-plan-fork': 'fork-6356-mx294d9y-3',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -63,6 +65,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-document',
       'run-plan-foreach-chunk-timeout',
       'run-plan-foreach-chunks',
+      'run-plan-fork',
       'run-plan-hardened',
       'run-plan-host-moved',
       'run-plan-lean-steps',

@@ -7,7 +7,7 @@ import { Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
 import { hasDeferred } from '../plan-format/refs';
-import { startsProcesses } from '../plan-format/types';
+import { type ForkInput, startsProcesses } from '../plan-format/types';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
 import { type CreateRequest, type RemoveRequest, createWorktree, removeWorktree } from '../git';
@@ -22,6 +22,7 @@ import { repairWorktree } from '../git/repair';
 import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
+import { readFork } from './fork';
 import { type WorkerHost, hostPolling, locateWorkspace } from './workspace-host';
 import { type CheckpointRequest, type CloneRequest, cloneWorkspace, checkpointWorkspace, inClone, removeClone } from './workspace-clone';
 import { AnalyticsWriter } from '../analytics/writer';
@@ -118,6 +119,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     cloneWorkspace: (request: CloneRequest) => heartbeating(() => cloneWorkspace(deps.host, request)),
     checkpointWorkspace: (request: CheckpointRequest) => heartbeating(() => checkpointWorkspace(request)),
     removeClone: ({ workspace }: { workspace: string }) => removeClone(deps.host, workspace),
+    // A fork (workflows/plan/fork-start.ts): the run it forks, read by its query, and what is restored.
+    readFork: (input: ForkInput) => readFork(input),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     // A worktree of a clone goes beside the clones, and on a host the run moved to starts from its last push.
     createWorktree: (request: CreateRequest & { startedFrom?: string }) => heartbeating(async () => createWorktree(await inClone(deps.host, request))),

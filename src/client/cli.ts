@@ -18,6 +18,7 @@ import { registerDemoCommand, registerDevCommands } from './commands/dev';
 import { registerModelsCommand } from './commands/models';
 import { registerRolesCommand } from './commands/roles';
 import { registerRunCommand } from './commands/run';
+import { registerForkCommand } from './commands/fork';
 import { registerControlCommands, registerResultCommand, registerStatusCommands } from './commands/runs';
 import { registerServeCommand } from './commands/serve';
 import { registerTeamCommand } from './commands/team';
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
   registerWorkerCommands(program); // worker, setup
   registerValidateCommand(program);
   registerRunCommand(program);
+  registerForkCommand(program);
   registerTeamCommand(program);
   registerStatusCommands(program); // status, list, watch
   registerAnswerCommands(program); // answer, approve, deny

@@ -10,13 +10,14 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type WorkflowExecutionDescription,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { CompiledPlan } from '../plan-format/types';
 import { resolveInputs } from '../plan-format/inputs';
 import { checkStartPayload } from '../plan-format/payload';
 import { formatIssues } from '../plan-format/validate';
-import { CadrePlan, CadreStatus, answerUpdate, hostMovedSignal, moveHostUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
+import { CadreForkedFrom, CadrePlan, CadreStatus, answerUpdate, hostMovedSignal, moveHostUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { hostTaskQueue } from '../protocol/task-queue';
 import { auditDir, auditFile } from '../store/audit-files';
 import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
@@ -47,6 +48,18 @@ export interface StartOptions {
   workflowId?: string;
   taskQueue?: string;
   /** The cluster's per-run limits, when lower than Temporal's defaults (default: CADRE_RUN_LIMITS). */
+  limits?: Partial<RunLimitValues>;
+}
+
+export interface ForkOptions {
+  /** The step the fork runs again from; every step that depends on it runs again too. */
+  step: string;
+  /** Restored steps' outputs replaced, by step id (what-ifs). */
+  set?: Record<string, unknown>;
+  /** Inputs given anew (the rest are the old run's); the steps that read them run again. */
+  inputs?: Record<string, unknown>;
+  workflowId?: string;
+  taskQueue?: string;
   limits?: Partial<RunLimitValues>;
 }
 
@@ -127,19 +140,46 @@ export class CadreClient {
     if (payload.problem) throw new CadreError(`cannot start plan "${plan.name}": ${payload.problem.message}`);
     const workflowId = options.workflowId ?? defaultWorkflowId(plan, inputs.values);
     const limits = options.limits ?? runLimitsFromEnv();
+    return this.startRunPlan(`plan "${plan.name}"`, {
+      workflowId,
+      taskQueue: options.taskQueue ?? defaultTaskQueue(),
+      args: [{ plan, inputs: inputs.values, ...(limits && { limits }) }],
+      memo: { plan: plan.name, ...(plan.team && { team: true }) },
+      typedSearchAttributes: [
+        { key: CadrePlan, value: plan.name },
+        { key: CadreStatus, value: 'running' },
+      ],
+      staticSummary: `plan ${plan.name}`,
+      staticDetails: planDetails(plan, inputs.values),
+    });
+  }
+
+  /**
+   * Forks a run that ended (docs/forks.md): a new run of its plan, from `step` on, the steps that do
+   * not depend on it restored from the old run's records; `set` replaces restored steps' outputs.
+   * The worker reads the old run and says what cannot be forked: the new run fails with why.
+   */
+  async fork(run: string, options: ForkOptions) {
+    checkWorkflowId(run);
+    const workflowId = options.workflowId ?? `${run}-fork-${Date.now().toString(36)}`;
+    const limits = options.limits ?? runLimitsFromEnv();
+    const fork = { from: run, step: options.step, ...(options.set && { set: options.set }) };
+    return this.startRunPlan(`a fork of ${run}`, {
+      workflowId,
+      taskQueue: options.taskQueue ?? defaultTaskQueue(),
+      args: [{ fork, ...(options.inputs && { inputs: options.inputs }), ...(limits && { limits }) }],
+      memo: { forkedFrom: { run, step: options.step } },
+      typedSearchAttributes: [
+        { key: CadreStatus, value: 'running' },
+        { key: CadreForkedFrom, value: run },
+      ],
+      staticSummary: `fork of ${run} from ${options.step}`,
+    });
+  }
+
+  private async startRunPlan(what: string, options: WorkflowStartOptions<(input: unknown) => Promise<unknown>>) {
     try {
-      const handle = await this.client.workflow.start('runPlan', {
-        workflowId,
-        taskQueue: options.taskQueue ?? defaultTaskQueue(),
-        args: [{ plan, inputs: inputs.values, ...(limits && { limits }) }],
-        memo: { plan: plan.name, ...(plan.team && { team: true }) },
-        typedSearchAttributes: [
-          { key: CadrePlan, value: plan.name },
-          { key: CadreStatus, value: 'running' },
-        ],
-        staticSummary: `plan ${plan.name}`,
-        staticDetails: planDetails(plan, inputs.values),
-      });
+      const handle = await this.client.workflow.start('runPlan', options);
       return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
       if (/(no mapping|not defined).*search attribute|search attribute.*(no mapping|not defined)/i.test(errorChain(err))) {
@@ -148,7 +188,7 @@ export class CadreClient {
         );
       }
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new CadreError(`plan "${plan.name}" is already running as ${workflowId} (watch it with \`cadre watch ${workflowId}\`, or pass --id to start another run)`);
+        throw new CadreError(`${what} is already running as ${options.workflowId} (watch it with \`cadre watch ${options.workflowId}\`, or pass --id to start another run)`);
       }
       throw err;
     }
@@ -241,10 +281,11 @@ export class CadreClient {
     return options.readStored === false ? diagnostics : readStoredOutput(diagnostics);
   }
 
-  async list(filter: { status?: RunStatus | string; plan?: string; limit?: number } = {}): Promise<RunSummary[]> {
+  async list(filter: { status?: RunStatus | string; plan?: string; forksOf?: string; limit?: number } = {}): Promise<RunSummary[]> {
     const clauses = ['WorkflowType = "runPlan"'];
     if (filter.status) clauses.push(listFilter(filter.status));
     if (filter.plan) clauses.push(`CadrePlan = "${filter.plan.replace(/"/g, '')}"`);
+    if (filter.forksOf) clauses.push(`${CadreForkedFrom.name} = ${JSON.stringify(filter.forksOf)}`);
     const runs: RunSummary[] = [];
     for await (const run of this.client.workflow.list({ query: clauses.join(' AND ') })) {
       runs.push({

@@ -66,6 +66,7 @@ function oneLine(text: string): string {
 export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   const lines = [`${d.plan} (${workflowId}): ${d.status}${d.paused && d.status !== 'paused' ? ' (paused)' : ''}, ${formatMs(d.elapsedMs)}`];
   if (d.reason) lines.push(`  why: ${d.reason}`);
+  if (d.forkedFrom) lines.push(`  forked from ${d.forkedFrom.run} at step ${d.forkedFrom.step} (its steps that do not depend on it were restored, not run again)`);
   if (d.host) lines.push(`  on host ${d.host} (its workspace's activities run there)`);
   if (d.clone) lines.push(`  workspace cloned from ${d.clone.repo} to ${d.clone.path}${d.clone.removed ? ' (removed)' : d.clone.kept ? ` (kept: ${d.clone.kept})` : ''}; its work is pushed to ${d.clone.branch} (last ${d.clone.commit.slice(0, 12)})`);
   for (const move of d.hostMoves ?? []) lines.push(`  moved from host ${move.from} to ${move.to} at ${move.at} (${move.reason === 'lost' ? `${move.from} was lost; ${move.to} cloned the run's branch` : 'cadre move'})`);

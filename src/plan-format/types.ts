@@ -180,6 +180,34 @@ export interface RunPlanInput {
   inputs: Record<string, unknown>;
   /** The cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`); its agents keep within the same. */
   limits?: Partial<RunLimitValues>;
+  /** A fork: the steps restored from the run it forks, as the worker read them (activities/fork.ts). */
+  forked?: ForkRestore;
+}
+
+/**
+ * `runPlan`'s input for a fork, from any client (`cadre fork`, the `temporal` CLI, Python): the run
+ * and the step to run again from; the plan and inputs are the old run's, `inputs` overriding some.
+ */
+export interface ForkInput {
+  fork: {
+    from: string;
+    step: string;
+    /** Restored steps' outputs replaced, by step id. */
+    set?: Record<string, unknown>;
+  };
+  inputs?: Record<string, unknown>;
+  limits?: Partial<RunLimitValues>;
+}
+
+/**
+ * What a fork restores of the run it forks: records and outputs of the steps it does not run again.
+ * `Record` is the protocol's StepRecord (protocol/definitions.ts), which imports the plan format.
+ */
+export interface ForkRestore<Record = unknown> {
+  from: string;
+  step: string;
+  records: Record[];
+  outputs: { [step: string]: unknown };
 }
 
 /**

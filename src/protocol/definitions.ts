@@ -1,8 +1,9 @@
 /** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
-import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../providers/model-turn';
 import type { WorkerState, WorkerTransition } from './worker-state';
+
+export { CadreForkedFrom, CadreHost, CadrePlan, CadreStatus, CadreWorkerState, SEARCH_ATTRIBUTES } from './search-attributes';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -128,6 +129,8 @@ export interface Diagnostics {
   limits?: RunUsage;
   /** How many times the run continued as new to stay within those limits (its steps and records go on). */
   continuedAsNew?: number;
+  /** A fork (`cadre fork`): the run it was forked from and the step it ran again from; its restored steps say so in their notes. */
+  forkedFrom?: { run: string; step: string };
   /**
    * Something the record itself leaves out: set by the workflow when it shortened the record to fit
    * Temporal's limits, by clients for how Temporal ended a run outside cadre or why its steps are missing.
@@ -387,14 +390,6 @@ export const sessionDiagnosticsQuery = defineQuery<SessionDiagnostics>('sessionD
 /** Ends a session once every message already sent has its reply. */
 export const endSessionSignal = defineSignal('end');
 
-/** Search attributes cadre registers on the namespace (see `cadre setup`). */
-export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');
-export const CadrePlan = defineSearchAttributeKey('CadrePlan', 'KEYWORD');
-/** A team worker's state (`agentTask`): `CadreWorkerState = "blocked"` finds the stuck ones. */
-export const CadreWorkerState = defineSearchAttributeKey('CadreWorkerState', 'KEYWORD');
-/** The host a run's workspace is bound to in a fleet: `CadreHost = "build-1"` finds its runs. */
-export const CadreHost = defineSearchAttributeKey('CadreHost', 'KEYWORD');
-export const SEARCH_ATTRIBUTES = [CadreStatus, CadrePlan, CadreWorkerState, CadreHost];
 
 export const FAILURE_CHOICES = ['retry', 'skip', 'abort'];
 export const TIMEOUT_CHOICES = ['retry', 'extend', 'skip', 'abort'];

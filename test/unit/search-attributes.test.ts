@@ -16,7 +16,7 @@ function connectionDenyingAdds(existing: Record<string, number>): Connection {
 
 describe('ensureSearchAttributes', () => {
   test('says which command to ask an operator for when it lacks the rights', async () => {
-    const err = await ensureSearchAttributes(connectionDenyingAdds({ CadrePlan: 2, CadreWorkerState: 2, CadreHost: 2 }), 'prod').catch((e) => e);
+    const err = await ensureSearchAttributes(connectionDenyingAdds({ CadrePlan: 2, CadreWorkerState: 2, CadreHost: 2, CadreForkedFrom: 2 }), 'prod').catch((e) => e);
     expect(err).toBeInstanceOf(SetupPermissionError);
     expect(err.message).toBe(
       'cannot register search attributes CadreStatus on namespace "prod": permission denied. ' +
@@ -25,9 +25,9 @@ describe('ensureSearchAttributes', () => {
   });
 
   test('does nothing when the attributes are there', async () => {
-    expect(await ensureSearchAttributes(connectionDenyingAdds({ CadrePlan: 2, CadreStatus: 2, CadreWorkerState: 2, CadreHost: 2 }), 'prod')).toEqual({
+    expect(await ensureSearchAttributes(connectionDenyingAdds({ CadrePlan: 2, CadreStatus: 2, CadreWorkerState: 2, CadreHost: 2, CadreForkedFrom: 2 }), 'prod')).toEqual({
       added: [],
-      present: ['CadreStatus', 'CadrePlan', 'CadreWorkerState', 'CadreHost'],
+      present: ['CadreStatus', 'CadrePlan', 'CadreWorkerState', 'CadreHost', 'CadreForkedFrom'],
     });
   });
 });

@@ -7,6 +7,7 @@ import { CadreError, UsageError } from '../../errors/cadre-error';
 import { renderDiagnostics } from '../format';
 import { taskQueue } from '../../protocol/task-queue';
 import { checkWorkflowId } from '../workflow-ids';
+import type { CadreClient } from '../client';
 import { collectInput, exitCodeOf, follow, info, leaveRunOnCtrlC, out, withClient } from './shared';
 
 export function registerRunCommand(program: Command): void {
@@ -48,6 +49,14 @@ export async function startAndFollow(
   inputs: Record<string, unknown>,
   opts: { id?: string; taskQueue: string; wait?: boolean; json?: boolean; warnWithoutWorker?: boolean },
 ): Promise<void> {
+  await startedAndFollowed((client) => client.start(plan, inputs, { workflowId: opts.id, taskQueue: opts.taskQueue }), opts);
+}
+
+/** Starts a run (`start`), prints its id; with `wait`, follows it to the end and exits by how it ended. */
+export async function startedAndFollowed(
+  start: (client: CadreClient) => Promise<{ workflowId: string }>,
+  opts: { taskQueue: string; wait?: boolean; json?: boolean; warnWithoutWorker?: boolean },
+): Promise<void> {
   await withClient(async (client) => {
     if (opts.warnWithoutWorker) {
       // The run would wait for a worker: say so, and start it all the same.
@@ -55,7 +64,7 @@ export async function startAndFollow(
       const problems = await checkWorkers(client.connection, client.server.namespace, opts.taskQueue).catch(() => []);
       for (const p of problems) info(`warning: ${formatProblems([p])}`);
     }
-    const started = await client.start(plan, inputs, { workflowId: opts.id, taskQueue: opts.taskQueue });
+    const started = await start(client);
     const link = client.uiLink(started.workflowId);
     if (!opts.wait) {
       if (opts.json) out(JSON.stringify({ ...started, ...(link && { ui: link }) }));

@@ -28,12 +28,13 @@ export function registerStatusCommands(program: Command): void {
   program
     .command('list')
     .description('recent runs')
-    .addHelpText('after', '\nExamples:\n  cadre list\n  cadre list --status waiting\n  cadre list --plan email-triage --limit 5 --json')
+    .addHelpText('after', '\nExamples:\n  cadre list\n  cadre list --status waiting\n  cadre list --plan email-triage --limit 5 --json\n  cadre list --forks-of nightly-2026-11-23')
     .addOption(new Option('--status <status>', 'only runs in this state').choices(RUN_STATUSES))
     .option('--plan <name>', 'only runs of this plan')
+    .option('--forks-of <run>', 'only forks of this run (cadre fork)')
     .option('--limit <n>', 'how many', positive, 20)
     .option('--json', 'print JSON')
-    .action(async (opts: { status?: string; plan?: string; limit: number; json?: boolean }) => {
+    .action(async (opts: { status?: string; plan?: string; forksOf?: string; limit: number; json?: boolean }) => {
       await withClient(async (client) => {
         const runs = await client.list(opts);
         if (opts.json) return out(JSON.stringify(runs, null, 2));

@@ -8,6 +8,9 @@ import { log, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../../analytics/types';
 import { isoAt } from '../common/clock';
+import type { CompiledStep } from '../../plan-format/types';
+import type { StepRecord } from '../../protocol/definitions';
+import { toolLabel } from './metrics';
 import { PATCH_RUN_ANALYTICS, type PlanPatches } from './plan-patches';
 /** Steps (and waits) a part: a 5,000-step plan's records stay well under Temporal's payload limit. */
 const RECORDS_PER_PART = 1000;
@@ -26,6 +29,14 @@ export interface FinishedRun {
   endedMs: number;
   steps: RunStepOutcome[];
   humanWaits: HumanWaitOutcome[];
+}
+
+/** Each step's outcome, in plan order, for the run's analytics. */
+export function stepOutcomes(steps: CompiledStep[], record: (id: string) => StepRecord): RunStepOutcome[] {
+  return steps.map((step, position) => {
+    const r = record(step.id);
+    return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }) };
+  });
 }
 
 /** Records the run; never throws. */

@@ -15,6 +15,7 @@ import type { RunPlanInput } from '../../plan-format/types';
 import { PAYLOAD_LIMIT_BYTES } from '../../plan-format/limits';
 import { hasDeferred, isStored } from '../../plan-format/refs';
 import type { HostMove, StepRecord, WorkerRecord, WorkspaceCloneRecord } from '../../protocol/definitions';
+import type { ForkedFrom } from '../../protocol/forks';
 import type { CarriedTeam } from '../team/team';
 import type { CarriedLease } from './worktrees';
 import type { WorkspaceHost } from '../../activities';
@@ -50,6 +51,8 @@ export interface PlanCarry {
   clone?: WorkspaceCloneRecord;
   /** The hosts the run was moved from, so far. */
   hostMoves?: HostMove[];
+  /** A fork: the run and step it was forked from. */
+  forkedFrom?: ForkedFrom;
 }
 
 /** runPlan's input in a run that continued as new. */

@@ -14,6 +14,7 @@ import {
   resumeUpdate,
   type Diagnostics,
 } from '../../protocol/definitions';
+import { type ForkSource, forkSourceQuery } from '../../protocol/forks';
 import type { AgentSteps } from './agent-steps';
 import { type HumanWaits, rejected } from './waits';
 import { PATCH_SIGNALS, type PlanPatches } from './plan-patches';
@@ -25,6 +26,7 @@ export interface PlanHandlersHost {
   readonly agents: AgentSteps;
   readonly waits: HumanWaits;
   diagnostics(): Diagnostics;
+  forkSource(): ForkSource;
   setPaused(paused: boolean): { paused: boolean };
   /** The host its workspace is bound to, which `cadre move` changes. */
   readonly host: WorkspaceHostBinding;
@@ -36,6 +38,7 @@ export interface PlanHandlersHost {
 export function installPlanHandlers(host: PlanHandlersHost): void {
   const { limits } = host;
   setHandler(diagnosticsQuery, () => host.diagnostics());
+  setHandler(forkSourceQuery, () => host.forkSource());
   onUpdate(
     limits,
     answerUpdate,

@@ -15,11 +15,14 @@ export function isPlanDocument(input: unknown): input is PlanDocumentInput {
   return typeof input === 'object' && input !== null && !Array.isArray(input) && 'document' in input;
 }
 
-export async function compileDocument(input: PlanDocumentInput): Promise<RunPlanInput> {
-  // A client may query as soon as it started the run: it sees the run validating, then its failure or its steps.
+/**
+ * What a client that queries a run still being prepared sees (a plan document validated, a fork's
+ * old run read): the run preparing, then its failure; the run's own query takes over once it starts.
+ */
+export function preparing(plan: string, note: string): { failed(reason: string): void } {
   const startedMs = nowMs();
   const record = (status: 'running' | 'failed', more: Partial<Diagnostics>): Diagnostics => ({
-    plan: nameOf(input.document),
+    plan,
     status,
     paused: false,
     startedAt: isoAt(startedMs),
@@ -30,11 +33,21 @@ export async function compileDocument(input: PlanDocumentInput): Promise<RunPlan
     compensations: [],
     ...more,
   });
-  setHandler(diagnosticsQuery, () => record('running', { note: 'the worker is validating the plan document' }));
+  setHandler(diagnosticsQuery, () => record('running', { note }));
+  return {
+    failed(reason) {
+      const endedMs = nowMs();
+      setHandler(diagnosticsQuery, () => record('failed', { endedAt: isoAt(endedMs), elapsedMs: endedMs - startedMs, reason }));
+    },
+  };
+}
+
+export async function compileDocument(input: PlanDocumentInput): Promise<RunPlanInput> {
+  // A client may query as soon as it started the run: it sees the run validating, then its failure or its steps.
+  const prepared = preparing(nameOf(input.document), 'the worker is validating the plan document');
   const result = await validator.compilePlanDocument({ document: input.document, inputs: input.inputs, baseDir: input.baseDir });
   if (!result.ok) {
-    const endedMs = nowMs();
-    setHandler(diagnosticsQuery, () => record('failed', { endedAt: isoAt(endedMs), elapsedMs: endedMs - startedMs, reason: result.message }));
+    prepared.failed(result.message);
     throw ApplicationFailure.create({ type: 'InvalidPlan', message: result.message, details: [{ issues: result.issues }], nonRetryable: true });
   }
   // A client that starts a run by hand sets no search attributes: `cadre list --plan` finds it all the same.

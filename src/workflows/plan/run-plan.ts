@@ -9,8 +9,8 @@ import type { ToolResult } from '../../activities';
 import { durationMs } from '../../plan-format/duration';
 import { evaluateCondition } from '../../plan-format/expressions';
 import { resolveTemplates } from '../../plan-format/templates';
-import type { CompiledStep, PlanDocumentInput, RunPlanInput } from '../../plan-format/types';
-import { compileDocument, isPlanDocument } from './plan-document';
+import type { CompiledStep } from '../../plan-format/types';
+import { type StartInput, checkedStart, isPrepared, preparedStart } from './start-input';
 import { isoAt, nowMs } from '../common/clock';
 import type { PlanResult, StepRecord, StepStatus } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
@@ -18,14 +18,13 @@ import { decide } from './failure-decisions';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
 import { WorkspaceMoved } from './workspace-host';
-import { MAX_RESULT_BYTES, PlanRunState, messageOf } from './run-state';
+import { PlanRunState, messageOf } from './run-state';
+import { MAX_RESULT_BYTES, fitForFailure } from './result-size';
 import { kindOf } from './kinds';
-import { checkInput } from '../../protocol/input-checks';
-import { COMPILED_PLAN, CONTINUED_PLAN } from '../../protocol/plan-input';
 import { sizeOf } from '../common/sizes';
 import type { OwnEvent } from '../common/run-stream';
 import { PATCH_CONTINUE_AS_NEW, PATCH_RUN_STREAM } from './plan-patches';
-import { type ContinuedPlanInput, budgetSpent, continueRunAsNew, isContinued } from './continue-as-new';
+import { budgetSpent, continueRunAsNew } from './continue-as-new';
 
 /** A running step: its record, how it ends, and its timeout (an extension lengthens it). */
 interface BegunStep {
@@ -39,9 +38,8 @@ function stepEnded(step: string, status: StepStatus, error: string | undefined, 
   return { type: 'step_completed', step, status: status === 'completed' || status === 'skipped' ? status : 'cancelled', ...(note && { note }) };
 }
 
-export async function runPlan(input: RunPlanInput | PlanDocumentInput | ContinuedPlanInput): Promise<PlanResult> {
-  if (!isPlanDocument(input)) checkInput('runPlan', input, isContinued(input) ? CONTINUED_PLAN : COMPILED_PLAN);
-  const start = isPlanDocument(input) ? { ...(await compileDocument(input)), ...(input.limits && { limits: input.limits }) } : input;
+export async function runPlan(input: StartInput): Promise<PlanResult> {
+  const start = isPrepared(input) ? await preparedStart(input) : checkedStart(input);
   let run: PlanRun;
   try {
     run = new PlanRun(start);
@@ -222,7 +220,7 @@ class PlanRun extends PlanRunState {
       type: 'PlanFailed',
       message: this.abortReason ?? 'the plan failed',
       nonRetryable: true,
-      details: [this.failureDiagnostics()],
+      details: [fitForFailure(this.diagnostics(), this.hardened)],
     });
   }
 

@@ -6,14 +6,15 @@
 import type { SandboxSpec } from '../../sandbox/profile';
 import { isCancellation, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ToolResult } from '../../activities';
-import { BLOB_THRESHOLD_BYTES, PAYLOAD_LIMIT_BYTES } from '../../plan-format/limits';
+import { BLOB_THRESHOLD_BYTES } from '../../plan-format/limits';
 import { describeStored, hasDeferred, isStored } from '../../plan-format/refs';
 import type { ResolveOptions } from '../../plan-format/templates';
-import type { CompiledPlan, CompiledStep, RunPlanInput } from '../../plan-format/types';
+import type { CompiledPlan, CompiledStep, ForkRestore, RunPlanInput } from '../../plan-format/types';
 import { AgentSteps } from './agent-steps';
 import { Team } from '../team/team';
 import { isoAt, nowMs } from '../common/clock';
 import { CadreStatus, type Diagnostics, type PlanStatus, type StepRecord, type WaitKind } from '../../protocol/definitions';
+import type { ForkSource, ForkedFrom } from '../../protocol/forks';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from '../../protocol/details';
 import { StepFailedError } from '../common/failures';
 import { StepBook } from './step-book';
@@ -23,19 +24,17 @@ import { HumanWaits } from './waits';
 import { type ForEachHost, ForEachSteps } from './for-each';
 import { type CompensationHost, Compensations } from './compensations';
 import { type PlanHandlersHost, installPlanHandlers } from './handlers';
-import { runEnded, toolLabel } from './metrics';
-import { sizeOf } from '../common/sizes';
+import { runEnded } from './metrics';
 import { WorktreeLeases } from './worktrees';
-import { recordFinishedRun } from './analytics';
+import { recordFinishedRun, stepOutcomes } from './analytics';
 import { RunStream } from '../common/run-stream';
 import { RunLimits } from '../common/run-limits';
 import { type ContinuedPlanInput, type PlanCarry, isContinued } from './continue-as-new';
+import { restoreFork } from './fork-start';
 import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PATCH_WORKSPACE_HOSTS, PlanPatches } from './plan-patches';
 import { WorkspaceHostBinding } from './workspace-host';
 
 const MAX_SIGNAL_ERRORS = 50;
-/** Temporal refuses a run's result or failure over its payload limit; stay under it with room for the envelope. */
-export const MAX_RESULT_BYTES = PAYLOAD_LIMIT_BYTES - 64 * 1024;
 
 export abstract class PlanRunState implements ForEachHost, CompensationHost, PlanHandlersHost {
   /** First: a new run records its patch baseline before anything asks for a patch. */
@@ -56,6 +55,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected startedAtMs = nowMs();
   /** Runs of this plan run before this one (it continues as new past its budget: continue-as-new.ts). */
   protected readonly runsBefore: number;
+  /** A fork: the run and step it was forked from (fork-start.ts). */
+  private readonly forkedFrom?: ForkedFrom;
   protected endedAtMs?: number;
   paused = false;
   protected finalStatus?: 'completed' | 'failed' | 'cancelled';
@@ -129,7 +130,14 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       );
     }
     installPlanHandlers(this);
+    this.forkedFrom = carry?.forkedFrom ?? (input.forked && { run: input.forked.from, step: input.forked.step });
     if (carry) this.restore(carry);
+    else if (input.forked) restoreFork(this.book, this.stream, input.forked as ForkRestore<StepRecord>);
+  }
+
+  /** What a fork of this run reads (`forkSource`): its plan, inputs, and every step's record and output. */
+  forkSource(): ForkSource {
+    return { status: this.status(), plan: this.plan as unknown as ForkSource['plan'], inputs: this.input.inputs, ...this.book.carried() };
   }
 
   /** Everything the steps still to run need, for the run this one continues as (continue-as-new.ts). */
@@ -153,6 +161,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.host.host && { host: this.host.host }),
       ...(this.plan.source && this.host.clone && { clone: this.host.clone }),
       ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
+      ...(this.forkedFrom && { forkedFrom: this.forkedFrom }),
     };
   }
 
@@ -194,10 +203,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
       startedMs: this.startedAtMs,
       endedMs: this.endedAtMs ?? nowMs(),
-      steps: this.plan.steps.map((step, position) => {
-        const r = this.record(step.id);
-        return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }) };
-      }),
+      steps: stepOutcomes(this.plan.steps, (id) => this.record(id)),
       humanWaits: this.waits.ended,
     });
   }
@@ -362,15 +368,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
       limits: this.limits.usage(),
       ...(this.runsBefore > 0 && { continuedAsNew: this.runsBefore }),
+      ...(this.forkedFrom && { forkedFrom: this.forkedFrom }),
     };
-  }
-
-  /** Diagnostics small enough to travel in a failure: a huge plan keeps only its unfinished and failed steps. */
-  protected failureDiagnostics(): Diagnostics {
-    const full = this.diagnostics();
-    if (!this.hardened || sizeOf(full) <= MAX_RESULT_BYTES) return full;
-    const kept = full.steps.filter((s) => s.status !== 'completed' && s.status !== 'skipped').slice(0, 200);
-    return { ...full, steps: kept, errors: full.errors.slice(0, 200), note: `step records shortened to fit a failure; \`cadre status\` shows all ${full.steps.length}` };
   }
 
   /** Binds the workspace to the host that holds it (a fleet); false when none does, the run failed with why. */

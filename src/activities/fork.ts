@@ -1,0 +1,146 @@
+/**
+ * A fork (docs/forks.md): the run it forks is read here, by its `forkSource` query, never by the
+ * workflow's own code, and what is restored and what runs again is decided here; the workflow
+ * takes the result from history, so a forked run replays.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { canonical } from '../protocol/canonical-json';
+import { CadreForkedFrom, type StepRecord } from '../protocol/definitions';
+import { type ForkSource, forkSourceQuery } from '../protocol/forks';
+import { resolveInputs } from '../plan-format/inputs';
+import { type PlanIssue, formatIssues } from '../plan-format/issues';
+import { checkStartPayload } from '../plan-format/payload';
+import type { CompiledPlan, ForkInput, RunPlanInput } from '../plan-format/types';
+
+export type ForkResult =
+  | { ok: true; start: RunPlanInput; rerun: string[]; indexed: boolean }
+  | { ok: false; message: string; issues: PlanIssue[] };
+
+/** Reads the run `input.fork.from` names, and plans the fork of it. */
+export async function readFork(input: ForkInput): Promise<ForkResult> {
+  const shapeIssues = requestIssues(input);
+  if (shapeIssues.length > 0) return refused(shapeIssues);
+  const { client } = Context.current();
+  const from = input.fork.from;
+  const handle = client.workflow.getHandle(from);
+  let source: ForkSource;
+  try {
+    const description = await handle.describe();
+    if (description.type !== 'runPlan') return refused([{ path: 'fork.from', message: `${from} is a ${description.type} run, not a plan run: only plan runs fork` }]);
+    if (description.status.name === 'RUNNING') return refused([{ path: 'fork.from', message: `run ${from} is still running: fork it once it ended (or cancel it)` }]);
+    source = await handle.query(forkSourceQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return refused([{ path: 'fork.from', message: `no run ${from} in this namespace (its history may be past retention)` }]);
+    if (/did not register a handler for forkSource|QueryNotRegistered|unknown query/i.test((err as Error).message)) {
+      return refused([{ path: 'fork.from', message: `run ${from} was recorded by a cadre that could not be forked from yet` }]);
+    }
+    throw err;
+  }
+  const planned = planFork(source, input);
+  if (!planned.ok) return planned;
+  // An upsert of an attribute the namespace lacks would fail the fork's workflow task: asked first.
+  const { customAttributes, systemAttributes } = await client.connection.operatorService.listSearchAttributes({ namespace: Context.current().info.workflowNamespace });
+  return { ...planned, indexed: CadreForkedFrom.name in { ...customAttributes, ...systemAttributes } };
+}
+
+function refused(issues: PlanIssue[]): ForkResult {
+  return { ok: false, message: `the fork cannot start:\n${formatIssues(issues)}`, issues };
+}
+
+function requestIssues(input: ForkInput): PlanIssue[] {
+  const issues: PlanIssue[] = [];
+  const fork = (input as { fork?: unknown }).fork;
+  if (fork === null || typeof fork !== 'object' || Array.isArray(fork)) return [{ path: 'fork', message: 'must be { from, step, set? }' }];
+  const { from, step, set } = fork as Record<string, unknown>;
+  if (typeof from !== 'string' || from === '') issues.push({ path: 'fork.from', message: 'must be the id of the run to fork' });
+  if (typeof step !== 'string' || step === '') issues.push({ path: 'fork.step', message: 'must be the id of the step to run again from' });
+  if (set !== undefined && (set === null || typeof set !== 'object' || Array.isArray(set))) issues.push({ path: 'fork.set', message: 'must be a map of step ids to the outputs they are given' });
+  const inputs = input.inputs;
+  if (inputs !== undefined && (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs))) issues.push({ path: 'inputs', message: 'must be a map of input names to values' });
+  return issues;
+}
+
+/**
+ * Which steps run again, which are restored, and the new run's start. Run again: the fork step,
+ * the steps that read an input given anew, those that read a step whose output `set` replaces, and
+ * everything downstream of them. Restored: every other step that completed (or was skipped) in the
+ * old run, with its record and output. Any other step runs as in a new run. Pure.
+ */
+export function planFork(source: ForkSource, input: ForkInput): ForkResult {
+  const { from, step, set = {} } = input.fork;
+  const plan = source.plan as unknown as CompiledPlan;
+  const records = new Map(source.records.map((r) => [r.id, r]));
+  const ids = new Set(plan.steps.map((s) => s.id));
+  const issues: PlanIssue[] = [];
+  if (plan.source !== undefined) issues.push({ path: 'fork.from', message: `run ${from} works in a workspace cloned from a repository: forks of such runs are not supported yet` });
+  if (plan.team !== undefined) issues.push({ path: 'fork.from', message: `run ${from} is a team: forks of teams are not supported yet` });
+  const ran = records.get(step);
+  if (!ids.has(step)) issues.push({ path: 'fork.step', message: `plan "${plan.name}" has no step "${step}"` });
+  else if (!ran || ran.status === 'pending' || (ran.status === 'cancelled' && ran.startedAt === undefined)) {
+    issues.push({ path: 'fork.step', message: `step "${step}" never ran in run ${from}: fork from a step that ran` });
+  }
+  const resolved = resolveInputs(plan, { ...source.inputs, ...input.inputs });
+  if (!resolved.ok) issues.push(...resolved.issues);
+  const changedInputs = resolved.ok ? Object.keys(plan.inputs).filter((name) => canonical(resolved.values[name]) !== canonical(source.inputs[name])) : [];
+  const seeds = new Set([step, ...plan.steps.filter((s) => readsInput(s, changedInputs) || s.needs.some((n) => Object.hasOwn(set, n))).map((s) => s.id)]);
+  const rerun = downstream(plan, seeds);
+  for (const id of Object.keys(set)) {
+    const record = records.get(id);
+    if (!ids.has(id)) issues.push({ path: `fork.set.${id}`, message: `plan "${plan.name}" has no step "${id}"` });
+    else if (rerun.has(id)) issues.push({ path: `fork.set.${id}`, message: `step "${id}" runs again in the fork (it is "${step}" or downstream of it): only a restored step's output can be set` });
+    else if (record?.status !== 'completed') issues.push({ path: `fork.set.${id}`, message: `step "${id}" did not complete in run ${from}: there is no output to replace` });
+  }
+  issues.push(...sharedWorktreeIssues(plan, rerun, records));
+  if (issues.length > 0 || !resolved.ok) return refused(issues);
+  const restored = plan.steps.filter((s) => !rerun.has(s.id) && (records.get(s.id)?.status === 'completed' || records.get(s.id)?.status === 'skipped'));
+  const payload = checkStartPayload(plan, resolved.values, (name) => `inputs.${name}`);
+  if (payload.problem) return refused([payload.problem]);
+  const note = `restored from ${from}`;
+  const forked = {
+    from,
+    step,
+    records: restored.map((s) => restoredRecord(records.get(s.id) as StepRecord, Object.hasOwn(set, s.id) ? `${note}, its output set by the fork` : note)),
+    outputs: Object.fromEntries(restored.flatMap((s) => (Object.hasOwn(set, s.id) ? [[s.id, set[s.id]]] : s.id in source.outputs ? [[s.id, source.outputs[s.id]]] : []))),
+  };
+  return { ok: true, start: { plan, inputs: resolved.values, ...(input.limits && { limits: input.limits }), forked }, rerun: plan.steps.filter((s) => rerun.has(s.id)).map((s) => s.id), indexed: false };
+}
+
+/** The step and everything that needs it, however far down. */
+function downstream(plan: CompiledPlan, seeds: Set<string>): Set<string> {
+  const found = new Set(seeds);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const s of plan.steps) {
+      if (!found.has(s.id) && s.needs.some((n) => found.has(n))) {
+        found.add(s.id);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+/** Whether a step's templates read one of `names` (`inputs.name`, or `inputs["name"]`). */
+function readsInput(step: CompiledPlan['steps'][number], names: string[]): boolean {
+  if (names.length === 0) return false;
+  const text = JSON.stringify(step);
+  return names.some((name) => text.includes(`inputs.${name}`) || text.includes(`inputs[\\"${name}\\"]`) || text.includes(`inputs['${name}']`));
+}
+
+/** A restored worktree's commits are not carried into the fork yet: a step run again in it would start without them. */
+function sharedWorktreeIssues(plan: CompiledPlan, rerun: Set<string>, records: Map<string, StepRecord>): PlanIssue[] {
+  const key = (s: CompiledPlan['steps'][number]) => (s.worktree ? `${s.worktree.repo}\0${s.worktree.task}` : undefined);
+  const restoredTrees = new Set(plan.steps.filter((s) => !rerun.has(s.id) && records.get(s.id)?.status === 'completed').map(key));
+  return plan.steps.flatMap((s, index) =>
+    rerun.has(s.id) && key(s) !== undefined && restoredTrees.has(key(s))
+      ? [{ path: `steps[${index}].worktree`, message: `step "${s.id}" runs again in worktree task "${s.worktree?.task}", which restored steps worked in: forks that carry a worktree's commits are not supported yet` }]
+      : [],
+  );
+}
+
+function restoredRecord(record: StepRecord, note: string): StepRecord {
+  const kept: StepRecord = { ...record, note };
+  delete kept.retrying;
+  return kept;
+}

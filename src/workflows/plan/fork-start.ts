@@ -1,0 +1,38 @@
+/**
+ * A fork started by any client (`{ fork: { from, step, set } }`: `cadre fork`, the `temporal` CLI,
+ * Python): the worker reads the run it forks and plans the fork in an activity (activities/fork.ts),
+ * and the run starts from what it restores. A fork that cannot be ends the run as failed, naming
+ * the field, never a loop of workflow-task failures.
+ */
+import { ApplicationFailure, proxyActivities, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import type { ForkInput, ForkRestore, RunPlanInput } from '../../plan-format/types';
+import { CadreForkedFrom, CadrePlan, type StepRecord } from '../../protocol/definitions';
+import type { RunStream } from '../common/run-stream';
+import { preparing } from './plan-document';
+import type { StepBook } from './step-book';
+
+const reader = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { initialInterval: '1s', maximumAttempts: 5 }, summary: 'read the run to fork' });
+
+export function isForkStart(input: unknown): input is ForkInput {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && 'fork' in input && !('plan' in input);
+}
+
+export async function forkStart(input: ForkInput): Promise<RunPlanInput> {
+  const from = typeof input.fork?.from === 'string' ? input.fork.from : '?';
+  const prepared = preparing(`(fork of ${from.slice(0, 200)})`, `the worker is reading run ${from.slice(0, 200)} to fork it`);
+  const result = await reader.readFork(input);
+  if (!result.ok) {
+    prepared.failed(result.message);
+    throw ApplicationFailure.create({ type: 'ForkInvalid', message: result.message, details: [{ issues: result.issues }], nonRetryable: true });
+  }
+  upsertMemo({ forkedFrom: { run: input.fork.from, step: input.fork.step } });
+  upsertSearchAttributes([{ key: CadrePlan, value: result.start.plan.name }, ...(result.indexed ? [{ key: CadreForkedFrom, value: input.fork.from }] : [])]);
+  return result.start;
+}
+
+/** The fork's restored steps, as the old run left them: ready for what needs them, and said in the stream. */
+export function restoreFork(book: StepBook, stream: RunStream, forked: ForkRestore<StepRecord>): void {
+  book.restore(forked.records, forked.outputs);
+  for (const record of forked.records) stream.publish({ type: 'step_completed', step: record.id, status: record.status === 'skipped' ? 'skipped' : 'completed', ...(record.note && { note: record.note }) });
+}

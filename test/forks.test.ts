@@ -1,0 +1,140 @@
+/**
+ * Forks (docs/forks.md) on the dev server: an ended run run again from one step, the steps that do
+ * not depend on it restored from its records (not executed, not paid), what-ifs with --set, and
+ * forks that cannot be, refused with the reason.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { modelSettings } from '../src/providers/config';
+import { auditSinks } from '../src/worker/audit-log';
+import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
+import { runCadre, testServerEnv } from './support/cli';
+import { type Harness, compile, startPlan, step, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
+
+let server: FakeModelServer;
+
+beforeAll(async () => {
+  server = await startFakeModelServer();
+});
+afterAll(() => server.close());
+beforeEach(() => {
+  server.requests.splice(0);
+  server.clearQueue();
+});
+
+function withModels<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
+  const models = modelSettings({}, { OPENAI_API_KEY: 'sk-test-forks', OPENAI_BASE_URL: server.baseURL });
+  return withWorker(fn, { activityDeps: { models } });
+}
+
+/** A shell step that counts its runs in counter.txt, a forEach of 5, an agent, a question, a decision, and a last step that reads them. */
+const PLAN = `
+name: forkable
+inputs: { topic: { type: string, default: cats } }
+steps:
+  - { id: count, tool: shell, with: { command: "n=$(cat counter.txt 2>/dev/null || echo 0); echo $((n+1)) > counter.txt" } }
+  - { id: items, forEach: [1, 2, 3, 4, 5], tool: shell, with: { command: "echo item-{{ item }} >> items.txt" } }
+  - { id: draft, dependsOn: [count], agent: { prompt: "One line about {{ inputs.topic }}", model: "openai:gpt-4o-mini" } }
+  - { id: approve, ask: { question: "Ship it?", choices: [yes, no] } }
+  - { id: decide, dependsOn: [draft], decide: { prompt: "Is this short? {{ steps.draft.output }}", choices: [short, long], model: "openai:gpt-4o-mini" } }
+  - { id: final, dependsOn: [decide, approve, items], tool: shell, with: { command: "echo '{{ steps.draft.output }} | {{ steps.decide.output }} | {{ steps.approve.output }}' > final.txt" } }
+`;
+
+async function ranOnce(h: Harness, ws: string): Promise<string> {
+  server.enqueue({ text: 'cats purr' }, { text: 'short' });
+  const id = await startPlan(h, compile(PLAN, ws));
+  await waitUntil(h, id, (d) => d.waiting.some((w) => w.id === 'approve'));
+  await h.client.answer(id, 'approve', 'yes');
+  expect((await h.client.result(id)).status).toBe('completed');
+  expect(readFileSync(path.join(ws, 'final.txt'), 'utf8')).toBe('cats purr | short | yes\n');
+  server.requests.splice(0);
+  return id;
+}
+
+describe('cadre fork', () => {
+  test('forked at the decision with the agent\'s output set: nothing before it runs or is paid again, the question is not asked again, and the last step sees the new output', async () => {
+    const ws = tempWorkspace();
+    await withModels(async (h) => {
+      const original = await ranOnce(h, ws);
+      server.enqueue({ text: 'long' });
+      const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+      const forkId = uniqueId('fork');
+      const forked = await runCadre(['fork', original, '--from', 'decide', '--set', 'draft="dogs bark"', '--id', forkId, '--task-queue', h.taskQueue, '--wait'], ws, env);
+      expect(forked).toMatchObject({ code: 0 });
+      const d = await h.client.diagnostics(forkId);
+      expect(d).toMatchObject({ status: 'completed', forkedFrom: { run: original, step: 'decide' }, waiting: [] });
+      // The counter and the forEach's file are as the original left them: their steps were restored, not run.
+      expect(readFileSync(path.join(ws, 'counter.txt'), 'utf8')).toBe('1\n');
+      expect(readFileSync(path.join(ws, 'items.txt'), 'utf8').trim().split('\n')).toHaveLength(5);
+      // One model request: the decision's. The agent was restored, its output set by the fork.
+      expect(server.requests).toHaveLength(1);
+      expect(JSON.stringify(server.requests[0].body.messages)).toContain('Is this short? dogs bark');
+      expect(readFileSync(path.join(ws, 'final.txt'), 'utf8')).toBe('dogs bark | long | yes\n');
+      expect(d.steps.map((s) => [s.id, s.status, s.note])).toEqual([
+        ['count', 'completed', `restored from ${original}`],
+        ['items', 'completed', `restored from ${original}`],
+        ['draft', 'completed', `restored from ${original}, its output set by the fork`],
+        ['approve', 'completed', `restored from ${original}`],
+        ['decide', 'completed', undefined],
+        ['final', 'completed', undefined],
+      ]);
+      // The restored agent keeps what it used in the original; the original run is unchanged.
+      expect(step(d, 'draft').agent).toMatchObject({ turns: 1 });
+      expect((await h.client.diagnostics(original)).forkedFrom).toBeUndefined();
+      const status = await runCadre(['status', forkId], ws, env);
+      expect(status.stdout).toContain(`forked from ${original} at step decide`);
+      expect(status.stdout).toMatch(new RegExp(`count +completed .*\\(restored from ${original}\\)`));
+      // Lineage: the memo, and the search attribute `cadre list --forks-of` and the temporal CLI query.
+      const description = await h.client.client.workflow.getHandle(forkId).describe();
+      expect(await description.memo).toMatchObject({ forkedFrom: { run: original, step: 'decide' } });
+      await waitUntil(h, forkId, () => true);
+      const listed = await runCadre(['list', '--forks-of', original, '--json'], ws, env);
+      expect((JSON.parse(listed.stdout) as { workflowId: string }[]).map((r) => r.workflowId)).toEqual([forkId]);
+      // The fork replays from its history.
+      const history = await h.client.client.workflow.getHandle(forkId).fetchHistory();
+      expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, forkId);
+      const file = path.join(__dirname, 'histories', 'run-plan-fork.json');
+      if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+    });
+  });
+
+  test('a fork that cannot be fails at once, naming each field: a run still running, a step the plan lacks, an output set on a step that runs again', async () => {
+    const ws = tempWorkspace();
+    await withModels(async (h) => {
+      const original = await ranOnce(h, ws);
+      const refused = async (run: string, options: Parameters<Harness['client']['fork']>[1]) => {
+        const { workflowId } = await h.client.fork(run, { ...options, taskQueue: h.taskQueue });
+        const d = await waitUntil(h, workflowId, (x) => x.status === 'failed');
+        return d.reason ?? '';
+      };
+      expect(await refused(original, { step: 'nope', set: { final: 'x' } })).toBe('the fork cannot start:\nfork.step: plan "forkable" has no step "nope"');
+      const both = await refused(original, { step: 'decide', set: { final: 'x', gone: 1 } });
+      expect(both).toContain('fork.set.final: step "final" runs again in the fork (it is "decide" or downstream of it): only a restored step\'s output can be set');
+      expect(both).toContain('fork.set.gone: plan "forkable" has no step "gone"');
+      // A run still waiting for its question.
+      server.enqueue({ text: 'cats purr' }, { text: 'short' });
+      const open = await startPlan(h, compile(PLAN, tempWorkspace()));
+      await waitUntil(h, open, (d) => d.waiting.length > 0);
+      expect(await refused(open, { step: 'decide' })).toContain(`fork.from: run ${open} is still running: fork it once it ended (or cancel it)`);
+      expect(await refused('no-such-run-7f3a', { step: 'decide' })).toContain('fork.from: no run no-such-run-7f3a in this namespace');
+      await h.client.cancel(open);
+    });
+  });
+
+  test('an input given anew runs again the steps that read it, and those after them', async () => {
+    const ws = tempWorkspace();
+    await withModels(async (h) => {
+      const original = await ranOnce(h, ws);
+      server.enqueue({ text: 'dogs bark' }, { text: 'short' });
+      const { workflowId } = await h.client.fork(original, { step: 'final', inputs: { topic: 'dogs' }, taskQueue: h.taskQueue });
+      const d = await h.client.result(workflowId);
+      expect(d.steps.filter((s) => s.note === undefined).map((s) => s.id)).toEqual(['draft', 'decide', 'final']);
+      expect(JSON.stringify(server.requests[0].body.messages)).toContain('One line about dogs');
+      expect(readFileSync(path.join(ws, 'counter.txt'), 'utf8')).toBe('1\n');
+      expect(readFileSync(path.join(ws, 'final.txt'), 'utf8')).toBe('dogs bark | short | yes\n');
+    });
+  });
+});
