@@ -51,6 +51,32 @@ output: "{{ steps.greet.output.stdout }}"
   });
 });
 
+test('Python forks an ended run with the documented input: the question is not asked again, and the step after it sees the output set', async () => {
+  const ws = tempWorkspace();
+  const planFile = path.join(ws, 'greet.yaml');
+  writeFileSync(
+    planFile,
+    `name: fork-from-python
+workspace: .
+inputs:
+  who: { type: string }
+steps:
+  - { id: confirm, ask: { question: "Greet {{ inputs.who }}?", choices: [yes, no] } }
+  - { id: greet, dependsOn: [confirm], tool: shell, with: { command: "echo {{ steps.confirm.output }} {{ inputs.who }}" } }
+output: "{{ steps.greet.output.stdout }}"
+`,
+  );
+  await withWorker(async (h) => {
+    const id = uniqueId('python-forked');
+    expect((await runPython(h.taskQueue, [planFile, '--id', id, '--input', 'who=Ada', '--answer', 'confirm=yes'])).code).toBe(0);
+    const fork = uniqueId('python-fork');
+    const { code, stdout, stderr } = await runPython(h.taskQueue, ['--fork-from', id, '--from-step', 'greet', '--set', 'confirm="no"', '--id', fork]);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(stdout)).toEqual({ status: 'completed', output: 'no Ada\n', steps: ['confirm:completed', 'greet:completed'] });
+    expect(step(await h.client.diagnostics(fork), 'confirm').note).toBe(`restored from ${id}, its output set by the fork`);
+  });
+});
+
 test('Python gets every problem of a plan that does not validate', async () => {
   const ws = tempWorkspace();
   const planFile = path.join(ws, 'broken.yaml');

@@ -55,11 +55,11 @@ describe('cadre worker against a plain Temporal dev server', () => {
     const worker = await startCadreWorker([], dir, env, 60_000);
     let exitCode: number | null = null;
     try {
-      expect(worker.stderr()).toContain('registered search attributes CadreStatus, CadrePlan, CadreWorkerState, CadreHost');
+      expect(worker.stderr()).toContain('registered search attributes CadreStatus, CadrePlan, CadreWorkerState, CadreHost, CadreForkedFrom');
       const run = await cadre(['run', 'plan.yaml', '--wait', '--id', uniqueId('plain')]);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/plain \(.*\): completed/);
-      expect(await cadre(['setup'])).toMatchObject({ code: 0, stdout: 'already present: CadreStatus, CadrePlan, CadreWorkerState, CadreHost\n' });
+      expect(await cadre(['setup'])).toMatchObject({ code: 0, stdout: 'already present: CadreStatus, CadrePlan, CadreWorkerState, CadreHost, CadreForkedFrom\n' });
     } finally {
       exitCode = await worker.stop();
     }

@@ -1,11 +1,13 @@
 """Runs a cadre plan from Python with nothing of cadre installed: only Temporal's Python SDK.
 
-Starts `runPlan` with the plan file's text as the document, answers what the run asks (the
-`answer` update, which says why it refuses a bad answer), reads the `diagnostics` query, and
-prints the result as JSON. See docs/protocol.md.
+Starts `runPlan` with the plan file's text as the document (or, with --fork-from, a fork of an
+ended run: docs/forks.md), answers what the run asks (the `answer` update, which says why it
+refuses a bad answer), reads the `diagnostics` query, and prints the result as JSON. See
+docs/protocol.md.
 
     pip install temporalio
     python run_plan.py plan.yaml --id my-run --input who=Ada --answer confirm=yes
+    python run_plan.py --fork-from my-run --from-step greet --set 'confirm="no"' --id my-run-what-if
 """
 
 import argparse
@@ -27,7 +29,10 @@ def pairs(values):
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("plan", help="a YAML or JSON plan file")
+    parser.add_argument("plan", nargs="?", help="a YAML or JSON plan file (not with --fork-from)")
+    parser.add_argument("--fork-from", metavar="RUN", help="fork this ended run instead: its plan and inputs, run again from --from-step")
+    parser.add_argument("--from-step", metavar="STEP", help="with --fork-from: the step to run again from")
+    parser.add_argument("--set", action="append", default=[], metavar="STEP=JSON", help="with --fork-from: a restored step's output replaced")
     parser.add_argument("--id", required=True, help="the run's workflow id")
     parser.add_argument("--address", default=os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", "default"))
@@ -36,16 +41,22 @@ async def main() -> int:
     parser.add_argument("--answer", action="append", default=[], metavar="WAIT_ID=VALUE")
     args = parser.parse_args()
 
+    if (args.plan is None) == (args.fork_from is None) or (args.fork_from is not None) != (args.from_step is not None):
+        parser.error("give a plan file, or --fork-from RUN with --from-step STEP")
+
     client = await Client.connect(args.address, namespace=args.namespace)
-    with open(args.plan, encoding="utf-8") as file:
-        document = file.read()
-    handle = await client.start_workflow(
-        "runPlan",
+    if args.fork_from:
+        # A fork: the old run's plan and inputs, from one step on; the worker says what cannot be forked.
+        fork = {"from": args.fork_from, "step": args.from_step}
+        if args.set:
+            fork["set"] = {step: json.loads(value) for step, value in pairs(args.set).items()}
+        start = {"fork": fork, "inputs": pairs(args.input)}
+    else:
+        with open(args.plan, encoding="utf-8") as file:
+            document = file.read()
         # Relative paths in the plan resolve against baseDir, a directory on the worker's machine.
-        {"document": document, "inputs": pairs(args.input), "baseDir": os.path.dirname(os.path.abspath(args.plan))},
-        id=args.id,
-        task_queue=args.task_queue,
-    )
+        start = {"document": document, "inputs": pairs(args.input), "baseDir": os.path.dirname(os.path.abspath(args.plan))}
+    handle = await client.start_workflow("runPlan", start, id=args.id, task_queue=args.task_queue)
     answers = pairs(args.answer)
     while True:
         try:

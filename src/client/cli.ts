@@ -18,7 +18,7 @@ import { registerDemoCommand, registerDevCommands } from './commands/dev';
 import { registerModelsCommand } from './commands/models';
 import { registerRolesCommand } from './commands/roles';
 import { registerRunCommand } from './commands/run';
-import { registerForkCommand } from './commands/fork';
+import { registerDiffCommand, registerForkCommand } from './commands/fork';
 import { registerControlCommands, registerResultCommand, registerStatusCommands } from './commands/runs';
 import { registerServeCommand } from './commands/serve';
 import { registerTeamCommand } from './commands/team';
@@ -45,6 +45,7 @@ export function buildProgram(): Command {
   registerValidateCommand(program);
   registerRunCommand(program);
   registerForkCommand(program);
+  registerDiffCommand(program);
   registerTeamCommand(program);
   registerStatusCommands(program); // status, list, watch
   registerAnswerCommands(program); // answer, approve, deny

@@ -30,6 +30,7 @@ import { runLimitReached } from './limit-errors';
 import { runLimitsFromEnv } from './run-limits-env';
 import type { RunLimitValues } from '../plan-format/limits';
 import { errorChain } from './error-chain';
+import { type RunDiff, diffRuns } from './diff';
 
 export { errorChain } from './error-chain';
 import type { StreamEventAt } from '../streaming/events';
@@ -175,6 +176,13 @@ export class CadreClient {
       ],
       staticSummary: `fork of ${run} from ${options.step}`,
     });
+  }
+
+  /** Two runs of a plan, step by step: only what differs (docs/forks.md). */
+  async diff(a: string, b: string): Promise<RunDiff> {
+    checkWorkflowId(a);
+    checkWorkflowId(b);
+    return diffRuns(this, a, b);
   }
 
   private async startRunPlan(what: string, options: WorkflowStartOptions<(input: unknown) => Promise<unknown>>) {

@@ -1,9 +1,12 @@
-/** `cadre fork <run> --from <step>`: an ended run again from one step, every step that does not depend on it restored. */
+/**
+ * `cadre fork <run> --from <step>`: an ended run again from one step, every step that does not
+ * depend on it restored; `cadre diff <a> <b>`: two runs step by step, only what differs.
+ */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { taskQueue } from '../../protocol/task-queue';
 import { checkWorkflowId } from '../workflow-ids';
 import { startedAndFollowed } from './run';
-import { collectInput } from './shared';
+import { collectInput, out, withClient } from './shared';
 
 export function registerForkCommand(program: Command): void {
   program
@@ -28,6 +31,21 @@ export function registerForkCommand(program: Command): void {
         (client) => client.fork(run, { step: opts.from, set: given(opts.set), inputs: given(opts.input), workflowId: opts.id, taskQueue: opts.taskQueue }),
         opts,
       );
+    });
+}
+
+export function registerDiffCommand(program: Command): void {
+  program
+    .command('diff <a> <b>')
+    .description('two runs of a plan (a run and its fork) step by step: only what differs (status, output, attempts, tokens, time)')
+    .addHelpText('after', '\nExamples:\n  cadre diff nightly-7 nightly-7-fork-mx2a1k\n  cadre diff nightly-7 nightly-8 --json')
+    .option('--json', 'print JSON')
+    .action(async (a: string, b: string, opts: { json?: boolean }) => {
+      const { renderDiff } = await import('../diff');
+      await withClient(async (client) => {
+        const diff = await client.diff(a, b);
+        out(opts.json ? JSON.stringify(diff, null, 2) : renderDiff(diff));
+      });
     });
 }
 
