@@ -157,6 +157,50 @@ describe('cadre fork', () => {
     await h.client.cancel(open);
   });
 
+  test('onto an edited plan: a step whose action changed runs again, saying why, with those after it; the unchanged are restored', async () => {
+    const edited = path.join(ws, 'edited.yaml');
+    writeFileSync(edited, PLAN.replace('>> items.txt', '>> items-2.txt'));
+    const forkId = uniqueId('fork-edited');
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    expect(await runCadre(['fork', original, '--from', 'final', '--plan', edited, '--id', forkId, '--task-queue', h.taskQueue, '--wait'], ws, env)).toMatchObject({ code: 0 });
+    const d = await h.client.diagnostics(forkId);
+    expect(d.steps.map((s) => [s.id, s.note])).toEqual([
+      ['count', `restored from ${original}`],
+      ['items', "ran again: its action changed in the fork's plan"],
+      ['draft', `restored from ${original}`],
+      ['approve', `restored from ${original}`],
+      ['decide', `restored from ${original}`],
+      ['final', undefined],
+    ]);
+    expect(readFileSync(path.join(ws, 'items-2.txt'), 'utf8').trim().split('\n')).toHaveLength(5);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  test('after a fix, a bulk fork takes every failed run of a plan from its failed step: 20 of 20 complete, their first steps restored', async () => {
+    const dir = tempWorkspace();
+    writeFileSync(path.join(dir, 'check.sh'), 'test -f fixed || { echo "not fixed yet" >&2; exit 1; }\n');
+    const name = uniqueId('flaky').replace(/[^a-z0-9-]/g, '-');
+    const plan = compile(
+      `name: ${name}\ninputs: { n: { type: number } }\nsteps:\n  - { id: prep, tool: shell, with: { command: "echo prepared >> prep-{{ inputs.n }}.txt" } }\n  - { id: check, dependsOn: [prep], retry: { maximumAttempts: 1 }, tool: shell, with: { command: "sh check.sh" } }\n`,
+      dir,
+    );
+    const runs = await Promise.all(Array.from({ length: 20 }, (_, n) => startPlan(h, plan, { n })));
+    for (const run of runs) expect((await h.client.result(run)).status).toBe('failed');
+    writeFileSync(path.join(dir, 'fixed'), '');
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    // Visibility lags the server a little: the bulk fork lists what the server has indexed.
+    await until('the 20 failed runs listed', async () => ((await h.client.list({ status: 'failed', plan: name })).length === 20 ? true : undefined), 30_000);
+    const bulk = await runCadre(['fork', '--failed', '--from-failure', '--since', '1h', '--plan-name', name, '--task-queue', h.taskQueue, '--wait', '--json'], dir, env);
+    expect(bulk).toMatchObject({ code: 0 });
+    const report = JSON.parse(bulk.stdout) as { forked: { run: string; step: string; fork: string; status: string }[]; skipped: unknown[] };
+    expect(report.skipped).toEqual([]);
+    expect(report.forked.map((f) => f.run).sort()).toEqual([...runs].sort());
+    expect(new Set(report.forked.map((f) => `${f.step} ${f.status}`))).toEqual(new Set(['check completed']));
+    for (let n = 0; n < 20; n++) expect(readFileSync(path.join(dir, `prep-${n}.txt`), 'utf8')).toBe('prepared\n');
+    const usage = await runCadre(['fork', '--failed', '--from', 'check', '--from-failure'], dir, env);
+    expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('--failed takes --from-failure (each run from its failed step) or --from <step> (the same step for all)') });
+  });
+
   test('an input given anew runs again the steps that read it, and those after them', async () => {
     server.enqueue({ text: 'dogs bark' }, { text: 'short' });
     const { workflowId } = await h.client.fork(original, { step: 'final', inputs: { topic: 'dogs' }, taskQueue: h.taskQueue });

@@ -6,12 +6,16 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { canonical } from '../protocol/canonical-json';
+import { COMPILED_PLAN } from '../protocol/plan-input';
 import { CadreForkedFrom, type StepRecord } from '../protocol/definitions';
 import { type ForkSource, forkSourceQuery } from '../protocol/forks';
 import { resolveInputs } from '../plan-format/inputs';
 import { type PlanIssue, formatIssues } from '../plan-format/issues';
 import { checkStartPayload } from '../plan-format/payload';
 import type { CompiledPlan, ForkInput, RunPlanInput } from '../plan-format/types';
+
+/** A compiled plan's shape, as runPlan checks its own input's (`plan` is the field it checks). */
+const COMPILED_PLAN_SHAPE = (plan: unknown, at: string) => COMPILED_PLAN({ plan, inputs: {} }, '')?.replace(/^plan/, at);
 
 export type ForkResult =
   | { ok: true; start: RunPlanInput; rerun: string[]; indexed: boolean }
@@ -56,6 +60,9 @@ function requestIssues(input: ForkInput): PlanIssue[] {
   if (typeof from !== 'string' || from === '') issues.push({ path: 'fork.from', message: 'must be the id of the run to fork' });
   if (typeof step !== 'string' || step === '') issues.push({ path: 'fork.step', message: 'must be the id of the step to run again from' });
   if (set !== undefined && (set === null || typeof set !== 'object' || Array.isArray(set))) issues.push({ path: 'fork.set', message: 'must be a map of step ids to the outputs they are given' });
+  const plan = (fork as Record<string, unknown>).plan;
+  const planProblem = plan === undefined ? undefined : COMPILED_PLAN_SHAPE(plan, 'fork.plan');
+  if (planProblem) issues.push({ path: 'fork.plan', message: `must be a compiled plan, as \`cadre fork --plan\` sends it (${planProblem})` });
   const inputs = input.inputs;
   if (inputs !== undefined && (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs))) issues.push({ path: 'inputs', message: 'must be a map of input names to values' });
   return issues;
@@ -69,7 +76,10 @@ function requestIssues(input: ForkInput): PlanIssue[] {
  */
 export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   const { from, step, set = {} } = input.fork;
-  const plan = source.plan as unknown as CompiledPlan;
+  const old = source.plan as unknown as CompiledPlan;
+  // Onto an edited plan: a step whose action changed (or that is new) runs again, and says why.
+  const plan = input.fork.plan ?? old;
+  const edited = input.fork.plan ? editedSteps(old, plan) : new Map<string, string>();
   const records = new Map(source.records.map((r) => [r.id, r]));
   const ids = new Set(plan.steps.map((s) => s.id));
   const issues: PlanIssue[] = [];
@@ -83,7 +93,7 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   const resolved = resolveInputs(plan, { ...source.inputs, ...input.inputs });
   if (!resolved.ok) issues.push(...resolved.issues);
   const changedInputs = resolved.ok ? Object.keys(plan.inputs).filter((name) => canonical(resolved.values[name]) !== canonical(source.inputs[name])) : [];
-  const seeds = new Set([step, ...plan.steps.filter((s) => readsInput(s, changedInputs) || s.needs.some((n) => Object.hasOwn(set, n))).map((s) => s.id)]);
+  const seeds = new Set([step, ...edited.keys(), ...plan.steps.filter((s) => readsInput(s, changedInputs) || s.needs.some((n) => Object.hasOwn(set, n))).map((s) => s.id)]);
   const rerun = downstream(plan, seeds);
   for (const id of Object.keys(set)) {
     const record = records.get(id);
@@ -100,10 +110,24 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   const forked = {
     from,
     step,
+    ...(edited.size > 0 && { reasons: Object.fromEntries(edited) }),
     records: restored.map((s) => restoredRecord(records.get(s.id) as StepRecord, Object.hasOwn(set, s.id) ? `${note}, its output set by the fork` : note)),
     outputs: Object.fromEntries(restored.flatMap((s) => (Object.hasOwn(set, s.id) ? [[s.id, set[s.id]]] : s.id in source.outputs ? [[s.id, source.outputs[s.id]]] : []))),
   };
   return { ok: true, start: { plan, inputs: resolved.values, ...(input.limits && { limits: input.limits }), forked }, rerun: plan.steps.filter((s) => rerun.has(s.id)).map((s) => s.id), indexed: false };
+}
+
+/** The steps of an edited plan that run again, and why: new, or with an action other than the old run's. */
+function editedSteps(old: CompiledPlan, edited: CompiledPlan): Map<string, string> {
+  const before = new Map(old.steps.map((s) => [s.id, s]));
+  const what = (s: CompiledPlan['steps'][number]) => canonical({ action: s.action, when: s.when, forEach: s.forEach, as: s.as, worktree: s.worktree });
+  const reasons = new Map<string, string>();
+  for (const s of edited.steps) {
+    const was = before.get(s.id);
+    if (!was) reasons.set(s.id, "ran again: it is new in the fork's plan");
+    else if (what(was) !== what(s)) reasons.set(s.id, "ran again: its action changed in the fork's plan");
+  }
+  return reasons;
 }
 
 /** The step and everything that needs it, however far down. */

@@ -59,6 +59,8 @@ export interface ForkOptions {
   set?: Record<string, unknown>;
   /** Inputs given anew (the rest are the old run's); the steps that read them run again. */
   inputs?: Record<string, unknown>;
+  /** An edited plan to fork onto: its steps whose action changed, and new steps, run again. */
+  plan?: CompiledPlan;
   workflowId?: string;
   taskQueue?: string;
   limits?: Partial<RunLimitValues>;
@@ -164,7 +166,7 @@ export class CadreClient {
     checkWorkflowId(run);
     const workflowId = options.workflowId ?? `${run}-fork-${Date.now().toString(36)}`;
     const limits = options.limits ?? runLimitsFromEnv();
-    const fork = { from: run, step: options.step, ...(options.set && { set: options.set }) };
+    const fork = { from: run, step: options.step, ...(options.set && { set: options.set }), ...(options.plan && { plan: options.plan }) };
     return this.startRunPlan(`a fork of ${run}`, {
       workflowId,
       taskQueue: options.taskQueue ?? defaultTaskQueue(),

@@ -34,7 +34,8 @@ export function registerStatsCommand(program: Command): void {
     });
 }
 
-function sinceOption(value: string): Date {
+/** `--since 7d`: the moment that long ago. */
+export function sinceOption(value: string): Date {
   if (!isDuration(value)) throw new InvalidArgumentError(`expected a duration like 7d, 12h or 30m, got "${value}"`);
   return new Date(Date.now() - durationMs(value));
 }

@@ -194,6 +194,8 @@ export interface ForkInput {
     step: string;
     /** Restored steps' outputs replaced, by step id. */
     set?: Record<string, unknown>;
+    /** An edited plan to fork onto (compiled, as `cadre run` sends it); its changed steps run again. */
+    plan?: CompiledPlan;
   };
   inputs?: Record<string, unknown>;
   limits?: Partial<RunLimitValues>;
@@ -208,6 +210,8 @@ export interface ForkRestore<Record = unknown> {
   step: string;
   records: Record[];
   outputs: { [step: string]: unknown };
+  /** Steps that run again for a reason of the fork's own (an edited plan): said in their records. */
+  reasons?: { [step: string]: string };
 }
 
 /**

@@ -6,33 +6,80 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { taskQueue } from '../../protocol/task-queue';
 import { checkWorkflowId } from '../workflow-ids';
 import { startedAndFollowed } from './run';
-import { collectInput, out, withClient } from './shared';
+import { collectInput, info, out, withClient } from './shared';
+import { UsageError } from '../../errors/cadre-error';
+import { sinceOption } from '../stats-command';
+import type { BulkForkOptions } from '../bulk-fork';
 
 export function registerForkCommand(program: Command): void {
   program
-    .command('fork <run>')
+    .command('fork [run]')
     .description('run an ended run again from a step: the steps that do not depend on it are restored from its records, not run or paid again')
     .addHelpText(
       'after',
-      '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n\nSee docs/forks.md.',
+      '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n  cadre fork nightly-7 --from report --plan nightly-fixed.yaml\n  cadre fork --failed --from-failure --since 1d --plan-name nightly --wait\n\nSee docs/forks.md.',
     )
-    .requiredOption('--from <step>', 'the step to run again from: it, and every step that depends on it, run again')
+    .option('--from <step>', 'the step to run again from: it, and every step that depends on it, run again')
     .addOption(new Option('--set <step=json>', "a restored step's output replaced (repeatable); the steps that read it run again").argParser(collectSet).default({}, 'none'))
     .addOption(new Option('-i, --input <name=value>', 'an input given anew (repeatable); the steps that read it run again').argParser(collectInput).default({}, 'none'))
+    .option('--plan <file>', 'fork onto an edited plan: its steps whose action changed (or that are new) run again, saying why')
+    .option('--failed', 'fork every plan run that failed (after a fix), each from --from or, with --from-failure, from its failed step')
+    .option('--from-failure', 'with --failed: each run from the step that failed')
+    .option('--since <duration>', 'with --failed: runs started in this past time, e.g. 1d or 12h', sinceOption, undefined)
+    .option('--plan-name <name>', "with --failed: only runs of this plan (default: --plan's name, else any)")
     .option('--id <id>', 'workflow id of the fork (default: <run>-fork-<time>)')
     .option('--task-queue <queue>', 'task queue of the workers', taskQueue())
-    .option('-w, --wait', 'follow progress and exit 0 only when the fork completed')
+    .option('-w, --wait', 'follow progress and exit 0 only when the fork (every fork) completed')
     .option('--json', 'print JSON')
-    .action(async (run: string, opts: { from: string; set: Record<string, unknown>; input: Record<string, string>; id?: string; taskQueue: string; wait?: boolean; json?: boolean }) => {
+    .action(async (run: string | undefined, opts: ForkCommandOptions) => {
+      const given = (values: Record<string, unknown>) => (Object.keys(values).length > 0 ? values : undefined);
+      // An edited plan is checked here, as `cadre run` checks one, before any server is involved.
+      const plan = opts.plan === undefined ? undefined : await (await import('../../plan-format/load')).loadPlan(opts.plan, process.cwd());
+      const fork = { set: given(opts.set), inputs: given(opts.input), plan, taskQueue: opts.taskQueue };
+      if (opts.failed) return forkFailedRuns(run, opts, fork);
+      if (run === undefined || opts.from === undefined) throw new UsageError('cadre fork <run> --from <step> (or --failed --from-failure)');
+      if (opts.fromFailure || opts.since || opts.planName) throw new UsageError('--from-failure, --since and --plan-name go with --failed');
       checkWorkflowId(run);
       if (opts.id !== undefined) checkWorkflowId(opts.id);
-      const given = (values: Record<string, unknown>) => (Object.keys(values).length > 0 ? values : undefined);
-      await startedAndFollowed(
-        (client) => client.fork(run, { step: opts.from, set: given(opts.set), inputs: given(opts.input), workflowId: opts.id, taskQueue: opts.taskQueue }),
-        opts,
-      );
+      const step = opts.from;
+      await startedAndFollowed((client) => client.fork(run, { ...fork, step, workflowId: opts.id }), opts);
     });
 }
+
+interface ForkCommandOptions {
+  from?: string;
+  set: Record<string, unknown>;
+  input: Record<string, string>;
+  plan?: string;
+  failed?: boolean;
+  fromFailure?: boolean;
+  since?: Date;
+  planName?: string;
+  id?: string;
+  taskQueue: string;
+  wait?: boolean;
+  json?: boolean;
+}
+
+/** `cadre fork --failed`: every failed run of the window forked; with --wait, a table of how each fork ended. */
+async function forkFailedRuns(run: string | undefined, opts: ForkCommandOptions, fork: Omit<BulkForkOptions, 'since'>): Promise<void> {
+  if (run !== undefined || opts.id !== undefined) throw new UsageError('--failed forks every failed run: give no run and no --id');
+  if (opts.fromFailure === (opts.from !== undefined)) throw new UsageError('--failed takes --from-failure (each run from its failed step) or --from <step> (the same step for all)');
+  const { forkFailed } = await import('../bulk-fork');
+  await withClient(async (client) => {
+    const since = opts.since ?? new Date(Date.now() - DAY_MS);
+    const report = await forkFailed(client, { ...fork, since, ...(opts.planName && { planName: opts.planName }), ...(opts.from && { step: opts.from }) });
+    for (const skipped of report.skipped) info(`skipped ${skipped.run}: ${skipped.why}`);
+    if (report.more) info(`more failed runs match than one bulk fork takes: narrow --since or --plan-name and fork again`);
+    const ended = opts.wait ? await Promise.all(report.forked.map(async (f) => ({ ...f, status: (await client.result(f.fork, { readStored: false })).status }))) : report.forked;
+    if (opts.json) out(JSON.stringify({ ...report, forked: ended }, null, 2));
+    else if (ended.length === 0) out(`no failed run${opts.planName ? ` of ${opts.planName}` : ''} since ${since.toISOString()} to fork`);
+    else for (const f of ended) out(`${f.run.padEnd(40)} ${f.step.padEnd(16)} ${f.fork}${'status' in f ? `  ${String(f.status)}` : ''}`);
+    if (opts.wait && ended.some((f) => 'status' in f && f.status !== 'completed')) process.exitCode = 1;
+  });
+}
+
+const DAY_MS = 24 * 3_600_000;
 
 export function registerDiffCommand(program: Command): void {
   program

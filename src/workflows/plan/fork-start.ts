@@ -34,5 +34,6 @@ export async function forkStart(input: ForkInput): Promise<RunPlanInput> {
 /** The fork's restored steps, as the old run left them: ready for what needs them, and said in the stream. */
 export function restoreFork(book: StepBook, stream: RunStream, forked: ForkRestore<StepRecord>): void {
   book.restore(forked.records, forked.outputs);
+  for (const [id, reason] of Object.entries(forked.reasons ?? {})) book.record(id).note = reason;
   for (const record of forked.records) stream.publish({ type: 'step_completed', step: record.id, status: record.status === 'skipped' ? 'skipped' : 'completed', ...(record.note && { note: record.note }) });
 }
