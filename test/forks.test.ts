@@ -15,6 +15,7 @@ import { type FakeModelServer, startFakeModelServer } from './support/fake-model
 import { runCadre, testServerEnv } from './support/cli';
 import { type Harness, compile, startPlan, startWorker, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 import { CadreClient } from '../src/client/client';
+import { endSession, sendMessage, sessionDiagnostics } from '../src/client/sessions';
 import { until } from './support/until';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 
@@ -178,10 +179,10 @@ describe('cadre fork', () => {
 
   test('after a fix, a bulk fork takes every failed run of a plan from its failed step: 20 of 20 complete, their first steps restored', async () => {
     const dir = tempWorkspace();
-    writeFileSync(path.join(dir, 'check.sh'), 'test -f fixed || { echo "not fixed yet" >&2; exit 1; }\n');
     const name = uniqueId('flaky').replace(/[^a-z0-9-]/g, '-');
+    // File tools, no process: twenty runs and twenty forks stay cheap. check fails until `fixed` exists.
     const plan = compile(
-      `name: ${name}\ninputs: { n: { type: number } }\nsteps:\n  - { id: prep, tool: shell, with: { command: "echo prepared >> prep-{{ inputs.n }}.txt" } }\n  - { id: check, dependsOn: [prep], retry: { maximumAttempts: 1 }, tool: shell, with: { command: "sh check.sh" } }\n`,
+      `name: ${name}\ninputs: { n: { type: number } }\nsteps:\n  - { id: prep, tool: fs.write, with: { path: "prep-{{ inputs.n }}.txt", content: "prepared\\n", append: true } }\n  - { id: check, dependsOn: [prep], retry: { maximumAttempts: 1 }, tool: fs.read, with: { path: fixed } }\n`,
       dir,
     );
     const runs = await Promise.all(Array.from({ length: 20 }, (_, n) => startPlan(h, plan, { n })));
@@ -199,6 +200,26 @@ describe('cadre fork', () => {
     for (let n = 0; n < 20; n++) expect(readFileSync(path.join(dir, `prep-${n}.txt`), 'utf8')).toBe('prepared\n');
     const usage = await runCadre(['fork', '--failed', '--from', 'check', '--from-failure'], dir, env);
     expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('--failed takes --from-failure (each run from its failed step) or --from <step> (the same step for all)') });
+  });
+
+  test('a session forked at message 5 holds its first five messages and their replies, and goes on from there; the old one is unchanged', async () => {
+    const session = uniqueId('session');
+    const start = { model: 'openai:gpt-4o-mini', tools: [], approvals: {}, workspace: ws };
+    const words = ['one', 'two', 'three', 'four', 'five', 'six'];
+    server.enqueue(...words.map((text) => ({ text: `reply ${text}` })));
+    for (const text of words) await sendMessage(h.client, session, `message ${text}`, start, { taskQueue: h.taskQueue });
+    server.requests.splice(0);
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    const forked = await runCadre(['fork', session, '--at', '5', '--json', '--task-queue', h.taskQueue], ws, env);
+    expect(forked).toMatchObject({ code: 0 });
+    const { workflowId } = JSON.parse(forked.stdout) as { workflowId: string };
+    server.enqueue({ text: 'reply seven' });
+    expect((await sendMessage(h.client, workflowId, 'message seven', start, { taskQueue: h.taskQueue })).reply).toBe('reply seven');
+    const sent = (server.requests[0].body.messages as { role: string; content: unknown }[]).filter((m) => m.role !== 'system').map((m) => `${m.role}: ${JSON.stringify(m.content)}`);
+    expect(sent).toEqual([...words.slice(0, 5).flatMap((w) => [`user: "message ${w}"`, `assistant: "reply ${w}"`]), 'user: "message seven"']);
+    expect((await sessionDiagnostics(h.client, session)).answered).toBe(6);
+    expect((await runCadre(['fork', session, '--at', '9', '--task-queue', h.taskQueue], ws, env)).stderr).toContain(`--at 9: ${session} holds 6 messages with their replies`);
+    await Promise.all([endSession(h.client, session), endSession(h.client, workflowId)]);
   });
 
   test('an input given anew runs again the steps that read it, and those after them', async () => {

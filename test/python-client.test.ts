@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Worker } from '@temporalio/worker';
 import { pythonWithTemporal } from './support/python';
 import { step, tempWorkspace, uniqueId, withWorker } from './support/harness';
 
@@ -25,7 +26,7 @@ async function runPython(taskQueue: string, args: string[]): Promise<{ code: num
   );
 }
 
-test('Python starts a plan from its file, answers its question and gets the result', async () => {
+test('Python starts a plan from its file, answers its question and gets the result; then forks it with the documented input', async () => {
   const ws = tempWorkspace();
   const planFile = path.join(ws, 'greet.yaml');
   writeFileSync(
@@ -48,32 +49,15 @@ output: "{{ steps.greet.output.stdout }}"
     const d = await h.client.diagnostics(id);
     expect(step(d, 'confirm').status).toBe('completed');
     expect(d.plan).toBe('from-python');
-  });
-});
-
-test('Python forks an ended run with the documented input: the question is not asked again, and the step after it sees the output set', async () => {
-  const ws = tempWorkspace();
-  const planFile = path.join(ws, 'greet.yaml');
-  writeFileSync(
-    planFile,
-    `name: fork-from-python
-workspace: .
-inputs:
-  who: { type: string }
-steps:
-  - { id: confirm, ask: { question: "Greet {{ inputs.who }}?", choices: [yes, no] } }
-  - { id: greet, dependsOn: [confirm], tool: shell, with: { command: "echo {{ steps.confirm.output }} {{ inputs.who }}" } }
-output: "{{ steps.greet.output.stdout }}"
-`,
-  );
-  await withWorker(async (h) => {
-    const id = uniqueId('python-forked');
-    expect((await runPython(h.taskQueue, [planFile, '--id', id, '--input', 'who=Ada', '--answer', 'confirm=yes'])).code).toBe(0);
+    // Its history replays: the document is validated by an activity, whose result opens a workflow task of its own
+    // (a local activity's could end the first task on replay, and the run's patches missed their markers: about half failed).
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string } }, await h.client.client.workflow.getHandle(id).fetchHistory(), id);
+    // A fork of it from the greeting, with the documented input: the question names who, so given Bob it is asked again.
     const fork = uniqueId('python-fork');
-    const { code, stdout, stderr } = await runPython(h.taskQueue, ['--fork-from', id, '--from-step', 'greet', '--set', 'confirm="no"', '--id', fork]);
-    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(stdout)).toEqual({ status: 'completed', output: 'no Ada\n', steps: ['confirm:completed', 'greet:completed'] });
-    expect(step(await h.client.diagnostics(fork), 'confirm').note).toBe(`restored from ${id}, its output set by the fork`);
+    const forked = await runPython(h.taskQueue, ['--fork-from', id, '--from-step', 'greet', '--input', 'who=Bob', '--answer', 'confirm=yes', '--id', fork]);
+    expect({ code: forked.code, stderr: forked.stderr }).toEqual({ code: 0, stderr: 'answered confirm: Greet Bob?\n' });
+    expect(JSON.parse(forked.stdout)).toEqual({ status: 'completed', output: 'hello Bob\n', steps: ['confirm:completed', 'greet:completed'] });
+    expect((await h.client.diagnostics(fork)).forkedFrom).toEqual({ run: id, step: 'greet' });
   });
 });
 

@@ -350,6 +350,8 @@ export interface SessionState {
   summarised: number;
   dropped: number;
   answered: number;
+  /** Where each message a person sent ends, with its reply, in `messages` (until messages are folded): a fork's cut. */
+  exchanges?: number[];
   /** Runs of the session so far, this one included. */
   runs: number;
   turns: number;

@@ -1,6 +1,6 @@
 /** What a fork (docs/forks.md) reads of the run it forks: the `forkSource` query. */
 import { defineQuery } from '@temporalio/workflow';
-import type { Diagnostics, RunStatus, StepRecord } from './definitions';
+import type { Diagnostics, RunStatus, SessionInput, SessionState, StepRecord } from './definitions';
 
 /** Where a fork came from: the run, and the step from which it ran again. */
 export type ForkedFrom = NonNullable<Diagnostics['forkedFrom']>;
@@ -19,3 +19,11 @@ export interface ForkSource {
 }
 
 export const forkSourceQuery = defineQuery<ForkSource>('forkSource');
+
+/** What a session's fork reads of it (`cadre fork <session> --at <n>`): how it was started, and its conversation. */
+export interface SessionForkSource {
+  input: Omit<SessionInput, 'state' | 'streamState'>;
+  state: SessionState;
+}
+
+export const sessionForkSourceQuery = defineQuery<SessionForkSource>('sessionForkSource');

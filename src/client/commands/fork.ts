@@ -17,9 +17,10 @@ export function registerForkCommand(program: Command): void {
     .description('run an ended run again from a step: the steps that do not depend on it are restored from its records, not run or paid again')
     .addHelpText(
       'after',
-      '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n  cadre fork nightly-7 --from report --plan nightly-fixed.yaml\n  cadre fork --failed --from-failure --since 1d --plan-name nightly --wait\n\nSee docs/forks.md.',
+      '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork chat-20261129 --at 5\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n  cadre fork nightly-7 --from report --plan nightly-fixed.yaml\n  cadre fork --failed --from-failure --since 1d --plan-name nightly --wait\n\nSee docs/forks.md.',
     )
     .option('--from <step>', 'the step to run again from: it, and every step that depends on it, run again')
+    .option('--at <n>', 'a session (cadre chat, send): a new session holding its first n messages and their replies', positiveInt)
     .addOption(new Option('--set <step=json>', "a restored step's output replaced (repeatable); the steps that read it run again").argParser(collectSet).default({}, 'none'))
     .addOption(new Option('-i, --input <name=value>', 'an input given anew (repeatable); the steps that read it run again').argParser(collectInput).default({}, 'none'))
     .option('--plan <file>', 'fork onto an edited plan: its steps whose action changed (or that are new) run again, saying why')
@@ -37,6 +38,7 @@ export function registerForkCommand(program: Command): void {
       const plan = opts.plan === undefined ? undefined : await (await import('../../plan-format/load')).loadPlan(opts.plan, process.cwd());
       const fork = { set: given(opts.set), inputs: given(opts.input), plan, taskQueue: opts.taskQueue };
       if (opts.failed) return forkFailedRuns(run, opts, fork);
+      if (opts.at !== undefined) return forkASession(run, opts);
       if (run === undefined || opts.from === undefined) throw new UsageError('cadre fork <run> --from <step> (or --failed --from-failure)');
       if (opts.fromFailure || opts.since || opts.planName) throw new UsageError('--from-failure, --since and --plan-name go with --failed');
       checkWorkflowId(run);
@@ -48,6 +50,7 @@ export function registerForkCommand(program: Command): void {
 
 interface ForkCommandOptions {
   from?: string;
+  at?: number;
   set: Record<string, unknown>;
   input: Record<string, string>;
   plan?: string;
@@ -80,6 +83,27 @@ async function forkFailedRuns(run: string | undefined, opts: ForkCommandOptions,
 }
 
 const DAY_MS = 24 * 3_600_000;
+
+/** `cadre fork <session> --at <n>`: prints the new session's id (talk to it with `cadre chat` or `cadre send`). */
+async function forkASession(session: string | undefined, opts: ForkCommandOptions): Promise<void> {
+  if (session === undefined) throw new UsageError('cadre fork <session> --at <n>');
+  if (opts.from !== undefined || Object.keys(opts.set).length > 0 || opts.plan !== undefined) throw new UsageError('--at forks a session: --from, --set and --plan are for plan runs');
+  const { forkSession } = await import('../session-fork');
+  await withClient(async (client) => {
+    const { workflowId } = await forkSession(client, session, { at: opts.at as number, ...(opts.id && { workflowId: opts.id }), taskQueue: opts.taskQueue });
+    if (opts.json) out(JSON.stringify({ workflowId, forkedFrom: { run: session, message: opts.at } }));
+    else {
+      out(workflowId);
+      info(`talk to it with: cadre send ${workflowId} "..."  (or cadre chat ${workflowId})`);
+    }
+  });
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a message number from 1, got "${value}"`);
+  return n;
+}
 
 export function registerDiffCommand(program: Command): void {
   program

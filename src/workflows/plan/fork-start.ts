@@ -10,6 +10,9 @@ import type { ForkInput, ForkRestore, RunPlanInput } from '../../plan-format/typ
 import { CadreForkedFrom, CadrePlan, type StepRecord } from '../../protocol/definitions';
 import type { RunStream } from '../common/run-stream';
 import { preparing } from './plan-document';
+import { describeFailure } from '../common/failures';
+
+const messageOf = (err: unknown) => describeFailure(err).message;
 import type { StepBook } from './step-book';
 
 const reader = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { initialInterval: '1s', maximumAttempts: 5 }, summary: 'read the run to fork' });
@@ -21,7 +24,11 @@ export function isForkStart(input: unknown): input is ForkInput {
 export async function forkStart(input: ForkInput): Promise<RunPlanInput> {
   const from = typeof input.fork?.from === 'string' ? input.fork.from : '?';
   const prepared = preparing(`(fork of ${from.slice(0, 200)})`, `the worker is reading run ${from.slice(0, 200)} to fork it`);
-  const result = await reader.readFork(input);
+  // A query answers from the run's state: one that failed reading says failed, not still reading.
+  const result = await reader.readFork(input).catch((err: unknown) => {
+    prepared.failed(`could not read run ${from}: ${messageOf(err)}`);
+    throw err;
+  });
   if (!result.ok) {
     prepared.failed(result.message);
     throw ApplicationFailure.create({ type: 'ForkInvalid', message: result.message, details: [{ issues: result.issues }], nonRetryable: true });

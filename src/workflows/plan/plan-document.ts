@@ -1,15 +1,27 @@
 /**
  * A run started with the plan document (any Temporal client): the worker validates and compiles it
- * in a local activity, so the workflow never loads the validator; a plan that does not validate
- * ends the run as failed with every problem and its path, never a loop of workflow-task failures.
+ * in an activity, so the workflow never loads the validator; a plan that does not validate ends
+ * the run as failed with every problem and its path, never a loop of workflow-task failures.
  */
-import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { PlanDocumentInput, RunPlanInput } from '../../plan-format/types';
 import { isoAt, nowMs } from '../common/clock';
+import { describeFailure } from '../common/failures';
 import { CadrePlan, type Diagnostics, diagnosticsQuery } from '../../protocol/definitions';
 
-const validator = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'validate the plan document' });
+const VALIDATE = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'validate the plan document' } as const;
+/** Runs before PATCH_DOCUMENT_ACTIVITY validated in a local activity. */
+const validatorHere = proxyLocalActivities<Activities>(VALIDATE);
+const validator = proxyActivities<Activities>(VALIDATE);
+
+/**
+ * A local activity's result may end the first workflow task when a run replays, though it came in
+ * the second when the run ran (the task had ended while it worked): the run's patches, asked right
+ * after, then found no marker in the task, and the replay failed (about half the runs a Python
+ * client started). A regular activity's result always opens a workflow task of its own.
+ */
+const PATCH_DOCUMENT_ACTIVITY = 'plan-document-activity';
 
 export function isPlanDocument(input: unknown): input is PlanDocumentInput {
   return typeof input === 'object' && input !== null && !Array.isArray(input) && 'document' in input;
@@ -45,7 +57,11 @@ export function preparing(plan: string, note: string): { failed(reason: string):
 export async function compileDocument(input: PlanDocumentInput): Promise<RunPlanInput> {
   // A client may query as soon as it started the run: it sees the run validating, then its failure or its steps.
   const prepared = preparing(nameOf(input.document), 'the worker is validating the plan document');
-  const result = await validator.compilePlanDocument({ document: input.document, inputs: input.inputs, baseDir: input.baseDir });
+  const request = { document: input.document, inputs: input.inputs, baseDir: input.baseDir };
+  const result = await (patched(PATCH_DOCUMENT_ACTIVITY) ? validator : validatorHere).compilePlanDocument(request).catch((err: unknown) => {
+    prepared.failed(`the worker could not validate the plan document: ${describeFailure(err).message}`);
+    throw err;
+  });
   if (!result.ok) {
     prepared.failed(result.message);
     throw ApplicationFailure.create({ type: 'InvalidPlan', message: result.message, details: [{ issues: result.issues }], nonRetryable: true });

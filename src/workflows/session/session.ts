@@ -31,6 +31,7 @@ import {
   sendUpdate,
   sessionDiagnosticsQuery,
 } from '../../protocol/definitions';
+import { sessionForkSourceQuery } from '../../protocol/forks';
 import { sizeOf } from '../common/sizes';
 import { checkInput, count, listOf, map, optional, shape, text } from '../../protocol/input-checks';
 import { type OwnEvent, RunStream } from '../common/run-stream';
@@ -137,6 +138,12 @@ class Session {
       this.ending = true;
     });
     setHandler(sessionDiagnosticsQuery, () => this.diagnostics());
+    setHandler(sessionForkSourceQuery, () => {
+      const started = { ...this.input };
+      delete started.state;
+      delete started.streamState;
+      return { input: started, state: this.state };
+    });
   }
 
   async run(): Promise<SessionDiagnostics> {
@@ -172,6 +179,8 @@ class Session {
       // The session goes on: the sender learns why this message got no answer.
       this.replies.set(id, { error: ApplicationFailure.create({ type: failure.type ?? 'SessionTurnFailed', message: failure.message, nonRetryable: true }) });
     }
+    // Where each exchange ends, for a fork that holds the first N (client/session-fork.ts); folding ends that.
+    if (this.state.summarised + this.state.dropped === 0) (this.state.exchanges ??= []).push(messages.length);
     this.answeredThisRun += 1;
     this.syncCounts();
     await this.fold();
@@ -208,6 +217,7 @@ class Session {
     if (this.input.model?.startsWith('scripted:')) {
       messages.splice(0, cut);
       this.state.dropped += folded.length;
+      delete this.state.exchanges;
       return;
     }
     try {
@@ -220,6 +230,7 @@ class Session {
       this.state.dropped += folded.length;
     }
     messages.splice(0, cut);
+    delete this.state.exchanges;
     this.syncCounts();
   }
 
