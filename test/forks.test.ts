@@ -105,6 +105,9 @@ describe('cadre fork', () => {
     // The restored agent keeps what it used in the original; the original run is unchanged.
     expect(step(d, 'draft').agent).toMatchObject({ turns: 1 });
     expect((await h.client.diagnostics(original)).forkedFrom).toBeUndefined();
+    // The Web UI's Current Details say so too.
+    const metadata = await h.client.client.workflow.getHandle(forkId).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toContain(`\`count\` completed (restored from ${original})`);
     const status = await runCadre(['status', forkId], ws, env);
     expect(status.stdout).toContain(`forked from ${original} at step decide`);
     expect(status.stdout).toMatch(new RegExp(`count +completed .*\\(restored from ${original}\\)`));

@@ -64,7 +64,8 @@ export function currentDetails({ workflowId, status, total, counts, steps, waiti
     lines.push('', `Steps: ${tally.join(' · ')}`, '');
   } else lines.push('', 'Steps:', '');
   for (const s of steps.slice(0, total > DETAILS_ALL_STEPS_UP_TO ? MAX_LISTED : steps.length)) {
-    lines.push(clip(`- ${STEP_MARKS[s.status]} \`${s.id}\` ${s.status}${s.error && s.status !== 'completed' ? ` — ${s.error}` : ''}`));
+    // A step's note says why it is as it is: restored from another run (a fork), skipped, cancelled, run again.
+    lines.push(clip(`- ${STEP_MARKS[s.status]} \`${s.id}\` ${s.status}${s.note ? ` (${s.note})` : ''}${s.error && s.status !== 'completed' ? ` — ${s.error}` : ''}`));
   }
   if (total > DETAILS_ALL_STEPS_UP_TO && steps.length > MAX_LISTED) lines.push(`- … and ${steps.length - MAX_LISTED} more`);
   lines.push('', FRAME_SLACK);
