@@ -70,8 +70,8 @@ function requestIssues(input: ForkInput): PlanIssue[] {
 
 /**
  * Which steps run again, which are restored, and the new run's start. Run again: the fork step,
- * the steps that read an input given anew, those that read a step whose output `set` replaces, and
- * everything downstream of them. Restored: every other step that completed (or was skipped) in the
+ * the steps that read an input given anew, those that read a step whose output `set` replaces, an
+ * edited plan's new and changed steps, and everything downstream of them. Restored: every other step that completed (or was skipped) in the
  * old run, with its record and output. Any other step runs as in a new run. Pure.
  */
 export function planFork(source: ForkSource, input: ForkInput): ForkResult {
