@@ -3,7 +3,6 @@
  * when named) forked from its failed step, or from a step named for all. Which step failed is read
  * from each run's recorded failure, so no worker is needed to choose it.
  */
-import type { CompiledPlan } from '../plan-format/types';
 import type { CadreClient, ForkOptions } from './client';
 
 export interface BulkForkOptions extends Omit<ForkOptions, 'step' | 'workflowId'> {
@@ -13,7 +12,6 @@ export interface BulkForkOptions extends Omit<ForkOptions, 'step' | 'workflowId'
   planName?: string;
   /** The step each fork runs again from; default each run's first failed step. */
   step?: string;
-  plan?: CompiledPlan;
 }
 
 export interface BulkForkReport {

@@ -9,10 +9,8 @@ import type { Activities } from '../../activities';
 import type { ForkInput, ForkRestore, RunPlanInput } from '../../plan-format/types';
 import { CadreForkedFrom, CadrePlan, type StepRecord } from '../../protocol/definitions';
 import type { RunStream } from '../common/run-stream';
-import { preparing } from './plan-document';
 import { describeFailure } from '../common/failures';
-
-const messageOf = (err: unknown) => describeFailure(err).message;
+import { preparing } from './plan-document';
 import type { StepBook } from './step-book';
 
 const reader = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { initialInterval: '1s', maximumAttempts: 5 }, summary: 'read the run to fork' });
@@ -26,7 +24,7 @@ export async function forkStart(input: ForkInput): Promise<RunPlanInput> {
   const prepared = preparing(`(fork of ${from.slice(0, 200)})`, `the worker is reading run ${from.slice(0, 200)} to fork it`);
   // A query answers from the run's state: one that failed reading says failed, not still reading.
   const result = await reader.readFork(input).catch((err: unknown) => {
-    prepared.failed(`could not read run ${from}: ${messageOf(err)}`);
+    prepared.failed(`could not read run ${from}: ${describeFailure(err).message}`);
     throw err;
   });
   if (!result.ok) {
