@@ -18,6 +18,7 @@ import { CadreClient } from '../src/client/client';
 import { endSession, sendMessage, sessionDiagnostics } from '../src/client/sessions';
 import { until } from './support/until';
 import { findTemporalCli } from '../src/worker/temporal-cli';
+import { git, tempRepository } from './support/git-repo';
 
 const run = promisify(execFile);
 
@@ -43,6 +44,8 @@ beforeAll(async () => {
     await connection.close();
   };
   ws = tempWorkspace();
+  repo = tempRepository('cadre-forks-').repo;
+  PLAN = planIn(repo);
   original = await ranOnce();
 }, 120_000);
 afterAll(async () => {
@@ -54,18 +57,31 @@ beforeEach(() => {
   server.clearQueue();
 });
 
-/** A shell step that counts its runs in counter.txt, a forEach of 5, an agent, a question, a decision, and a last step that reads them. */
-const PLAN = `
+/**
+ * Seven steps: a shell step that counts its runs in counter.txt, a forEach of 5, an agent, a step
+ * that leaves uncommitted work in a worktree, a question, a decision, and a last step, in the same
+ * worktree, that needs that work and writes what it read of the others.
+ */
+const planIn = (repo: string) => `
 name: forkable
 inputs: { topic: { type: string, default: cats } }
 steps:
   - { id: count, tool: shell, with: { command: "n=$(cat counter.txt 2>/dev/null || echo 0); echo $((n+1)) > counter.txt" } }
   - { id: items, forEach: [1, 2, 3, 4, 5], tool: shell, with: { command: "echo item-{{ item }} >> items.txt" } }
   - { id: draft, dependsOn: [count], agent: { prompt: "One line about {{ inputs.topic }}", model: "openai:gpt-4o-mini" } }
+  - { id: patch, worktree: { repo: ${repo}, task: fix, cleanup: never }, tool: shell, with: { command: "echo patched >> app.txt && echo new > notes.txt" } }
   - { id: approve, ask: { question: "Ship it?", choices: [yes, no] } }
   - { id: decide, dependsOn: [draft], decide: { prompt: "Is this short? {{ steps.draft.output }}", choices: [short, long], model: "openai:gpt-4o-mini" } }
-  - { id: final, dependsOn: [decide, approve, items], tool: shell, with: { command: "echo '{{ steps.draft.output }} | {{ steps.decide.output }} | {{ steps.approve.output }}' > final.txt" } }
+  - { id: final, dependsOn: [decide, approve, items, patch], worktree: { repo: ${repo}, task: fix, cleanup: never }, tool: shell, with: { command: "grep -q patched app.txt && test -f notes.txt && echo '{{ steps.draft.output }} | {{ steps.decide.output }} | {{ steps.approve.output }}' > final.txt" } }
 `;
+let repo: string;
+let PLAN: string;
+
+/** What a run's last step wrote, in its worktree (a fork's is its own). */
+async function finalOf(run: string): Promise<string> {
+  const [worktree] = (await h.client.diagnostics(run)).worktrees ?? [];
+  return readFileSync(path.join(worktree?.path ?? '(no worktree)', 'final.txt'), 'utf8');
+}
 
 async function ranOnce(): Promise<string> {
   server.enqueue({ text: 'cats purr' }, { text: 'short' });
@@ -73,7 +89,7 @@ async function ranOnce(): Promise<string> {
   await waitUntil(h, id, (d) => d.waiting.some((w) => w.id === 'approve'));
   await h.client.answer(id, 'approve', 'yes');
   expect((await h.client.result(id)).status).toBe('completed');
-  expect(readFileSync(path.join(ws, 'final.txt'), 'utf8')).toBe('cats purr | short | yes\n');
+  expect(await finalOf(id)).toBe('cats purr | short | yes\n');
   server.requests.splice(0);
   return id;
 }
@@ -93,11 +109,19 @@ describe('cadre fork', () => {
     // One model request: the decision's. The agent was restored, its output set by the fork.
     expect(server.requests).toHaveLength(1);
     expect(JSON.stringify(server.requests[0].body.messages)).toContain('Is this short? dogs bark');
-    expect(readFileSync(path.join(ws, 'final.txt'), 'utf8')).toBe('dogs bark | long | yes\n');
+    // The last step ran in a worktree of the fork's own, made from where the restored step left its
+    // files (uncommitted), on a branch of its own; the old run's worktree is as it left it.
+    expect(await finalOf(forkId)).toBe('dogs bark | long | yes\n');
+    expect(await finalOf(original)).toBe('cats purr | short | yes\n');
+    const [worktree] = d.worktrees ?? [];
+    expect(worktree).toMatchObject({ task: 'fix', branch: `cadre/forkable/fix@${forkId}`, state: 'kept' });
+    expect(git(worktree.path as string, 'status', '--porcelain').split('\n').map((l) => l.trim()).sort()).toEqual(['?? final.txt', '?? notes.txt', 'M app.txt']);
+    expect(step(d, 'patch').worktree).toEqual(step(await h.client.diagnostics(original), 'patch').worktree);
     expect(d.steps.map((s) => [s.id, s.status, s.note])).toEqual([
       ['count', 'completed', `restored from ${original}`],
       ['items', 'completed', `restored from ${original}`],
       ['draft', 'completed', `restored from ${original}, its output set by the fork`],
+      ['patch', 'completed', `restored from ${original}`],
       ['approve', 'completed', `restored from ${original}`],
       ['decide', 'completed', undefined],
       ['final', 'completed', undefined],
@@ -117,7 +141,7 @@ describe('cadre fork', () => {
     expect(differ.map((d) => d.step)).toEqual(['draft', 'decide', 'final']);
     expect(differ[0]).toEqual({ step: 'draft', output: [{ path: '$', a: 'cats purr', b: 'dogs bark' }] });
     expect(differ[1].output).toEqual([{ path: '$', a: 'short', b: 'long' }]);
-    expect((await runCadre(['diff', original, forkId], ws, env)).stdout).toMatch(new RegExp(`^${original} → ${forkId}: 3 of 6 steps differ\n  draft: output \\$: "cats purr" → "dogs bark"\n`));
+    expect((await runCadre(['diff', original, forkId], ws, env)).stdout).toMatch(new RegExp(`^${original} → ${forkId}: 3 of 7 steps differ\n  draft: output \\$: "cats purr" → "dogs bark"\n`));
     // Lineage: the memo, and the search attribute `cadre list --forks-of` and the temporal CLI query.
     const description = await h.client.client.workflow.getHandle(forkId).describe();
     expect(await description.memo).toMatchObject({ forkedFrom: { run: original, step: 'decide' } });
@@ -138,8 +162,40 @@ describe('cadre fork', () => {
     const history = await h.client.client.workflow.getHandle(forkId).fetchHistory();
     expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
     await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, forkId);
-    const file = path.join(__dirname, 'histories', 'run-plan-fork.json');
+    const file = path.join(__dirname, 'histories', 'run-plan-fork-worktree.json');
     if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+  });
+
+  test('an agent forked at turn 2 goes on from its third turn: turns 1–2 resent from the old run\'s history, not asked of the model, their tools not run again', async () => {
+    const dir = tempWorkspace();
+    const plan = compile('name: turns\nsteps:\n  - { id: work, agent: { prompt: "Log some lines", model: "openai:gpt-4o-mini", tools: [fs.write] } }\n  - { id: after, dependsOn: [work], tool: fs.read, with: { path: log.txt } }\n', dir);
+    const line = (id: string, text: string) => ({ toolCalls: [{ id, name: 'fs_write', args: { path: 'log.txt', content: `${text}\n`, append: true } }] });
+    server.enqueue(line('a', 'alpha'), line('b', 'beta'), line('c', 'gamma'), { text: 'logged' });
+    const old = await startPlan(h, plan);
+    expect((await h.client.result(old)).status).toBe('completed');
+    expect(server.requests).toHaveLength(4);
+    server.requests.splice(0);
+    server.enqueue(line('c', 'delta'), { text: 'logged again' });
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    const forkId = uniqueId('fork-turn');
+    expect(await runCadre(['fork', old, '--from', 'work', '--turn', '2', '--id', forkId, '--task-queue', h.taskQueue, '--wait'], dir, env)).toMatchObject({ code: 0 });
+    // Two requests, for turns 3 and 4; the first carries turns 1–2 as the old agent had them.
+    expect(server.requests).toHaveLength(2);
+    const conversation = (server.requests[0].body.messages as { role: string }[]).filter((m) => m.role !== 'system');
+    expect(conversation.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(JSON.stringify(conversation)).toMatch(/alpha.*beta/);
+    expect(JSON.stringify(conversation)).not.toContain('gamma');
+    // Turns 1–2's writes happened once, in the old run; the fork wrote only its own third line.
+    expect(readFileSync(path.join(dir, 'log.txt'), 'utf8')).toBe('alpha\nbeta\ngamma\ndelta\n');
+    const d = await h.client.result(forkId);
+    expect(step(d, 'work')).toMatchObject({ note: `ran again from turn 3: its first 2 turns restored from ${old}`, agent: { turns: 4 } });
+    // Refused: a turn past the agent's last, and a step that is no agent.
+    const refused = async (options: { step: string; turn: number }) => {
+      const { workflowId } = await h.client.fork(old, { ...options, taskQueue: h.taskQueue });
+      return (await waitUntil(h, workflowId, (x) => x.status === 'failed')).reason;
+    };
+    expect(await refused({ step: 'work', turn: 4 })).toContain(`fork.turn: step "work" took 4 turns in run ${old}: fork at a turn before its last`);
+    expect(await refused({ step: 'after', turn: 1 })).toContain('fork.turn: step "after" is a tool step: only an agent step forks at a turn');
   });
 
   test('a fork that cannot be fails at once, naming each field: a run still running, a step the plan lacks, an output set on a step that runs again', async () => {
@@ -154,7 +210,7 @@ describe('cadre fork', () => {
     expect(both).toContain('fork.set.gone: plan "forkable" has no step "gone"');
     // A run still waiting for its question.
     server.enqueue({ text: 'cats purr' }, { text: 'short' });
-    const open = await startPlan(h, compile(PLAN, tempWorkspace()));
+    const open = await startPlan(h, compile(planIn(tempRepository('cadre-forks-').repo), tempWorkspace()));
     await waitUntil(h, open, (d) => d.waiting.length > 0);
     expect(await refused(open, { step: 'decide' })).toContain(`fork.from: run ${open} is still running: fork it once it ended (or cancel it)`);
     expect(await refused('no-such-run-7f3a', { step: 'decide' })).toContain('fork.from: no run no-such-run-7f3a in this namespace');
@@ -172,6 +228,7 @@ describe('cadre fork', () => {
       ['count', `restored from ${original}`],
       ['items', "ran again: its action changed in the fork's plan"],
       ['draft', `restored from ${original}`],
+      ['patch', `restored from ${original}`],
       ['approve', `restored from ${original}`],
       ['decide', `restored from ${original}`],
       ['final', undefined],
@@ -232,6 +289,6 @@ describe('cadre fork', () => {
     expect(d.steps.filter((s) => s.note === undefined).map((s) => s.id)).toEqual(['draft', 'decide', 'final']);
     expect(JSON.stringify(server.requests[0].body.messages)).toContain('One line about dogs');
     expect(readFileSync(path.join(ws, 'counter.txt'), 'utf8')).toBe('1\n');
-    expect(readFileSync(path.join(ws, 'final.txt'), 'utf8')).toBe('dogs bark | short | yes\n');
+    expect(await finalOf(workflowId)).toBe('dogs bark | short | yes\n');
   });
 });

@@ -25,6 +25,8 @@ const RECORDED_IDS: Record<string, string> = {
   'run-plan-clone-moved': 'cloned-run-23075-mx1v935q-22',
   // Recorded by forks.test.ts (forked at a decision, an agent's output set).
   'run-plan-fork': 'fork-6356-mx294d9y-3',
+  // The same, with a worktree step restored and the last step in the fork's own worktree made from its snapshot.
+  'run-plan-fork-worktree': 'fork-16214-mx2ezhhz-3',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -66,6 +68,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-foreach-chunk-timeout',
       'run-plan-foreach-chunks',
       'run-plan-fork',
+      'run-plan-fork-worktree',
       'run-plan-hardened',
       'run-plan-host-moved',
       'run-plan-lean-steps',

@@ -8,11 +8,11 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { canonical } from '../protocol/canonical-json';
 import { COMPILED_PLAN } from '../protocol/plan-input';
 import { CadreForkedFrom, type StepRecord } from '../protocol/definitions';
-import { type ForkSource, forkSourceQuery } from '../protocol/forks';
+import { type AgentForkSource, type AgentResume, type ForkSource, agentForkSourceQuery, forkSourceQuery } from '../protocol/forks';
 import { resolveInputs } from '../plan-format/inputs';
 import { type PlanIssue, formatIssues } from '../plan-format/issues';
 import { checkStartPayload } from '../plan-format/payload';
-import type { CompiledPlan, ForkInput, RunPlanInput } from '../plan-format/types';
+import type { CompiledPlan, ForkInput, ForkRestore, ForkWorktree, RunPlanInput } from '../plan-format/types';
 
 /** A compiled plan's shape, as runPlan checks its own input's (`plan` is the field it checks). */
 const COMPILED_PLAN_SHAPE = (plan: unknown, at: string) => COMPILED_PLAN({ plan, inputs: {} }, '')?.replace(/^plan/, at);
@@ -43,9 +43,36 @@ export async function readFork(input: ForkInput): Promise<ForkResult> {
   }
   const planned = planFork(source, input);
   if (!planned.ok) return planned;
+  if (input.fork.turn !== undefined) {
+    const agent = await agentAtTurn(source, input.fork.step, input.fork.turn);
+    if (typeof agent === 'string') return refused([{ path: 'fork.turn', message: agent }]);
+    planned.start.forked = { ...(planned.start.forked as ForkRestore), agents: { [input.fork.step]: agent } };
+  }
   // An upsert of an attribute the namespace lacks would fail the fork's workflow task: asked first.
   const { customAttributes, systemAttributes } = await client.connection.operatorService.listSearchAttributes({ namespace: Context.current().info.workflowNamespace });
   return { ...planned, indexed: CadreForkedFrom.name in { ...customAttributes, ...systemAttributes } };
+}
+
+/** A fork's conversation may be this big: it travels in the fork's input and its agent's. */
+const MAX_RESUME_BYTES = 1_000_000;
+
+/** The first `turn` turns of the agent the step ran, read by its query; or why they cannot be. */
+async function agentAtTurn(source: ForkSource, step: string, turn: number): Promise<AgentResume | string> {
+  const agent = source.records.find((r) => r.id === step)?.agent?.workflowId as string;
+  let read: AgentForkSource;
+  try {
+    read = await Context.current().client.workflow.getHandle(agent).query(agentForkSourceQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return `the agent ${agent} of step "${step}" is not in this namespace (its history may be past retention)`;
+    if (/did not register a handler for agentForkSource|QueryNotRegistered|unknown query/i.test((err as Error).message)) return `the agent ${agent} of step "${step}" was recorded by a cadre that could not fork agents at a turn yet`;
+    throw err;
+  }
+  const cut = read.turnStarts[turn];
+  if (cut === undefined) return `the agent ${agent} of step "${step}" took ${read.turnStarts.length} turns: fork at a turn before its last`;
+  const resume = { turns: turn, from: agent, messages: read.messages.slice(0, cut), turnStarts: read.turnStarts.slice(0, turn) };
+  const bytes = Buffer.byteLength(JSON.stringify(resume));
+  if (bytes > MAX_RESUME_BYTES) return `the first ${turn} turns of step "${step}" hold ${bytes} bytes of messages, more than a fork carries (${MAX_RESUME_BYTES}): fork at an earlier turn, or from the step`;
+  return resume;
 }
 
 function refused(issues: PlanIssue[]): ForkResult {
@@ -60,6 +87,8 @@ function requestIssues(input: ForkInput): PlanIssue[] {
   if (typeof from !== 'string' || from === '') issues.push({ path: 'fork.from', message: 'must be the id of the run to fork' });
   if (typeof step !== 'string' || step === '') issues.push({ path: 'fork.step', message: 'must be the id of the step to run again from' });
   if (set !== undefined && (set === null || typeof set !== 'object' || Array.isArray(set))) issues.push({ path: 'fork.set', message: 'must be a map of step ids to the outputs they are given' });
+  const turn = (fork as Record<string, unknown>).turn;
+  if (turn !== undefined && (typeof turn !== 'number' || !Number.isInteger(turn) || turn < 1)) issues.push({ path: 'fork.turn', message: 'must be a whole number of turns, 1 or more' });
   const plan = (fork as Record<string, unknown>).plan;
   const planProblem = plan === undefined ? undefined : COMPILED_PLAN_SHAPE(plan, 'fork.plan');
   if (planProblem) issues.push({ path: 'fork.plan', message: `must be a compiled plan, as \`cadre fork --plan\` sends it (${planProblem})` });
@@ -90,6 +119,7 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   else if (!ran || ran.status === 'pending' || (ran.status === 'cancelled' && ran.startedAt === undefined)) {
     issues.push({ path: 'fork.step', message: `step "${step}" never ran in run ${from}: fork from a step that ran` });
   }
+  if (input.fork.turn !== undefined && ran) issues.push(...turnIssues(plan, step, ran, input.fork.turn, from));
   const resolved = resolveInputs(plan, { ...source.inputs, ...input.inputs });
   if (!resolved.ok) issues.push(...resolved.issues);
   const changedInputs = resolved.ok ? Object.keys(plan.inputs).filter((name) => canonical(resolved.values[name]) !== canonical(source.inputs[name])) : [];
@@ -101,20 +131,42 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
     else if (rerun.has(id)) issues.push({ path: `fork.set.${id}`, message: `step "${id}" runs again in the fork (it is "${step}" or downstream of it): only a restored step's output can be set` });
     else if (record?.status !== 'completed') issues.push({ path: `fork.set.${id}`, message: `step "${id}" did not complete in run ${from}: there is no output to replace` });
   }
-  issues.push(...sharedWorktreeIssues(plan, rerun, records));
-  if (issues.length > 0 || !resolved.ok) return refused(issues);
   const restored = plan.steps.filter((s) => !rerun.has(s.id) && (records.get(s.id)?.status === 'completed' || records.get(s.id)?.status === 'skipped'));
+  const worktrees = restoredWorktrees(plan, restored, rerun, records);
+  issues.push(...worktrees.issues);
+  if (issues.length > 0 || !resolved.ok) return refused(issues);
   const payload = checkStartPayload(plan, resolved.values, (name) => `inputs.${name}`);
   if (payload.problem) return refused([payload.problem]);
   const note = `restored from ${from}`;
   const forked = {
     from,
     step,
-    ...(edited.size > 0 && { reasons: Object.fromEntries(edited) }),
+    ...((edited.size > 0 || input.fork.turn !== undefined) && { reasons: { ...Object.fromEntries(edited), ...turnReason(step, input.fork.turn, from) } }),
+    ...(worktrees.found.length > 0 && { worktrees: worktrees.found }),
     records: restored.map((s) => restoredRecord(records.get(s.id) as StepRecord, Object.hasOwn(set, s.id) ? `${note}, its output set by the fork` : note)),
     outputs: Object.fromEntries(restored.flatMap((s) => (Object.hasOwn(set, s.id) ? [[s.id, set[s.id]]] : s.id in source.outputs ? [[s.id, source.outputs[s.id]]] : []))),
   };
   return { ok: true, start: { plan, inputs: resolved.values, ...(input.limits && { limits: input.limits }), forked }, rerun: plan.steps.filter((s) => rerun.has(s.id)).map((s) => s.id), indexed: false };
+}
+
+/** Why a fork at a turn cannot be, from the plan and the step's record: not an agent, or not that many turns. */
+function turnIssues(plan: CompiledPlan, step: string, ran: StepRecord, turn: number, from: string): PlanIssue[] {
+  const planned = plan.steps.find((s) => s.id === step);
+  const problem =
+    planned?.action.kind !== 'agent'
+      ? `step "${step}" is a ${planned?.action.kind} step: only an agent step forks at a turn`
+      : planned.forEach !== undefined
+        ? `step "${step}" is a forEach: its agents do not fork at a turn yet`
+        : ran.agent?.workflowId === undefined
+          ? `step "${step}" started no agent in run ${from}`
+          : (ran.agent.turns ?? 0) <= turn
+            ? `step "${step}" took ${ran.agent.turns ?? 0} turns in run ${from}: fork at a turn before its last`
+            : undefined;
+  return problem === undefined ? [] : [{ path: 'fork.turn', message: problem }];
+}
+
+function turnReason(step: string, turn: number | undefined, from: string): Record<string, string> {
+  return turn === undefined ? {} : { [step]: `ran again from turn ${turn + 1}: its first ${turn} turns restored from ${from}` };
 }
 
 /** The steps of an edited plan that run again, and why: new, or with an action other than the old run's. */
@@ -152,15 +204,29 @@ function readsInput(step: CompiledPlan['steps'][number], names: string[]): boole
   return names.some((name) => text.includes(`inputs.${name}`) || text.includes(`inputs[\\"${name}\\"]`) || text.includes(`inputs['${name}']`));
 }
 
-/** A restored worktree's commits are not carried into the fork yet: a step run again in it would start without them. */
-function sharedWorktreeIssues(plan: CompiledPlan, rerun: Set<string>, records: Map<string, StepRecord>): PlanIssue[] {
-  const key = (s: CompiledPlan['steps'][number]) => (s.worktree ? `${s.worktree.repo}\0${s.worktree.task}` : undefined);
-  const restoredTrees = new Set(plan.steps.filter((s) => !rerun.has(s.id) && records.get(s.id)?.status === 'completed').map(key));
-  return plan.steps.flatMap((s, index) =>
-    rerun.has(s.id) && key(s) !== undefined && restoredTrees.has(key(s))
-      ? [{ path: `steps[${index}].worktree`, message: `step "${s.id}" runs again in worktree task "${s.worktree?.task}", which restored steps worked in: forks that carry a worktree's commits are not supported yet` }]
+/**
+ * The worktrees restored steps worked in, each as the last of them left it (its snapshot): the
+ * fork's own worktree of that task starts there. A run from before snapshots has none to start
+ * from, so a step that runs again in such a worktree is refused.
+ */
+function restoredWorktrees(plan: CompiledPlan, restored: CompiledPlan['steps'], rerun: Set<string>, records: Map<string, StepRecord>): { found: ForkWorktree[]; issues: PlanIssue[] } {
+  const key = (w: { repo: string; task: string }) => `${w.repo}\0${w.task}`;
+  const last = new Map<string, ForkWorktree | undefined>();
+  const inWorktrees = restored.filter((s) => s.worktree && records.get(s.id)?.status === 'completed');
+  const endedAt = (s: CompiledPlan['steps'][number]) => records.get(s.id)?.endedAt ?? '';
+  for (const s of inWorktrees.sort((a, b) => endedAt(a).localeCompare(endedAt(b)))) {
+    const worktree = s.worktree as NonNullable<typeof s.worktree>;
+    const snapshot = records.get(s.id)?.worktree;
+    // One without a snapshot spoils the task: where the worktree was left is not known.
+    if (last.has(key(worktree)) && last.get(key(worktree)) === undefined) continue;
+    last.set(key(worktree), snapshot && { repo: worktree.repo, task: worktree.task, ...snapshot });
+  }
+  const issues = plan.steps.flatMap((s, index) =>
+    s.worktree && rerun.has(s.id) && last.has(key(s.worktree)) && last.get(key(s.worktree)) === undefined
+      ? [{ path: `steps[${index}].worktree`, message: `step "${s.id}" runs again in worktree task "${s.worktree.task}", which restored steps worked in, and the run they ran in kept no snapshot of it (it ran before cadre kept them)` }]
       : [],
   );
+  return { found: [...last.values()].filter((w): w is ForkWorktree => w !== undefined), issues };
 }
 
 function restoredRecord(record: StepRecord, note: string): StepRecord {

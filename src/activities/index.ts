@@ -19,6 +19,7 @@ import { prewarmCodeThread, startCodeThread } from './tools/code/thread';
 import { PROTECTED_PATHS, openBoundary } from './confinement';
 import { teamRoles } from './roles';
 import { repairWorktree } from '../git/repair';
+import { type SnapshotRequest, snapshotWorktree } from '../git/snapshot';
 import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
@@ -125,6 +126,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     // A worktree of a clone goes beside the clones, and on a host the run moved to starts from its last push.
     createWorktree: (request: CreateRequest & { startedFrom?: string }) => heartbeating(async () => createWorktree(await inClone(deps.host, request))),
     removeWorktree: (request: RemoveRequest) => heartbeating(() => removeWorktree(request)),
+    // A worktree as a step left it, for forks (git/snapshot.ts).
+    snapshotWorktree: (request: SnapshotRequest) => heartbeating(() => snapshotWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
     // With `stream`, the turn's text and events go to the run's stream as the provider sends them.
     modelTurn: ({ stream, ...request }: ModelTurnRequest & { stream?: StreamTarget }): Promise<ModelTurnResult> =>

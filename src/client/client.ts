@@ -61,6 +61,8 @@ export interface ForkOptions {
   inputs?: Record<string, unknown>;
   /** An edited plan to fork onto: its steps whose action changed, and new steps, run again. */
   plan?: CompiledPlan;
+  /** `step` is an agent: it keeps its first `turn` turns (from the old run's history) and the model goes on from there. */
+  turn?: number;
   workflowId?: string;
   taskQueue?: string;
   limits?: Partial<RunLimitValues>;
@@ -166,7 +168,7 @@ export class CadreClient {
     checkWorkflowId(run);
     const workflowId = options.workflowId ?? `${run}-fork-${Date.now().toString(36)}`;
     const limits = options.limits ?? runLimitsFromEnv();
-    const fork = { from: run, step: options.step, ...(options.set && { set: options.set }), ...(options.plan && { plan: options.plan }) };
+    const fork = { from: run, step: options.step, ...(options.set && { set: options.set }), ...(options.plan && { plan: options.plan }), ...(options.turn !== undefined && { turn: options.turn }) };
     return this.startRunPlan(`a fork of ${run}`, {
       workflowId,
       taskQueue: options.taskQueue ?? defaultTaskQueue(),
@@ -176,7 +178,7 @@ export class CadreClient {
         { key: CadreStatus, value: 'running' },
         { key: CadreForkedFrom, value: run },
       ],
-      staticSummary: `fork of ${run} from ${options.step}`,
+      staticSummary: `fork of ${run} from ${options.step}${options.turn === undefined ? '' : ` after turn ${options.turn}`}`,
     });
   }
 

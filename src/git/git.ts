@@ -20,10 +20,10 @@ const FALLBACK_IDENTITY = { 'user.name': 'cadre', 'user.email': 'cadre@localhost
  * driver the repository configures is made inert (./drivers), and the fallback identity fills
  * whichever of user.name and user.email the configuration does not set.
  */
-export async function gitAt(dir: string): Promise<Git> {
+export async function gitAt(dir: string, env?: Record<string, string>): Promise<Git> {
   const { keys, overrides } = await scanConfiguration(dir);
   const missing = Object.entries(FALLBACK_IDENTITY).filter(([key]) => !keys.has(key));
-  return hardenedGit(dir, { config: missing.map(([key, value]) => `${key}=${value}`), overrides });
+  return hardenedGit(dir, { config: missing.map(([key, value]) => `${key}=${value}`), overrides, ...(env && { env }) });
 }
 
 /** Runs git, turning its refusals into typed failures that name what was being done. */

@@ -109,13 +109,15 @@ export interface HardenedOptions {
   config?: readonly string[];
   /** Settings passed through GIT_CONFIG_COUNT, for keys of any shape. */
   overrides?: readonly (readonly [key: string, value: string])[];
+  /** Variables of git's own for this client (GIT_INDEX_FILE for a scratch index): cadre's, never the worker's. */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** A git client in `dir` that runs nothing but git itself. */
 export function hardenedGit(dir: string, options: HardenedOptions = {}): Git {
   const overrides = options.overrides ?? [];
   const tied = tiedGit();
-  const environment = { ...gitEnvironment(overrides), ...tied.env };
+  const environment = { ...gitEnvironment(overrides), ...options.env, ...tied.env };
   return simpleGit({
     baseDir: dir,
     binary: tied.binary,

@@ -38,9 +38,10 @@ export interface WorktreeNames {
   branch: string;
 }
 
-export function worktreeNames(repoRoot: string, plan: string, task: string, baseDir?: string): WorktreeNames {
+/** `fork`: a fork's run, whose worktrees are its own (`<task>@<run>`), never the forked run's. */
+export function worktreeNames(repoRoot: string, plan: string, task: string, baseDir?: string, fork?: string): WorktreeNames {
   const p = safeName(plan, 'plan');
-  const t = safeName(task, 'task');
+  const t = fork === undefined ? safeName(task, 'task') : `${safeName(task, 'task')}@${safeName(fork, 'run')}`;
   const base = baseDir ? path.resolve(baseDir) : defaultWorktreeBase(repoRoot);
   if (isInside(base, repoRoot)) throw permanent(ErrorTypes.BadToolInput, `baseDir: ${base} is inside the repository ${repoRoot}; worktrees go beside it`);
   return { path: path.join(base, p, t), branch: `cadre/${p}/${t}` };

@@ -13,6 +13,7 @@ import { type Git, commitOf, commitsIn, gitAt, gitFailure, isAncestor, locateRep
 import { isInside } from '../processes/path-inside';
 import { worktreeNames } from './names';
 import { type CheckoutLease, type CheckoutRecord, inCheckout } from './checkout-lease';
+import { restoreSnapshot, snapshotParent } from './snapshot';
 
 export const CADRE_BRANCH_PREFIX = 'cadre/';
 
@@ -59,6 +60,11 @@ export interface CreateRequest {
    * (`origin`'s branch of that name, when there is one) and the commit it started from.
    */
   resume?: { remoteBranch: string; baseCommit?: string };
+  /**
+   * A fork's worktree (docs/forks.md): named for the fork's run, so the forked run's branch is
+   * never touched; with a `snapshot`, started where the fork's restored steps left the worktree.
+   */
+  fork?: { run: string; snapshot?: string; baseCommit?: string };
 }
 
 export interface WorktreeInfo {
@@ -75,8 +81,10 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
   const { root, commonDir, base } = resolved;
   // Hardened with the repository's drivers made inert: `worktree add` checks files out (smudge filters).
   const git = await gitAt(root);
-  const names = worktreeNames(root, request.plan, request.task, request.baseDir);
-  const baseCommit = request.resume ? await resumeBranch(git, names.branch, request.resume, resolved.baseCommit) : resolved.baseCommit;
+  const names = worktreeNames(root, request.plan, request.task, request.baseDir, request.fork?.run);
+  const baseCommit = request.resume ? await resumeBranch(git, names.branch, request.resume, resolved.baseCommit) : await forkBase(git, request.fork, resolved.baseCommit);
+  const snapshot = request.fork?.snapshot;
+  const start = snapshot === undefined ? baseCommit : await snapshotParent(git, snapshot);
   const parent = path.dirname(names.path);
   await mkdir(parent, { recursive: true });
   // The base directory may be reached through symlinks: check where it really is.
@@ -88,6 +96,8 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
     const existing = (await worktreeEntries(git)).find((e) => e.path === target);
     if (existing && !existing.prunable) {
       const adopted = await adopt(git, root, existing, names.branch, base, baseCommit);
+      // Its metadata is written last: without it, a killed attempt may not have restored the files yet.
+      if (snapshot !== undefined && !(await readMetadata(target))) await restoreSnapshot(await gitAt(target), snapshot);
       await writeMetadata(target, record);
       return adopted;
     }
@@ -96,7 +106,7 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
     // From here on, whatever is at the target is this `worktree add`'s: a retry after a kill clears it (clearHalfMade).
     await lease.note({ adding: true });
     try {
-      await addWorktree(git, ['-b', names.branch, target, baseCommit]);
+      await addWorktree(git, ['-b', names.branch, target, start]);
     } catch (err) {
       if (!/already exists/.test(String((err as Error).message))) throw gitFailure(err, `adding worktree ${target}`);
       // A branch kept from an earlier worktree of the same task: check it out again, if it grew from this base.
@@ -107,6 +117,7 @@ export async function createWorktree(request: CreateRequest): Promise<WorktreeIn
         throw gitFailure(e, `adding worktree ${target}`);
       });
     }
+    if (snapshot !== undefined) await restoreSnapshot(await gitAt(target), snapshot);
     await writeMetadata(target, record);
     return { path: target, branch: names.branch, base, baseCommit, created: true };
   };
@@ -123,6 +134,14 @@ async function resumeBranch(git: Git, branch: string, resume: NonNullable<Create
   if ((await commitOf(git, from)) === undefined) throw permanent(ErrorTypes.WorktreeConflict, `the commit ${from} the worktree started from is not in this clone`);
   const pushed = await commitOf(git, `refs/remotes/origin/${resume.remoteBranch}`);
   if (pushed !== undefined && (await commitOf(git, `refs/heads/${branch}`)) === undefined) await run(git, ['branch', '--no-track', branch, pushed], `restoring branch ${branch} from its push`);
+  return from;
+}
+
+/** A fork's worktree counts from the commit the forked run's worktree started from, when it had one. */
+async function forkBase(git: Git, fork: CreateRequest['fork'], baseCommit: string): Promise<string> {
+  const from = fork?.baseCommit;
+  if (from === undefined) return baseCommit;
+  if (!/^[0-9a-f]{40,64}$/.test(from) || (await commitOf(git, from)) === undefined) throw permanent(ErrorTypes.WorktreeConflict, `the commit ${from} the forked run's worktree started from is not in this repository`);
   return from;
 }
 

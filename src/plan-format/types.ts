@@ -196,6 +196,8 @@ export interface ForkInput {
     set?: Record<string, unknown>;
     /** An edited plan to fork onto (compiled, as `cadre run` sends it); its changed steps run again. */
     plan?: CompiledPlan;
+    /** `step` is an agent: it keeps its first `turn` turns from the old run, and the model goes on from there. */
+    turn?: number;
   };
   inputs?: Record<string, unknown>;
   limits?: Partial<RunLimitValues>;
@@ -203,15 +205,29 @@ export interface ForkInput {
 
 /**
  * What a fork restores of the run it forks: records and outputs of the steps it does not run again.
- * `Record` is the protocol's StepRecord (protocol/definitions.ts), which imports the plan format.
+ * `Record` is the protocol's StepRecord (protocol/definitions.ts), which imports the plan format,
+ * and `Resume` its AgentResume (protocol/forks.ts).
  */
-export interface ForkRestore<Record = unknown> {
+export interface ForkRestore<Record = unknown, Resume = unknown> {
   from: string;
   step: string;
   records: Record[];
   outputs: { [step: string]: unknown };
   /** Steps that run again for a reason of the fork's own (an edited plan): said in their records. */
   reasons?: { [step: string]: string };
+  /** The worktrees restored steps worked in: the fork's own are made from where they left them. */
+  worktrees?: ForkWorktree[];
+  /** An agent forked at a turn (`fork.turn`): the conversation it goes on from, by step id. */
+  agents?: { [step: string]: Resume };
+}
+
+/** A worktree of the forked run, as its last restored step left it (git/snapshot.ts). */
+export interface ForkWorktree {
+  repo: string;
+  task: string;
+  snapshot: string;
+  /** The commit its branch started from. */
+  baseCommit: string;
 }
 
 /**

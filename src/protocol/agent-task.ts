@@ -8,6 +8,7 @@ import type { SandboxSpec } from '../sandbox/profile';
 import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../plan-format/types';
 import type { RunLimitValues } from '../plan-format/limits';
 import type { AgentSummary } from './definitions';
+import type { AgentResume } from './forks';
 
 /** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */
 export const AGENT_TASK_WORKFLOW = 'agentTask';
@@ -54,6 +55,8 @@ export interface AgentTaskInput {
   ownStream?: true;
   /** Its cluster's per-run limits, when lower than Temporal's defaults: its run's, passed on. */
   limits?: Partial<RunLimitValues>;
+  /** A fork at a turn (docs/forks.md): the conversation it goes on from, instead of the prompt alone. */
+  resume?: AgentResume;
 }
 
 export interface InheritedPolicy {

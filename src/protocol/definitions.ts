@@ -35,6 +35,8 @@ export interface StepRecord {
    * pending activities (the workflow learns of attempts only when they end).
    */
   retrying?: { attempt: number; lastFailure?: string };
+  /** A step in a worktree: the worktree as the step left it (a commit of its files, git/snapshot.ts), which a fork restores. */
+  worktree?: { snapshot: string; baseCommit: string };
 }
 
 /** `host`: the host that holds the run's workspace is unreachable; `cadre move` ends it, not an answer. */

@@ -1,5 +1,6 @@
 /** What a fork (docs/forks.md) reads of the run it forks: the `forkSource` query. */
 import { defineQuery } from '@temporalio/workflow';
+import type { ModelMessageInput } from '../providers/model-turn';
 import type { Diagnostics, RunStatus, SessionInput, SessionState, StepRecord } from './definitions';
 
 /** Where a fork came from: the run, and the step from which it ran again. */
@@ -27,3 +28,22 @@ export interface SessionForkSource {
 }
 
 export const sessionForkSourceQuery = defineQuery<SessionForkSource>('sessionForkSource');
+
+/** What an agent's fork at a turn reads of it (`cadre fork --from <step> --turn <n>`): its conversation, and where each turn began in it. */
+export interface AgentForkSource {
+  messages: ModelMessageInput[];
+  /** How many messages there were as each model turn began. */
+  turnStarts: number[];
+}
+
+export const agentForkSourceQuery = defineQuery<AgentForkSource>('agentForkSource');
+
+/**
+ * An agent forked at a turn: the first `turns` turns' messages (the model's replies and the tool
+ * results, from the old run's history), and the agent workflow they come from. The model goes on
+ * from there; those turns are neither asked of the model nor run again.
+ */
+export interface AgentResume extends AgentForkSource {
+  turns: number;
+  from: string;
+}

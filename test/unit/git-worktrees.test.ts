@@ -6,6 +6,7 @@ import path from 'node:path';
 import { commitWorktree, createWorktree, listWorktrees, mergeWorktree, removeWorktree, resetWorktree, worktreeStatus } from '../../src/git';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
 import { runTool } from '../../src/activities/tools/run-tool';
+import { snapshotWorktree } from '../../src/git/snapshot';
 import { applicationFailure } from '../support/failures';
 import { git, tempRepository } from '../support/git-repo';
 
@@ -139,6 +140,46 @@ describe('git worktrees', () => {
     expect((await applicationFailure(createWorktree({ repo: second, plan: 'p', task: 'x', baseDir: path.join(home, 'trees-2'), resume: { remoteBranch: 'cadre/worktree/r/x', baseCommit: unknown } }))).message).toContain(
       `the commit ${unknown} the worktree started from is not in this clone`,
     );
+  });
+
+  test('a snapshot keeps a worktree as a step left it, untouched; a fork\'s worktree of its own starts from it, its files uncommitted as they were', async () => {
+    const repo = repository();
+    const made = await createWorktree({ repo, plan: 'p', task: 't' });
+    writeFileSync(path.join(made.path, 'app.txt'), 'line 1\n');
+    await commitWorktree({ path: made.path, message: 'shorter' });
+    writeFileSync(path.join(made.path, 'app.txt'), 'line 1\nchanged\n');
+    writeFileSync(path.join(made.path, 'new.txt'), 'new\n');
+    writeFileSync(path.join(made.path, 'gone.txt'), 'x\n');
+    git(made.path, 'add', 'gone.txt');
+    git(made.path, 'commit', '--quiet', '-m', 'gone next');
+    rmSync(path.join(made.path, 'gone.txt'));
+    const status = git(made.path, 'status', '--porcelain');
+    const head = git(made.path, 'rev-parse', 'HEAD');
+    const snapshot = await snapshotWorktree({ path: made.path, run: 'run-1', step: 'edit' });
+    // Nothing of the worktree moved: its branch, its index, its files.
+    expect(git(made.path, 'status', '--porcelain')).toBe(status);
+    expect(git(made.path, 'rev-parse', 'HEAD')).toBe(head);
+    expect(git(repo, 'rev-parse', 'refs/cadre/steps/run-1/edit')).toBe(snapshot);
+    expect(git(repo, 'rev-parse', `${snapshot}^`)).toBe(head);
+    // The old worktree goes on; the fork's is its own, named for its run.
+    writeFileSync(path.join(made.path, 'later.txt'), 'after the snapshot\n');
+    const fork = { run: 'fork-1', snapshot, baseCommit: made.baseCommit };
+    const forked = await createWorktree({ repo, plan: 'p', task: 't', fork });
+    expect(forked).toMatchObject({ branch: 'cadre/p/t@fork-1', baseCommit: made.baseCommit, created: true });
+    expect(git(forked.path, 'rev-parse', 'HEAD')).toBe(head);
+    expect(git(forked.path, 'status', '--porcelain')).toBe(status);
+    expect(readFileSync(path.join(forked.path, 'app.txt'), 'utf8')).toBe('line 1\nchanged\n');
+    expect(existsSync(path.join(forked.path, 'later.txt'))).toBe(false);
+    // A retry adopts it without touching what a step did since; one killed before its record was written restores again.
+    writeFileSync(path.join(forked.path, 'new.txt'), 'edited in the fork\n');
+    expect(await createWorktree({ repo, plan: 'p', task: 't', fork })).toMatchObject({ created: false });
+    expect(readFileSync(path.join(forked.path, 'new.txt'), 'utf8')).toBe('edited in the fork\n');
+    rmSync(path.join(git(forked.path, 'rev-parse', '--absolute-git-dir'), 'cadre.json'));
+    await createWorktree({ repo, plan: 'p', task: 't', fork });
+    expect(readFileSync(path.join(forked.path, 'new.txt'), 'utf8')).toBe('new\n');
+    expect(git(made.path, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('cadre/p/t');
+    const lost = await applicationFailure(createWorktree({ repo, plan: 'p', task: 'u', fork: { run: 'fork-2', snapshot: '0'.repeat(40) } }));
+    expect(lost).toMatchObject({ type: 'WorktreeConflict', message: expect.stringContaining(`the snapshot ${'0'.repeat(40)} of the worktree to restore is not in this repository`) });
   });
 
   test('reset to a base given by the caller, or a refusal naming it', async () => {

@@ -17,9 +17,10 @@ export function registerForkCommand(program: Command): void {
     .description('run an ended run again from a step: the steps that do not depend on it are restored from its records, not run or paid again')
     .addHelpText(
       'after',
-      '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork chat-20261129 --at 5\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n  cadre fork nightly-7 --from report --plan nightly-fixed.yaml\n  cadre fork --failed --from-failure --since 1d --plan-name nightly --wait\n\nSee docs/forks.md.',
+      '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork nightly-7 --from draft --turn 2\n  cadre fork chat-20261129 --at 5\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n  cadre fork nightly-7 --from report --plan nightly-fixed.yaml\n  cadre fork --failed --from-failure --since 1d --plan-name nightly --wait\n\nSee docs/forks.md.',
     )
     .option('--from <step>', 'the step to run again from: it, and every step that depends on it, run again')
+    .option('--turn <n>', "with --from an agent step: keep its first n turns (from the old run's history), the model going on from turn n+1", positiveInt)
     .option('--at <n>', 'a session (cadre chat, send): a new session holding its first n messages and their replies', positiveInt)
     .addOption(new Option('--set <step=json>', "a restored step's output replaced (repeatable); the steps that read it run again").argParser(collectSet).default({}, 'none'))
     .addOption(new Option('-i, --input <name=value>', 'an input given anew (repeatable); the steps that read it run again').argParser(collectInput).default({}, 'none'))
@@ -44,12 +45,13 @@ export function registerForkCommand(program: Command): void {
       checkWorkflowId(run);
       if (opts.id !== undefined) checkWorkflowId(opts.id);
       const step = opts.from;
-      await startedAndFollowed((client) => client.fork(run, { ...fork, step, workflowId: opts.id }), opts);
+      await startedAndFollowed((client) => client.fork(run, { ...fork, step, ...(opts.turn !== undefined && { turn: opts.turn }), workflowId: opts.id }), opts);
     });
 }
 
 interface ForkCommandOptions {
   from?: string;
+  turn?: number;
   at?: number;
   set: Record<string, unknown>;
   input: Record<string, string>;
@@ -66,7 +68,7 @@ interface ForkCommandOptions {
 
 /** `cadre fork --failed`: every failed run of the window forked; with --wait, a table of how each fork ended. */
 async function forkFailedRuns(run: string | undefined, opts: ForkCommandOptions, fork: Omit<BulkForkOptions, 'since'>): Promise<void> {
-  if (run !== undefined || opts.id !== undefined) throw new UsageError('--failed forks every failed run: give no run and no --id');
+  if (run !== undefined || opts.id !== undefined || opts.turn !== undefined) throw new UsageError('--failed forks every failed run: give no run, no --id and no --turn');
   if (opts.fromFailure === (opts.from !== undefined)) throw new UsageError('--failed takes --from-failure (each run from its failed step) or --from <step> (the same step for all)');
   const { forkFailed } = await import('../bulk-fork');
   await withClient(async (client) => {
@@ -87,7 +89,7 @@ const DAY_MS = 24 * 3_600_000;
 /** `cadre fork <session> --at <n>`: prints the new session's id (talk to it with `cadre chat` or `cadre send`). */
 async function forkASession(session: string | undefined, opts: ForkCommandOptions): Promise<void> {
   if (session === undefined) throw new UsageError('cadre fork <session> --at <n>');
-  if (opts.from !== undefined || Object.keys(opts.set).length > 0 || opts.plan !== undefined) throw new UsageError('--at forks a session: --from, --set and --plan are for plan runs');
+  if (opts.from !== undefined || Object.keys(opts.set).length > 0 || opts.plan !== undefined || opts.turn !== undefined) throw new UsageError('--at forks a session: --from, --set, --plan and --turn are for plan runs');
   const { forkSession } = await import('../session-fork');
   await withClient(async (client) => {
     const { workflowId } = await forkSession(client, session, { at: opts.at as number, ...(opts.id && { workflowId: opts.id }), taskQueue: opts.taskQueue });

@@ -39,6 +39,8 @@ export class AgentLoop {
   readonly waits: HumanWaits;
   turns = 0;
   toolCalls = 0;
+  /** How many messages there were as each model turn began (agentTask's conversation): where a fork at a turn cuts it. */
+  readonly turnStarts: number[] = [];
   /** Model turns for one answer. */
   readonly maxTurns: number;
   private readonly running = new Map<string, string>();
@@ -86,19 +88,21 @@ export class AgentLoop {
   }
 
   /** A final answer to the conversation in `messages`, appending the turns it took (assistant, tool and retry messages). */
-  async respond(messages: ModelMessageInput[], system?: string): Promise<unknown> {
+  async respond(messages: ModelMessageInput[], system?: string, turnsBefore = 0): Promise<unknown> {
     const tools = await this.tools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     const own = new Map((this.hooks.workflowTools ?? []).map((t) => [t.name, t]));
     const offered = [...tools, ...own.values()];
     let silentTurns = 0;
     const guards = this.guarded ? new TurnGuards() : undefined;
-    for (let turns = 0; ; turns++) {
+    // An agent forked at a turn counts the turns it was given toward maxTurns.
+    for (let turns = turnsBefore; ; turns++) {
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
         const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
         throw ApplicationFailure.nonRetryable(`no final answer after ${turns} model turns${fix}`, decide ? 'DecisionInvalid' : 'AgentTurnLimit');
       }
+      this.turnStarts.push(messages.length);
       const turn = await this.modelTurn(messages, offered, system ?? this.spec.system);
       messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });
       this.checkBudget();

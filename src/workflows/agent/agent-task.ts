@@ -22,13 +22,14 @@ import { type AgentSpec, TEAM_MODEL_ATTEMPTS, TEAM_TOOL_HEARTBEAT_TIMEOUT } from
 import { AgentLoop, type LoopHooks, asFailure } from './agent-loop';
 import { isoAt, nowMs } from '../common/clock';
 import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAnswerSignal, agentDiagnosticsQuery, agentWaitsSignal, answerUpdate, hostMovedSignal } from '../../protocol/definitions';
+import { agentForkSourceQuery } from '../../protocol/forks';
 import type { AgentResult, AgentTaskInput, InheritedPolicy } from '../../protocol/agent-task';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
 import { withinRole } from '../team/team-roles';
 import { WorkerReporter } from './worker-reporter';
 import { SentSignals } from '../common/sent-signals';
 import { WorkerRecovery } from './recovery';
-import { checkInput, count, listOf, map, oneOf, shape, text } from '../../protocol/input-checks';
+import { checkInput, count, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
 import { onSignal, onUpdate } from '../common/run-limits';
 import { AgentStream } from './agent-stream';
 import { StuckWatch } from './stuck-watch';
@@ -50,6 +51,7 @@ const AGENT_TASK_INPUT = shape({
   action: shape({ kind: oneOf('agent', 'decide') }, (action, at) => (action.kind === 'agent' ? AGENT(action.agent, `${at}.agent`) : DECIDE(action.decide, `${at}.decide`))),
   prompt: text,
   workspace: text,
+  resume: optional(shape({ turns: count, messages: listOf(map), turnStarts: listOf(count) })),
 });
 
 export async function agentTask(input: AgentTaskInput): Promise<AgentResult> {
@@ -78,8 +80,11 @@ class AgentRun {
   private readonly stream: AgentStream;
   /** The fleet's host that holds its workspace, when its run is bound to one. */
   private readonly route?: HostRoute;
+  /** Its conversation: the prompt, then each turn's reply and tool results (a fork at a turn reads it). */
+  private readonly messages: ModelMessageInput[];
 
   constructor(private readonly input: AgentTaskInput) {
+    this.messages = [{ role: 'user', content: input.prompt }];
     this.stream = new AgentStream(input.step, input.ownStream === true, input.limits);
     if (input.hostQueue) this.route = new HostRoute({ taskQueue: input.hostQueue, ...(input.hostLostAfterMs !== undefined && { lostAfterMs: input.hostLostAfterMs }) }, () => this.waitsChanged());
     this.recovery = new WorkerRecovery(input, () => this.loop, () => this.reporter);
@@ -131,6 +136,7 @@ class AgentRun {
       this.hooks(),
     );
     setHandler(agentDiagnosticsQuery, () => this.diagnostics());
+    setHandler(agentForkSourceQuery, () => ({ messages: this.messages, turnStarts: this.loop.turnStarts }));
     // Answers come straight to the agent (`cadre answer <agent id>`), or through its plan run.
     onUpdate(this.stream.limits, answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
       validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
@@ -152,11 +158,17 @@ class AgentRun {
   async run(): Promise<AgentResult> {
     this.loop.record({ event: 'message.received', chars: this.input.prompt.length });
     this.reporter.move('running', 'started');
-    const messages: ModelMessageInput[] = [{ role: 'user', content: this.input.prompt }];
+    const { resume } = this.input;
+    if (resume) {
+      // Forked at a turn: its first turns are the old agent's, as they were; the model goes on from there.
+      this.messages.splice(0, this.messages.length, ...resume.messages);
+      this.loop.turns = resume.turns;
+      this.loop.turnStarts.push(...resume.turnStarts);
+    }
     const watchdog = new CancellationScope();
     if (this.input.team) this.stuck.start(watchdog, durationMs(this.input.team.stuckAfter ?? '10s'));
     try {
-      const output = await this.loop.respond(messages);
+      const output = await this.loop.respond(this.messages, undefined, resume?.turns);
       if (this.reporter.state !== 'completing') this.reporter.move('completing', 'final answer');
       this.reporter.move('completed', 'done');
       this.status = 'completed';

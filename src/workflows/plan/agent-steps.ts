@@ -21,6 +21,7 @@ import { count, listOf, optional, oneOf, shape, text, wellFormed } from '../../p
 import { type RunLimits, onSignal } from '../common/run-limits';
 import type { RunStream } from '../common/run-stream';
 import type { HostRoute } from '../common/host-route';
+import type { AgentResume } from '../../protocol/forks';
 
 const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
 const MOVE = { seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text };
@@ -53,6 +54,8 @@ export class AgentSteps {
   private readonly asked = new Map<string, string>();
   /** Runs recorded before re-asked waits were opened again ignored them, and must replay that way. */
   private readonly reasks: boolean;
+  /** A fork's agent forked at a turn: the conversation it goes on from, by step (fork-start.ts). */
+  readonly resumes = new Map<string, AgentResume>();
 
   constructor(
     patches: PlanPatches,

@@ -4,9 +4,12 @@
  * and the run starts from what it restores. A fork that cannot be ends the run as failed, naming
  * the field, never a loop of workflow-task failures.
  */
-import { ApplicationFailure, proxyActivities, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { ForkInput, ForkRestore, RunPlanInput } from '../../plan-format/types';
+import type { ForkInput, ForkRestore, ForkWorktree, RunPlanInput } from '../../plan-format/types';
+import type { AgentResume } from '../../protocol/forks';
+import type { AgentSteps } from './agent-steps';
+import type { WorktreeLeases } from './worktrees';
 import { CadreForkedFrom, CadrePlan, type StepRecord } from '../../protocol/definitions';
 import type { RunStream } from '../common/run-stream';
 import { describeFailure } from '../common/failures';
@@ -41,4 +44,13 @@ export function restoreFork(book: StepBook, stream: RunStream, forked: ForkResto
   book.restore(forked.records, forked.outputs);
   for (const [id, reason] of Object.entries(forked.reasons ?? {})) book.record(id).note = reason;
   for (const record of forked.records) stream.publish({ type: 'step_completed', step: record.id, status: record.status === 'skipped' ? 'skipped' : 'completed', ...(record.note && { note: record.note }) });
+}
+
+/**
+ * What a fork's run starts from, kept until used (and carried when it continues as new): the
+ * worktrees its restored steps left, and an agent forked at a turn. Its worktrees are its own.
+ */
+export function forkStarts(worktrees: WorktreeLeases, agents: AgentSteps, starts: { worktrees?: ForkWorktree[]; agents?: Record<string, unknown> } | undefined): void {
+  worktrees.forked(workflowInfo().workflowId, starts?.worktrees ?? []);
+  for (const [step, resume] of Object.entries(starts?.agents ?? {})) agents.resumes.set(step, resume as AgentResume);
 }

@@ -259,7 +259,7 @@ class PlanRun extends PlanRunState {
     let action: Promise<ToolResult>;
     try {
       const run = () => this.runAction(step, this.scope(), begun.timeout, step.id);
-      action = this.plan.source ? this.host.work(step.id, run, () => this.worktrees.ofClone(step.worktree)) : run();
+      action = this.plan.source ? this.host.work(step.id, run, () => this.worktrees.ofClone(step.worktree)) : this.worktrees.afterStep(step, begun.record, run());
     } catch (error) {
       return slow(error);
     }
@@ -323,8 +323,8 @@ class PlanRun extends PlanRunState {
         const output = this.plan.source
           ? await this.host.work(step.id, () => this.stepOutput(step, begun, itemResults), () => this.worktrees.ofClone(step.worktree))
           : step.forEach !== undefined
-            ? await this.loops.run(step, begun.timeout, itemResults)
-            : this.counted(step, await this.runAction(step, this.scope(), begun.timeout, step.id));
+            ? await this.worktrees.afterStep(step, record, this.loops.run(step, begun.timeout, itemResults))
+            : this.counted(step, await this.worktrees.afterStep(step, record, this.runAction(step, this.scope(), begun.timeout, step.id)));
         this.completed(step, begun, output);
         return;
       } catch (err) {

@@ -4,10 +4,10 @@
  * removed by their cleanup policy, kept with their files listed when they hold uncommitted work.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import { CLONE_REPO, type WorktreeSpec } from '../../plan-format/types';
-import type { WorktreeRecord } from '../../protocol/definitions';
+import { CLONE_REPO, type CompiledStep, type ForkWorktree, type WorktreeSpec } from '../../plan-format/types';
+import type { StepRecord, WorktreeRecord } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
 import { type HostRoute, hostActivities } from '../common/host-route';
 
@@ -37,8 +37,15 @@ interface Lease {
 
 export type RunOutcome = 'completed' | 'failed' | 'cancelled';
 
+/** A step in a worktree records the worktree as it left it, for forks (docs/forks.md); older runs did not. */
+const PATCH_WORKTREE_SNAPSHOTS = 'worktree-snapshots';
+
+const leaseKey = (spec: { repo: string; task: string }) => `${spec.repo}\0${spec.task}`;
+
 export class WorktreeLeases {
   private readonly leases = new Map<string, Lease>();
+  /** A fork's run: its worktrees are its own, those its restored steps worked in made from where they left them. */
+  private fork?: { run: string; starts: Map<string, ForkWorktree> };
 
   constructor(
     private readonly plan: string,
@@ -55,7 +62,7 @@ export class WorktreeLeases {
 
   /** The worktree of `spec`, made on first use; a failed attempt is forgotten so a retried step tries again. */
   async lease(spec: WorktreeSpec, step: string): Promise<Info> {
-    const key = `${spec.repo}\0${spec.task}`;
+    const key = leaseKey(spec);
     let lease = this.leases.get(key);
     // A lease left on another host stays until its remake works: a retry needs what it started from.
     const left = lease?.left ? lease : undefined;
@@ -70,6 +77,7 @@ export class WorktreeLeases {
         run: workflowInfo().workflowId,
         step,
         ...(startedFrom !== undefined && { startedFrom }),
+        ...(this.fork && { fork: forkStart(this.fork.run, this.fork.starts.get(key)) }),
       });
       const record: WorktreeRecord = lease ? { ...lease.record, state: 'creating' } : { repo: spec.repo, task: spec.task, state: 'creating' };
       delete record.note;
@@ -93,6 +101,33 @@ export class WorktreeLeases {
       this.changed();
       throw err;
     }
+  }
+
+  /**
+   * `work`, the action of a step in a worktree, and once it succeeded a snapshot of the worktree
+   * as the step left it, in the step's record. Anything else is `work` itself, untouched.
+   */
+  afterStep<T>(step: CompiledStep, record: StepRecord, work: Promise<T>): Promise<T> {
+    const spec = step.worktree;
+    if (!spec || spec.repo === CLONE_REPO || !patched(PATCH_WORKTREE_SNAPSHOTS)) return work;
+    return work.then(async (output) => {
+      const lease = this.leases.get(leaseKey(spec));
+      if (!lease) return output;
+      const info = lease.info ?? (await lease.pending);
+      const snapshot = await git(this.hostRoute()).snapshotWorktree({ path: info.path, run: workflowInfo().workflowId, step: step.id });
+      record.worktree = { snapshot, baseCommit: info.baseCommit };
+      return output;
+    });
+  }
+
+  /** A fork's run (fork-start.ts): the worktrees its restored steps worked in, to start its own from. */
+  forked(run: string, worktrees: ForkWorktree[]): void {
+    this.fork = { run, starts: new Map(worktrees.map((w) => [leaseKey(w), w])) };
+  }
+
+  /** What a fork's run still starts its worktrees from, for the run it continues as. */
+  forkStarts(): ForkWorktree[] {
+    return [...(this.fork?.starts.values() ?? [])];
   }
 
   /** Ends every lease by its cleanup policy. Never throws: what could not be removed is recorded. */
@@ -148,7 +183,7 @@ export class WorktreeLeases {
 
   /** The worktree of the run's clone a step worked in, to push with the step's work (workspace-host.ts). */
   ofClone(spec: WorktreeSpec | undefined): { path: string; branch: string; task: string } | undefined {
-    const lease = spec?.repo === CLONE_REPO ? this.leases.get(`${spec.repo}\0${spec.task}`) : undefined;
+    const lease = spec?.repo === CLONE_REPO ? this.leases.get(leaseKey(spec)) : undefined;
     return lease?.info && !lease.left ? { path: lease.info.path, branch: lease.info.branch, task: lease.spec.task } : undefined;
   }
 
@@ -162,8 +197,12 @@ export class WorktreeLeases {
   }
 
   restore(leases: CarriedLease[]): void {
-    for (const { spec, info, record, left } of leases) this.leases.set(`${spec.repo}\0${spec.task}`, { spec, info, pending: Promise.resolve(info), record, ...(left && { left }) });
+    for (const { spec, info, record, left } of leases) this.leases.set(leaseKey(spec), { spec, info, pending: Promise.resolve(info), record, ...(left && { left }) });
   }
+}
+
+function forkStart(run: string, start: ForkWorktree | undefined): { run: string; snapshot?: string; baseCommit?: string } {
+  return { run, ...(start && { snapshot: start.snapshot, baseCommit: start.baseCommit }) };
 }
 
 export interface CarriedLease {

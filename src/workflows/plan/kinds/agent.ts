@@ -32,6 +32,7 @@ async function runAgent(run: PlanRunContext, step: CompiledStep, scope: Record<s
         workspace: worktree?.path ?? run.plan.workspace,
         ...(worktree && { worktree: true, storeWorkspace: run.plan.workspace, branch: worktree.branch }),
         ...(member && { team: member.team }),
+        ...(run.agents.resumes.has(label) && { resume: run.agents.resumes.get(label) }),
         ...run.sandbox(),
       },
       ...(timeout !== undefined && { timeout }),
