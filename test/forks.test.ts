@@ -291,4 +291,22 @@ describe('cadre fork', () => {
     expect(readFileSync(path.join(ws, 'counter.txt'), 'utf8')).toBe('1\n');
     expect(await finalOf(workflowId)).toBe('dogs bark | short | yes\n');
   });
+
+  test('a forEach forked at one item runs that item again; the others are restored from the old run', async () => {
+    const { workflowId } = await h.client.fork(original, { step: 'items[3]', taskQueue: h.taskQueue });
+    const d = await h.client.result(workflowId);
+    expect(d.forkedFrom).toEqual({ run: original, step: 'items[3]' });
+    expect(step(d, 'items')).toMatchObject({ note: `ran again for item 3 only: its other 4 items restored from ${original}`, items: { total: 5, completed: 5 }, attempts: 1 });
+    expect(d.steps.filter((s) => s.note?.startsWith('restored') !== true).map((s) => s.id)).toEqual(['items', 'final']);
+    // Item 3 (the fourth, "4") wrote its line again; the other four did not.
+    const lines = readFileSync(path.join(ws, 'items.txt'), 'utf8').trim().split('\n');
+    expect(lines.slice(5)).toEqual(['item-4']);
+    expect(server.requests).toHaveLength(0);
+    const refused = async (named: string) => {
+      const fork = await h.client.fork(original, { step: named, taskQueue: h.taskQueue });
+      return (await waitUntil(h, fork.workflowId, (x) => x.status === 'failed')).reason;
+    };
+    expect(await refused('items[9]')).toContain(`fork.step: step "items" had 5 items in run ${original}: there is no item 9`);
+    expect(await refused('draft[0]')).toContain('fork.step: step "draft" is not a forEach: "draft[0]" names no item');
+  });
 });

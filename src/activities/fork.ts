@@ -10,9 +10,10 @@ import { COMPILED_PLAN } from '../protocol/plan-input';
 import { CadreForkedFrom, type StepRecord } from '../protocol/definitions';
 import { type AgentForkSource, type AgentResume, type ForkSource, agentForkSourceQuery, forkSourceQuery } from '../protocol/forks';
 import { resolveInputs } from '../plan-format/inputs';
+import { FOREACH_CHILD_THRESHOLD } from '../plan-format/limits';
 import { type PlanIssue, formatIssues } from '../plan-format/issues';
 import { checkStartPayload } from '../plan-format/payload';
-import type { CompiledPlan, ForkInput, ForkRestore, ForkWorktree, RunPlanInput } from '../plan-format/types';
+import type { CompiledPlan, ForkInput, ForkItems, ForkRestore, ForkWorktree, RunPlanInput } from '../plan-format/types';
 
 /** A compiled plan's shape, as runPlan checks its own input's (`plan` is the field it checks). */
 const COMPILED_PLAN_SHAPE = (plan: unknown, at: string) => COMPILED_PLAN({ plan, inputs: {} }, '')?.replace(/^plan/, at);
@@ -104,13 +105,15 @@ function requestIssues(input: ForkInput): PlanIssue[] {
  * old run, with its record and output. Any other step runs as in a new run. Pure.
  */
 export function planFork(source: ForkSource, input: ForkInput): ForkResult {
-  const { from, step, set = {} } = input.fork;
+  const { from, set = {} } = input.fork;
   const old = source.plan as unknown as CompiledPlan;
   // Onto an edited plan: a step whose action changed (or that is new) runs again, and says why.
   const plan = input.fork.plan ?? old;
   const edited = input.fork.plan ? editedSteps(old, plan) : new Map<string, string>();
   const records = new Map(source.records.map((r) => [r.id, r]));
   const ids = new Set(plan.steps.map((s) => s.id));
+  // `enrich[3]`: one item of a forEach runs again, the others restored.
+  const { step, item } = namedStep(input.fork.step, ids);
   const issues: PlanIssue[] = [];
   if (plan.source !== undefined) issues.push({ path: 'fork.from', message: `run ${from} works in a workspace cloned from a repository: forks of such runs are not supported yet` });
   if (plan.team !== undefined) issues.push({ path: 'fork.from', message: `run ${from} is a team: forks of teams are not supported yet` });
@@ -123,8 +126,11 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   const resolved = resolveInputs(plan, { ...source.inputs, ...input.inputs });
   if (!resolved.ok) issues.push(...resolved.issues);
   const changedInputs = resolved.ok ? Object.keys(plan.inputs).filter((name) => canonical(resolved.values[name]) !== canonical(source.inputs[name])) : [];
-  const seeds = new Set([step, ...edited.keys(), ...plan.steps.filter((s) => readsInput(s, changedInputs) || s.needs.some((n) => Object.hasOwn(set, n))).map((s) => s.id)]);
-  const rerun = downstream(plan, seeds);
+  // What runs again besides the fork step itself: what reads a changed input or output, and edited steps.
+  const changed = new Set([...edited.keys(), ...plan.steps.filter((s) => readsInput(s, changedInputs) || s.needs.some((n) => Object.hasOwn(set, n))).map((s) => s.id)]);
+  const rerun = downstream(plan, new Set([step, ...changed]));
+  const items = item === undefined || !ran ? undefined : forkedItem(plan, source, step, item, downstream(plan, changed), from);
+  if (typeof items === 'string') issues.push({ path: 'fork.step', message: items });
   for (const id of Object.keys(set)) {
     const record = records.get(id);
     if (!ids.has(id)) issues.push({ path: `fork.set.${id}`, message: `plan "${plan.name}" has no step "${id}"` });
@@ -138,15 +144,38 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   const payload = checkStartPayload(plan, resolved.values, (name) => `inputs.${name}`);
   if (payload.problem) return refused([payload.problem]);
   const note = `restored from ${from}`;
+  const reasons = { ...Object.fromEntries(edited), ...turnReason(step, input.fork.turn, from), ...(typeof items === 'object' && { [step]: items.reason }) };
   const forked = {
     from,
-    step,
-    ...((edited.size > 0 || input.fork.turn !== undefined) && { reasons: { ...Object.fromEntries(edited), ...turnReason(step, input.fork.turn, from) } }),
+    step: input.fork.step,
+    ...(Object.keys(reasons).length > 0 && { reasons }),
+    ...(typeof items === 'object' && { items: { [step]: items.items } }),
     ...(worktrees.found.length > 0 && { worktrees: worktrees.found }),
     records: restored.map((s) => restoredRecord(records.get(s.id) as StepRecord, Object.hasOwn(set, s.id) ? `${note}, its output set by the fork` : note)),
     outputs: Object.fromEntries(restored.flatMap((s) => (Object.hasOwn(set, s.id) ? [[s.id, set[s.id]]] : s.id in source.outputs ? [[s.id, source.outputs[s.id]]] : []))),
   };
   return { ok: true, start: { plan, inputs: resolved.values, ...(input.limits && { limits: input.limits }), forked }, rerun: plan.steps.filter((s) => rerun.has(s.id)).map((s) => s.id), indexed: false };
+}
+
+/** The step a fork names: a step of the plan, or one item of a forEach (`enrich[3]`). */
+function namedStep(named: string, ids: Set<string>): { step: string; item?: number } {
+  const item = ids.has(named) ? null : /^(.+)\[(\d+)\]$/.exec(named);
+  return item && ids.has(item[1]) ? { step: item[1], item: Number(item[2]) } : { step: named };
+}
+
+/**
+ * A forEach forked at one item: the old run's outputs of the others, restored; or why it cannot be
+ * (the step is no forEach, did not complete, keeps its outputs by reference, or runs again whole).
+ */
+function forkedItem(plan: CompiledPlan, source: ForkSource, step: string, item: number, changed: Set<string>, from: string): { items: ForkItems; reason: string } | string {
+  const outputs = source.outputs[step];
+  if (plan.steps.find((s) => s.id === step)?.forEach === undefined) return `step "${step}" is not a forEach: "${step}[${item}]" names no item`;
+  if (source.records.find((r) => r.id === step)?.status !== 'completed') return `step "${step}" did not complete in run ${from}: fork from the whole step`;
+  if (!Array.isArray(outputs)) return `the outputs of step "${step}" are stored by reference (a long or big forEach): fork from the whole step`;
+  if (outputs.length > FOREACH_CHILD_THRESHOLD) return `step "${step}" ran its ${outputs.length} items in child workflows: fork from the whole step`;
+  if (item >= outputs.length) return `step "${step}" had ${outputs.length} items in run ${from}: there is no item ${item}`;
+  if (changed.has(step)) return `step "${step}" runs again whole in the fork (it reads what the fork changes): fork from the whole step`;
+  return { items: { rerun: item, outputs }, reason: `ran again for item ${item} only: its other ${outputs.length - 1} items restored from ${from}` };
 }
 
 /** Why a fork at a turn cannot be, from the plan and the step's record: not an agent, or not that many turns. */

@@ -219,6 +219,14 @@ export interface ForkRestore<Record = unknown, Resume = unknown> {
   worktrees?: ForkWorktree[];
   /** An agent forked at a turn (`fork.turn`): the conversation it goes on from, by step id. */
   agents?: { [step: string]: Resume };
+  /** A forEach forked at one item (`fork.step` `enrich[3]`): the old run's item outputs, the others restored. */
+  items?: { [step: string]: ForkItems };
+}
+
+/** A forEach's item outputs in the old run, and the one item that runs again. */
+export interface ForkItems {
+  rerun: number;
+  outputs: unknown[];
 }
 
 /** A worktree of the forked run, as its last restored step left it (git/snapshot.ts). */

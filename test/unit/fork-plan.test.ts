@@ -15,8 +15,8 @@ steps:
   - { id: d, dependsOn: [b, c], worktree: { repo: /repo, task: t }, tool: shell, with: { command: "echo d" } }
 `;
 
-function compiled(): CompiledPlan {
-  const result = validatePlan(YAML.parse(PLAN), { baseDir: '/ws' });
+function compiled(plan = PLAN): CompiledPlan {
+  const result = validatePlan(YAML.parse(plan), { baseDir: '/ws' });
   if (!result.ok) throw new Error(JSON.stringify(result.issues));
   return result.plan;
 }
@@ -63,5 +63,38 @@ describe('planFork: worktrees', () => {
     const fromC = planFork(source({ ...old, a: { ...old.a, worktree: snap(1) } }), { fork: { from: 'old', step: 'c' } });
     expect(fromC).toMatchObject({ ok: true, rerun: ['c', 'd'] });
     if (fromC.ok) expect(fromC.start.forked?.worktrees).toEqual([{ repo: '/repo', task: 't', ...snap(3) }]);
+  });
+});
+
+describe('planFork: one item of a forEach', () => {
+  const LOOP = `
+name: loop
+steps:
+  - { id: list, echo: [a, b, c] }
+  - { id: each, forEach: "{{ steps.list.output }}", echo: "{{ item }}" }
+`;
+  const old = (outputs: unknown): ForkSource => ({
+    status: 'completed',
+    plan: compiled(LOOP) as unknown as ForkSource['plan'],
+    inputs: {},
+    records: [
+      { id: 'list', status: 'completed', attempts: 1 },
+      { id: 'each', status: 'completed', attempts: 3 },
+    ],
+    outputs: { list: ['a', 'b', 'c'], each: outputs },
+  });
+
+  test('the other items are restored with their old outputs, and the step says so', () => {
+    const planned = planFork(old(['a', 'b', 'c']), { fork: { from: 'r', step: 'each[1]' } });
+    expect(planned).toMatchObject({ ok: true, rerun: ['each'] });
+    if (!planned.ok) return;
+    expect(planned.start.forked).toMatchObject({ step: 'each[1]', items: { each: { rerun: 1, outputs: ['a', 'b', 'c'] } }, reasons: { each: 'ran again for item 1 only: its other 2 items restored from r' } });
+  });
+
+  test('refused when the forEach runs again whole, or keeps its outputs by reference', () => {
+    const whole = planFork(old(['a', 'b', 'c']), { fork: { from: 'r', step: 'each[1]', set: { list: ['x'] } } });
+    expect(whole).toMatchObject({ ok: false, issues: [{ path: 'fork.step', message: 'step "each" runs again whole in the fork (it reads what the fork changes): fork from the whole step' }] });
+    const stored = planFork(old({ $stored: 'blob' }), { fork: { from: 'r', step: 'each[0]' } });
+    expect(stored).toMatchObject({ ok: false, issues: [{ path: 'fork.step', message: expect.stringContaining('stored by reference') }] });
   });
 });

@@ -19,7 +19,7 @@ export function registerForkCommand(program: Command): void {
       'after',
       '\nExamples:\n  cadre fork nightly-7 --from report\n  cadre fork nightly-7 --from draft --turn 2\n  cadre fork chat-20261129 --at 5\n  cadre fork nightly-7 --from decide --set draft=\'"a shorter draft"\' --wait\n  cadre fork nightly-7 --from fetch -i day=2026-11-28\n  cadre fork nightly-7 --from report --plan nightly-fixed.yaml\n  cadre fork --failed --from-failure --since 1d --plan-name nightly --wait\n\nSee docs/forks.md.',
     )
-    .option('--from <step>', 'the step to run again from: it, and every step that depends on it, run again')
+    .option('--from <step>', 'the step to run again from: it, and every step that depends on it, run again; `enrich[3]`: one item of a forEach')
     .option('--turn <n>', "with --from an agent step: keep its first n turns (from the old run's history), the model going on from turn n+1", positiveInt)
     .option('--at <n>', 'a session (cadre chat, send): a new session holding its first n messages and their replies', positiveInt)
     .addOption(new Option('--set <step=json>', "a restored step's output replaced (repeatable); the steps that read it run again").argParser(collectSet).default({}, 'none'))

@@ -11,8 +11,8 @@
 import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from '@temporalio/workflow';
 import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { HumanWaitOutcome } from '../../analytics/types';
-import type { ForkWorktree, RunPlanInput } from '../../plan-format/types';
-import type { AgentResume } from '../../protocol/forks';
+import type { RunPlanInput } from '../../plan-format/types';
+import type { ForkStarts } from './fork-start';
 import { PAYLOAD_LIMIT_BYTES } from '../../plan-format/limits';
 import { hasDeferred, isStored } from '../../plan-format/refs';
 import type { HostMove, StepRecord, WorkerRecord, WorkspaceCloneRecord } from '../../protocol/definitions';
@@ -54,8 +54,7 @@ export interface PlanCarry {
   hostMoves?: HostMove[];
   /** A fork: the run and step it was forked from, and the worktrees it has yet to make from restored ones. */
   forkedFrom?: ForkedFrom;
-  forkWorktrees?: ForkWorktree[];
-  forkAgents?: Record<string, AgentResume>;
+  forkStarts?: ForkStarts;
 }
 
 /** runPlan's input in a run that continued as new. */

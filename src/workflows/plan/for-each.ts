@@ -8,7 +8,7 @@ import type { ToolResult } from '../../activities';
 import { BLOB_THRESHOLD_BYTES, DEFAULT_FOREACH_CONCURRENCY, FOREACH_CHILD_THRESHOLD } from '../../plan-format/limits';
 import { type Stored, describeStored, isDeferredRead, isStored } from '../../plan-format/refs';
 import { resolveTemplates } from '../../plan-format/templates';
-import type { CompiledStep } from '../../plan-format/types';
+import type { CompiledStep, ForkItems } from '../../plan-format/types';
 import { StepFailedError } from '../common/failures';
 import { ChunkFailure, ChunkedLoop, type LoopList } from './foreach-chunks';
 import { type PlanRunContext, kindOf } from './kinds';
@@ -30,6 +30,8 @@ export interface ForEachHost extends PlanRunContext {
 export class ForEachSteps {
   /** Long loops by step, kept across re-runs of the step. */
   private readonly loops = new Map<string, ChunkedLoop>();
+  /** A fork at one item (fork-start.ts): the other items' outputs from the old run, given to the step's first run. */
+  readonly restored = new Map<string, ForkItems>();
 
   constructor(private readonly host: ForEachHost) {}
 
@@ -52,6 +54,11 @@ export class ForEachSteps {
       throw new StepFailedError({ message: `a forEach of ${step.action.kind} steps runs at most ${FOREACH_CHILD_THRESHOLD} items; this one has ${items.length}`, timedOut: false, attempts: 0 });
     }
     if (this.host.hardened && items.length > FOREACH_CHILD_THRESHOLD) return this.chunked(step, list, items.length, timeout ?? DEFAULT_STEP_TIMEOUT);
+    const restored = this.restored.get(step.id);
+    if (restored && restored.outputs.length === items.length) {
+      restored.outputs.forEach((output, index) => index !== restored.rerun && results.set(index, output));
+      this.restored.delete(step.id);
+    }
     const record = this.host.record(step.id);
     record.items = { total: items.length, completed: results.size };
     let next = 0;

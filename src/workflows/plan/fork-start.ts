@@ -6,10 +6,11 @@
  */
 import { ApplicationFailure, proxyActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { ForkInput, ForkRestore, ForkWorktree, RunPlanInput } from '../../plan-format/types';
+import type { ForkInput, ForkRestore, RunPlanInput } from '../../plan-format/types';
 import type { AgentResume } from '../../protocol/forks';
 import type { AgentSteps } from './agent-steps';
 import type { WorktreeLeases } from './worktrees';
+import type { ForEachSteps } from './for-each';
 import { CadreForkedFrom, CadrePlan, type StepRecord } from '../../protocol/definitions';
 import type { RunStream } from '../common/run-stream';
 import { describeFailure } from '../common/failures';
@@ -46,11 +47,26 @@ export function restoreFork(book: StepBook, stream: RunStream, forked: ForkResto
   for (const record of forked.records) stream.publish({ type: 'step_completed', step: record.id, status: record.status === 'skipped' ? 'skipped' : 'completed', ...(record.note && { note: record.note }) });
 }
 
+/** What a fork's run starts from, kept until used, and carried when it continues as new. */
+export type ForkStarts = Pick<ForkRestore, 'worktrees' | 'agents' | 'items'>;
+
+interface ForkTargets {
+  worktrees: WorktreeLeases;
+  agents: AgentSteps;
+  loops: ForEachSteps;
+}
+
 /**
- * What a fork's run starts from, kept until used (and carried when it continues as new): the
- * worktrees its restored steps left, and an agent forked at a turn. Its worktrees are its own.
+ * A fork's starts, given to what uses them: the worktrees its restored steps left (its worktrees
+ * are its own), an agent forked at a turn, a forEach forked at an item.
  */
-export function forkStarts(worktrees: WorktreeLeases, agents: AgentSteps, starts: { worktrees?: ForkWorktree[]; agents?: Record<string, unknown> } | undefined): void {
-  worktrees.forked(workflowInfo().workflowId, starts?.worktrees ?? []);
-  for (const [step, resume] of Object.entries(starts?.agents ?? {})) agents.resumes.set(step, resume as AgentResume);
+export function forkStarts(targets: ForkTargets, starts: ForkStarts | undefined): void {
+  targets.worktrees.forked(workflowInfo().workflowId, starts?.worktrees ?? []);
+  for (const [step, resume] of Object.entries(starts?.agents ?? {})) targets.agents.resumes.set(step, resume as AgentResume);
+  for (const [step, items] of Object.entries(starts?.items ?? {})) targets.loops.restored.set(step, items);
+}
+
+/** What is still to be used of them, for the run this one continues as. */
+export function carriedForkStarts(targets: ForkTargets): ForkStarts {
+  return { worktrees: targets.worktrees.forkStarts(), agents: Object.fromEntries(targets.agents.resumes), items: Object.fromEntries(targets.loops.restored) };
 }

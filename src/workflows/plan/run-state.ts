@@ -30,7 +30,7 @@ import { recordFinishedRun, stepOutcomes } from './analytics';
 import { RunStream } from '../common/run-stream';
 import { RunLimits } from '../common/run-limits';
 import { type ContinuedPlanInput, type PlanCarry, isContinued } from './continue-as-new';
-import { forkStarts, restoreFork } from './fork-start';
+import { carriedForkStarts, forkStarts, restoreFork } from './fork-start';
 import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PATCH_WORKSPACE_HOSTS, PlanPatches } from './plan-patches';
 import { WorkspaceHostBinding } from './workspace-host';
 
@@ -48,7 +48,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   readonly templates: ResolveOptions;
   protected readonly names = new ExpressionNames();
   /** forEach steps, and their long loops kept across re-runs of a step. */
-  protected readonly loops = new ForEachSteps(this);
+  readonly loops = new ForEachSteps(this);
   protected readonly errors: { step: string; message: string }[] = [];
   protected signalErrors = 0;
   protected readonly compensations = new Compensations(this);
@@ -131,7 +131,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     }
     installPlanHandlers(this);
     this.forkedFrom = carry?.forkedFrom ?? (input.forked && { run: input.forked.from, step: input.forked.step });
-    if (this.forkedFrom) forkStarts(this.worktrees, this.agents, carry ? { worktrees: carry.forkWorktrees, agents: carry.forkAgents } : input.forked);
+    if (this.forkedFrom) forkStarts(this, carry ? carry.forkStarts : input.forked);
     if (carry) this.restore(carry);
     else if (input.forked) restoreFork(this.book, this.stream, input.forked as ForkRestore<StepRecord>);
   }
@@ -162,7 +162,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.host.host && { host: this.host.host }),
       ...(this.plan.source && this.host.clone && { clone: this.host.clone }),
       ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
-      ...(this.forkedFrom && { forkedFrom: this.forkedFrom, forkWorktrees: this.worktrees.forkStarts(), forkAgents: Object.fromEntries(this.agents.resumes) }),
+      ...(this.forkedFrom && { forkedFrom: this.forkedFrom, forkStarts: carriedForkStarts(this) }),
     };
   }
 
