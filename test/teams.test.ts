@@ -132,6 +132,35 @@ async function statusesUntilDone(h: Harness, id: string): Promise<string[]> {
   return [...seen];
 }
 
+test('a team forked at a later worker: the finished worker is restored on the board, not run again; the answers the team remembered answer the worker that runs again', async () => {
+  const ws = tempWorkspace();
+  const designer = scenario('fork-designer', [say('completing', 'designed', { result: 'a retry wrapper' })]);
+  const asker = scenario('fork-asker', [ask(QUESTION, 'architect'), { expect: { lastContains: 'The architect answered (confidence 0.9)' }, ...say('completing', 'built', { result: 'v1' }) }]);
+  const architect = scenario('fork-architect', [{ expect: { lastContains: QUESTION }, ...say('completing', 'answered', { result: { answer: 'src/http/retry.ts', confidence: 0.9 } }) }]);
+  const teamFork = (impl: string) =>
+    `name: team-fork\nteam: { model: "${architect}" }\nsteps:\n  - { id: design, agent: { role: architect, prompt: design it, model: "${designer}" } }\n  - { id: impl, dependsOn: [design], agent: { role: implementer, prompt: "build {{ steps.design.output }}", model: "${impl}" } }\n`;
+  await withWorker(async (h) => {
+    const old = await startPlan(h, compile(teamFork(asker), ws));
+    expect((await h.client.result(old)).consultations?.map((c) => c.outcome)).toEqual(['answered']);
+    // The implementer again, on a model that asks the same question and expects the remembered answer.
+    const again = scenario('fork-asker-again', [ask(QUESTION, 'architect'), { expect: { lastContains: 'the answer given earlier to the same question' }, ...say('completing', 'built', { result: 'v2' }) }]);
+    writeFileSync(path.join(ws, 'again.yaml'), teamFork(again));
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    const forked = await runCadre(['fork', old, '--from', 'impl', '--plan', 'again.yaml', '--json', '--task-queue', h.taskQueue], ws, env);
+    expect(forked).toMatchObject({ code: 0 });
+    const { workflowId } = JSON.parse(forked.stdout) as { workflowId: string };
+    const d = await h.client.result(workflowId);
+    expect(d.status).toBe('completed');
+    expect(step(d, 'design')).toMatchObject({ note: `restored from ${old}`, agent: { workflowId: expect.stringMatching(new RegExp(`^${old}/`)) } });
+    expect(d.workers?.map((w) => [w.step, w.state, w.reason, w.workflowId.startsWith(`${workflowId}/`)])).toEqual([
+      ['design', 'completed', `restored from ${old}`, false],
+      ['impl', 'completed', 'done', true],
+    ]);
+    // No specialist was asked in the fork: the answer came from what the team remembered.
+    expect(d.consultations?.map((c) => c.outcome)).toEqual(['cached']);
+  });
+});
+
 describe('questions', () => {
   test('a specialist sure of its answer answers; the same question again comes from memory; no person is asked', async () => {
     const ws = tempWorkspace();

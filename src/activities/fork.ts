@@ -116,7 +116,6 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   const { step, item } = namedStep(input.fork.step, ids);
   const issues: PlanIssue[] = [];
   if (plan.source !== undefined) issues.push({ path: 'fork.from', message: `run ${from} works in a workspace cloned from a repository: forks of such runs are not supported yet` });
-  if (plan.team !== undefined) issues.push({ path: 'fork.from', message: `run ${from} is a team: forks of teams are not supported yet` });
   const ran = records.get(step);
   if (!ids.has(step)) issues.push({ path: 'fork.step', message: `plan "${plan.name}" has no step "${step}"` });
   else if (!ran || ran.status === 'pending' || (ran.status === 'cancelled' && ran.startedAt === undefined)) {
@@ -150,11 +149,22 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
     step: input.fork.step,
     ...(Object.keys(reasons).length > 0 && { reasons }),
     ...(typeof items === 'object' && { items: { [step]: items.items } }),
+    ...(plan.team && restoredTeam(source, new Set(restored.map((s) => s.id)), note)),
     ...(worktrees.found.length > 0 && { worktrees: worktrees.found }),
     records: restored.map((s) => restoredRecord(records.get(s.id) as StepRecord, Object.hasOwn(set, s.id) ? `${note}, its output set by the fork` : note)),
     outputs: Object.fromEntries(restored.flatMap((s) => (Object.hasOwn(set, s.id) ? [[s.id, set[s.id]]] : s.id in source.outputs ? [[s.id, source.outputs[s.id]]] : []))),
   };
   return { ok: true, start: { plan, inputs: resolved.values, ...(input.limits && { limits: input.limits }), forked }, rerun: plan.steps.filter((s) => rerun.has(s.id)).map((s) => s.id), indexed: false };
+}
+
+/**
+ * A team's fork: the board's records of the workers of restored steps (their items too), saying
+ * so, and the answers the team remembers, so a worker that runs again and asks again is answered
+ * as before. Specialists and the workers of steps that run again start afresh.
+ */
+function restoredTeam(source: ForkSource, restored: Set<string>, note: string): Pick<ForkRestore, 'workers' | 'teamAnswers'> {
+  const workers = (source.workers ?? []).filter((w) => restored.has(w.step.replace(/\[\d+\]$/, ''))).map((w) => ({ ...w, reason: note }));
+  return { workers, teamAnswers: source.teamAnswers ?? [] };
 }
 
 /** The step a fork names: a step of the plan, or one item of a forEach (`enrich[3]`). */

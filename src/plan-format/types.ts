@@ -221,6 +221,9 @@ export interface ForkRestore<Record = unknown, Resume = unknown> {
   agents?: { [step: string]: Resume };
   /** A forEach forked at one item (`fork.step` `enrich[3]`): the old run's item outputs, the others restored. */
   items?: { [step: string]: ForkItems };
+  /** A team: the board's records of the workers of restored steps, and the answers the team remembers. */
+  workers?: unknown[];
+  teamAnswers?: [string, { answer: string; by: string }][];
 }
 
 /** A forEach's item outputs in the old run, and the one item that runs again. */

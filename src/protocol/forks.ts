@@ -1,7 +1,7 @@
 /** What a fork (docs/forks.md) reads of the run it forks: the `forkSource` query. */
 import { defineQuery } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../providers/model-turn';
-import type { Diagnostics, RunStatus, SessionInput, SessionState, StepRecord } from './definitions';
+import type { Diagnostics, RunStatus, SessionInput, SessionState, StepRecord, WorkerRecord } from './definitions';
 
 /** Where a fork came from: the run, and the step from which it ran again. */
 export type ForkedFrom = NonNullable<Diagnostics['forkedFrom']>;
@@ -17,6 +17,9 @@ export interface ForkSource {
   inputs: Record<string, unknown>;
   records: StepRecord[];
   outputs: Record<string, unknown>;
+  /** A team: its workers as the board last had them, and the answers it remembers (question → answer). */
+  workers?: WorkerRecord[];
+  teamAnswers?: [string, { answer: string; by: string }][];
 }
 
 export const forkSourceQuery = defineQuery<ForkSource>('forkSource');

@@ -11,7 +11,8 @@ import type { AgentResume } from '../../protocol/forks';
 import type { AgentSteps } from './agent-steps';
 import type { WorktreeLeases } from './worktrees';
 import type { ForEachSteps } from './for-each';
-import { CadreForkedFrom, CadrePlan, type StepRecord } from '../../protocol/definitions';
+import { CadreForkedFrom, CadrePlan, type StepRecord, type WorkerRecord } from '../../protocol/definitions';
+import type { Team } from '../team/team';
 import type { RunStream } from '../common/run-stream';
 import { describeFailure } from '../common/failures';
 import { preparing } from './plan-document';
@@ -40,11 +41,16 @@ export async function forkStart(input: ForkInput): Promise<RunPlanInput> {
   return result.start;
 }
 
-/** The fork's restored steps, as the old run left them: ready for what needs them, and said in the stream. */
-export function restoreFork(book: StepBook, stream: RunStream, forked: ForkRestore<StepRecord>): void {
+/**
+ * The fork's restored steps, as the old run left them: ready for what needs them, and said in the
+ * stream; a team's finished workers back on its board, and the answers it remembered.
+ */
+export function restoreFork(run: { stream: RunStream; agents: AgentSteps; team?: Team }, book: StepBook, forked: ForkRestore<StepRecord>): void {
   book.restore(forked.records, forked.outputs);
   for (const [id, reason] of Object.entries(forked.reasons ?? {})) book.record(id).note = reason;
-  for (const record of forked.records) stream.publish({ type: 'step_completed', step: record.id, status: record.status === 'skipped' ? 'skipped' : 'completed', ...(record.note && { note: record.note }) });
+  for (const record of forked.records) run.stream.publish({ type: 'step_completed', step: record.id, status: record.status === 'skipped' ? 'skipped' : 'completed', ...(record.note && { note: record.note }) });
+  if (forked.workers) run.agents.restoreWorkers(forked.workers as WorkerRecord[]);
+  if (forked.teamAnswers) run.team?.restore({ answers: forked.teamAnswers, consultations: [], escalated: [], consulted: 0 });
 }
 
 /** What a fork's run starts from, kept until used, and carried when it continues as new. */

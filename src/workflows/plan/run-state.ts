@@ -133,12 +133,13 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.forkedFrom = carry?.forkedFrom ?? (input.forked && { run: input.forked.from, step: input.forked.step });
     if (this.forkedFrom) forkStarts(this, carry ? carry.forkStarts : input.forked);
     if (carry) this.restore(carry);
-    else if (input.forked) restoreFork(this.book, this.stream, input.forked as ForkRestore<StepRecord>);
+    else if (input.forked) restoreFork(this, this.book, input.forked as ForkRestore<StepRecord>);
   }
 
   /** What a fork of this run reads (`forkSource`): its plan, inputs, and every step's record and output. */
   forkSource(): ForkSource {
-    return { status: this.status(), plan: this.plan as unknown as ForkSource['plan'], inputs: this.input.inputs, ...this.book.carried() };
+    const team = this.team && { workers: this.agents.workers(), teamAnswers: this.team.carried().answers };
+    return { status: this.status(), plan: this.plan as unknown as ForkSource['plan'], inputs: this.input.inputs, ...this.book.carried(), ...team };
   }
 
   /** Everything the steps still to run need, for the run this one continues as (continue-as-new.ts). */
