@@ -84,7 +84,7 @@ async function finalOf(run: string): Promise<string> {
 }
 
 async function ranOnce(): Promise<string> {
-  server.enqueue({ text: 'cats purr' }, { text: 'short' });
+  server.enqueue({ text: 'cats purr', usage: { inputTokens: 1000, outputTokens: 50, cachedInputTokens: 400 } }, { text: 'short', usage: { inputTokens: 300, outputTokens: 5 } });
   const id = await startPlan(h, compile(PLAN, ws));
   await waitUntil(h, id, (d) => d.waiting.some((w) => w.id === 'approve'));
   await h.client.answer(id, 'approve', 'yes');
@@ -96,7 +96,7 @@ async function ranOnce(): Promise<string> {
 
 describe('cadre fork', () => {
   test('forked at the decision with the agent\'s output set: nothing before it runs or is paid again, the question is not asked again, and the last step sees the new output', async () => {
-    server.enqueue({ text: 'long' });
+    server.enqueue({ text: 'long', usage: { inputTokens: 300, outputTokens: 10 } });
     const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
     const forkId = uniqueId('fork');
     const forked = await runCadre(['fork', original, '--from', 'decide', '--set', 'draft="dogs bark"', '--id', forkId, '--task-queue', h.taskQueue, '--wait'], ws, env);
@@ -141,7 +141,12 @@ describe('cadre fork', () => {
     expect(differ.map((d) => d.step)).toEqual(['draft', 'decide', 'final']);
     expect(differ[0]).toEqual({ step: 'draft', output: [{ path: '$', a: 'cats purr', b: 'dogs bark' }] });
     expect(differ[1].output).toEqual([{ path: '$', a: 'short', b: 'long' }]);
-    expect((await runCadre(['diff', original, forkId], ws, env)).stdout).toMatch(new RegExp(`^${original} → ${forkId}: 3 of 7 steps differ\n  draft: output \\$: "cats purr" → "dogs bark"\n`));
+    // With a price table, costs: the fork paid for the decision only, the draft's turn was paid by the original.
+    writeFileSync(path.join(ws, 'cadre.config.yaml'), 'models:\n  prices:\n    "openai:gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 }\n');
+    const text = (await runCadre(['diff', original, forkId], ws, env)).stdout;
+    expect(text).toMatch(new RegExp(`^${original} → ${forkId}: 3 of 7 steps differ\n  draft: output \\$: "cats purr" → "dogs bark"\n`));
+    expect(text).toContain('tokens 305 → 310; cost $0.000048 → $0.000051');
+    expect(text).toContain('\n  spent: 1355 tokens ($0.00020) → 310 tokens ($0.000051)');
     // Lineage: the memo, and the search attribute `cadre list --forks-of` and the temporal CLI query.
     const description = await h.client.client.workflow.getHandle(forkId).describe();
     expect(await description.memo).toMatchObject({ forkedFrom: { run: original, step: 'decide' } });

@@ -8,7 +8,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { canonical } from '../protocol/canonical-json';
 import { COMPILED_PLAN } from '../protocol/plan-input';
 import { CadreForkedFrom, type StepRecord } from '../protocol/definitions';
-import { type AgentForkSource, type AgentResume, type ForkSource, agentForkSourceQuery, forkSourceQuery } from '../protocol/forks';
+import { type AgentForkSource, type AgentResume, type ForkSource, RESTORED_NOTE, agentForkSourceQuery, forkSourceQuery } from '../protocol/forks';
 import { resolveInputs } from '../plan-format/inputs';
 import { FOREACH_CHILD_THRESHOLD } from '../plan-format/limits';
 import { type PlanIssue, formatIssues } from '../plan-format/issues';
@@ -142,7 +142,7 @@ export function planFork(source: ForkSource, input: ForkInput): ForkResult {
   if (issues.length > 0 || !resolved.ok) return refused(issues);
   const payload = checkStartPayload(plan, resolved.values, (name) => `inputs.${name}`);
   if (payload.problem) return refused([payload.problem]);
-  const note = `restored from ${from}`;
+  const note = `${RESTORED_NOTE}${from}`;
   const reasons = { ...Object.fromEntries(edited), ...turnReason(step, input.fork.turn, from), ...(typeof items === 'object' && { [step]: items.reason }) };
   const forked = {
     from,

@@ -30,7 +30,7 @@ import { runLimitReached } from './limit-errors';
 import { runLimitsFromEnv } from './run-limits-env';
 import type { RunLimitValues } from '../plan-format/limits';
 import { errorChain } from './error-chain';
-import { type RunDiff, diffRuns } from './diff';
+import { type Pricing, type RunDiff, diffRuns } from './diff';
 
 export { errorChain } from './error-chain';
 import type { StreamEventAt } from '../streaming/events';
@@ -183,10 +183,11 @@ export class CadreClient {
   }
 
   /** Two runs of a plan, step by step: only what differs (docs/forks.md). */
-  async diff(a: string, b: string): Promise<RunDiff> {
+  /** With `pricing` (`loadPricing` of cadre.config.yaml), each step's cost and each run's too. */
+  async diff(a: string, b: string, pricing?: Pricing): Promise<RunDiff> {
     checkWorkflowId(a);
     checkWorkflowId(b);
-    return diffRuns(this, a, b);
+    return diffRuns(this, a, b, pricing);
   }
 
   private async startRunPlan(what: string, options: WorkflowStartOptions<(input: unknown) => Promise<unknown>>) {

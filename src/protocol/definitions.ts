@@ -2,8 +2,10 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../providers/model-turn';
 import type { WorkerState, WorkerTransition } from './worker-state';
+import type { TokenUsage } from './usage';
 
 export { CadreForkedFrom, CadreHost, CadrePlan, CadreStatus, CadreWorkerState, SEARCH_ATTRIBUTES } from './search-attributes';
+export type { TokenUsage } from './usage';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -64,11 +66,6 @@ export interface ApprovalDetail {
   segments?: { text: string; decision: string; rule: string }[];
   /** Why it asks: the rule, or the tool's policy. */
   reason: string;
-}
-
-export interface TokenUsage {
-  inputTokens: number;
-  outputTokens: number;
 }
 
 export interface AgentSummary {

@@ -3,6 +3,13 @@ import { defineQuery } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../providers/model-turn';
 import type { Diagnostics, RunStatus, SessionInput, SessionState, StepRecord, WorkerRecord } from './definitions';
 
+/** The note of a fork's restored step begins so (activities/fork.ts): the run it came from paid for it. */
+export const RESTORED_NOTE = 'restored from ';
+
+export function isRestored(record: StepRecord): boolean {
+  return record.note?.startsWith(RESTORED_NOTE) === true;
+}
+
 /** Where a fork came from: the run, and the step from which it ran again. */
 export type ForkedFrom = NonNullable<Diagnostics['forkedFrom']>;
 

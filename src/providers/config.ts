@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
+import { type PriceTable, pricesSchema } from './prices';
 
 export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
 /**
@@ -56,6 +57,8 @@ const modelsSectionSchema = z.strictObject({
   openai: endpointSchema.optional(),
   anthropic: endpointSchema.optional(),
   compatible: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'must be lowercase letters, digits, - or _'), compatibleSchema).optional(),
+  /** What models cost, USD per million tokens (prices.ts). */
+  prices: pricesSchema.optional(),
 });
 
 /** The section as written (defaults not yet filled in); parsing fills them. */
@@ -184,6 +187,13 @@ function clip(text: string): string {
 }
 
 /** Settings from a cadre.config.yaml file (none is fine: environment only) and the environment. */
+/** The config file's price table (`models.prices`, empty without one) and the model of requests that name none. */
+export function loadPricing(configPath: string | undefined, env: Env = process.env): { prices: PriceTable; defaultModel?: string } {
+  const section = configPath && existsSync(configPath) ? parseModelsSection(readFileSync(configPath, 'utf8'), configPath) : {};
+  const defaultModel = nonEmpty(env.CADRE_MODEL) ?? section.default;
+  return { prices: section.prices ?? {}, ...(defaultModel && { defaultModel }) };
+}
+
 export function loadModelSettings(configPath: string | undefined, env: Env = process.env): ModelSettings {
   if (!configPath || !existsSync(configPath)) return modelSettings({}, env);
   return modelSettings(parseModelsSection(readFileSync(configPath, 'utf8'), configPath), env);

@@ -6,6 +6,7 @@
  */
 import { type ModelMessage, Output, type ToolSet, streamText, jsonSchema, tool, NoObjectGeneratedError } from 'ai';
 import { z } from 'zod';
+import type { TokenUsage } from '../protocol/usage';
 import { ErrorTypes, permanent, transient } from '../errors/application-failures';
 import { type ModelId, type ModelSettings, parseModelId } from './config';
 import { classifyProviderError, redact } from './errors';
@@ -57,7 +58,7 @@ export interface ModelTurnResult {
   output?: unknown;
   toolCalls: ToolCall[];
   finishReason: string;
-  usage: { inputTokens: number; outputTokens: number };
+  usage: TokenUsage;
   /**
    * A final answer that looks like a tool call written as text, which nothing read (the agent loop
    * sends one correction, then fails with ToolCallNotParsed): the tool it names, and the fix.
@@ -120,7 +121,8 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
         // A 200 whose body held no stream (a proxy's page, a cut body): transient, like any unreadable answer.
         throw transient(ErrorTypes.ModelUnavailable, `${id.provider}:${id.name}: the provider's stream ended without an answer (finish reason ${reply.finishReason})`);
       }
-      const usage = { inputTokens: reply.usage.inputTokens ?? 0, outputTokens: reply.usage.outputTokens ?? 0 };
+      const cached = reply.usage.inputTokenDetails?.cacheReadTokens;
+      const usage = { inputTokens: reply.usage.inputTokens ?? 0, outputTokens: reply.usage.outputTokens ?? 0, ...(cached && { cachedInputTokens: cached }) };
       return { ...reply, calls: reply.toolCalls.map((call) => checkCall(call.toolCallId, call.toolName, call.input)), usage };
     };
     const checkCall = toolCallChecker(tools ?? []);
@@ -137,7 +139,8 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
         // asked again once, sampled; both replies' tokens count (and a reader saw both replies' text).
         if (afterSentBack || (err as { type?: string }).type !== ErrorTypes.ModelOutputCut || !resampling(id, settings)) throw err;
         const again = await ask(true);
-        const usage = { inputTokens: first.usage.inputTokens + again.usage.inputTokens, outputTokens: first.usage.outputTokens + again.usage.outputTokens };
+        const cached = (first.usage.cachedInputTokens ?? 0) + (again.usage.cachedInputTokens ?? 0);
+        const usage = { inputTokens: first.usage.inputTokens + again.usage.inputTokens, outputTokens: first.usage.outputTokens + again.usage.outputTokens, ...(cached && { cachedInputTokens: cached }) };
         return { ...requiredTurn(again.calls, { ...again, usage }, context, listener), ...shortened };
       }
     }
@@ -225,7 +228,7 @@ interface StreamedTurn {
   text: string;
   toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
   finishReason: string;
-  usage: { inputTokens?: number; outputTokens?: number };
+  usage: { inputTokens?: number; outputTokens?: number; inputTokenDetails?: { cacheReadTokens?: number } };
 }
 
 /** Reads the provider's stream whole, telling the listener each piece of text; a failure in the stream is thrown. */

@@ -30,7 +30,7 @@ export interface FakeReply {
   toolCalls?: { id: string; name: string; args: Record<string, unknown> | string }[];
   /** The tool calls go out as text in this style (after `text`), not as the wire format's tool calls; streamed in pieces of 5 characters that cut through the tags. */
   toolCallsAs?: TextToolCallStyle;
-  usage?: { inputTokens: number; outputTokens: number };
+  usage?: { inputTokens: number; outputTokens: number; cachedInputTokens?: number };
   /** OpenAI's wire format: `length` says the reply reached max_tokens (cut). Default: `tool_calls` or `stop`. */
   finishReason?: 'length';
   /** Streaming only: the text in these pieces, in order (their join is the text). Default: `text` split after each run of whitespace. */
@@ -242,7 +242,7 @@ function openAiBody(reply: FakeReply, model: string) {
         finish_reason: reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
       },
     ],
-    usage: { prompt_tokens: reply.usage?.inputTokens ?? 0, completion_tokens: reply.usage?.outputTokens ?? 0, total_tokens: (reply.usage?.inputTokens ?? 0) + (reply.usage?.outputTokens ?? 0) },
+    usage: { prompt_tokens: reply.usage?.inputTokens ?? 0, completion_tokens: reply.usage?.outputTokens ?? 0, total_tokens: (reply.usage?.inputTokens ?? 0) + (reply.usage?.outputTokens ?? 0), ...cachedDetails(reply) },
   };
 }
 
@@ -325,7 +325,7 @@ function openAiStream(reply: FakeReply, body: Record<string, unknown>): StreamFr
       chunk({}, reply.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop')),
       // Usage comes only when asked for, as from OpenAI (@ai-sdk/openai-compatible asks only with `includeUsage`).
       ...(includeUsage
-        ? [sse({ ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } })]
+        ? [sse({ ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output, ...cachedDetails(reply) } })]
         : []),
       'data: [DONE]\n\n',
     ],
@@ -357,4 +357,9 @@ function anthropicStream(reply: FakeReply, model: string): StreamFrames {
 
 function sse(data: unknown): string {
   return `data: ${JSON.stringify(data)}\n\n`;
+}
+
+/** OpenAI's count of prompt tokens read from its cache, when the reply scripts one. */
+function cachedDetails(reply: FakeReply): { prompt_tokens_details?: { cached_tokens: number } } {
+  return reply.usage?.cachedInputTokens === undefined ? {} : { prompt_tokens_details: { cached_tokens: reply.usage.cachedInputTokens } };
 }

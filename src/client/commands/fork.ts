@@ -110,13 +110,16 @@ function positiveInt(value: string): number {
 export function registerDiffCommand(program: Command): void {
   program
     .command('diff <a> <b>')
-    .description('two runs of a plan (a run and its fork) step by step: only what differs (status, output, attempts, tokens, time)')
+    .description('two runs of a plan (a run and its fork) step by step: only what differs (status, output, attempts, tokens, cost, time), and what each spent')
     .addHelpText('after', '\nExamples:\n  cadre diff nightly-7 nightly-7-fork-mx2a1k\n  cadre diff nightly-7 nightly-8 --json')
     .option('--json', 'print JSON')
     .action(async (a: string, b: string, opts: { json?: boolean }) => {
       const { renderDiff } = await import('../diff');
+      // Costs from the price table of the config file the worker would read here (CADRE_CONFIG, or ./cadre.config.yaml).
+      const { loadPricing } = await import('../../providers/config');
+      const pricing = loadPricing(process.env.CADRE_CONFIG ?? 'cadre.config.yaml');
       await withClient(async (client) => {
-        const diff = await client.diff(a, b);
+        const diff = await client.diff(a, b, pricing);
         out(opts.json ? JSON.stringify(diff, null, 2) : renderDiff(diff));
       });
     });

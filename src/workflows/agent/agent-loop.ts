@@ -192,6 +192,7 @@ export class AgentLoop {
         this.events?.turnEnded(this.turnNumber(), turn, this.model);
         this.usage.inputTokens += turn.usage.inputTokens;
         this.usage.outputTokens += turn.usage.outputTokens;
+        if (turn.usage.cachedInputTokens) this.usage.cachedInputTokens = (this.usage.cachedInputTokens ?? 0) + turn.usage.cachedInputTokens;
         const shortened = turn.shortened && { shortened: turn.shortened.toolResults };
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok', ...shortened });
         return turn;
