@@ -13,8 +13,7 @@ import { modelSettings } from '../src/providers/config';
 import { auditSinks } from '../src/worker/audit-log';
 import { type FakeModelServer, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
-import { type Harness, compile, startPlan, startWorker, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
-import { CadreClient } from '../src/client/client';
+import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 import { endSession, sendMessage, sessionDiagnostics } from '../src/client/sessions';
 import { until } from './support/until';
 import { findTemporalCli } from '../src/worker/temporal-cli';
@@ -32,17 +31,7 @@ let original: string;
 beforeAll(async () => {
   server = await startFakeModelServer();
   const models = modelSettings({}, { OPENAI_API_KEY: 'sk-test-forks', OPENAI_BASE_URL: server.baseURL });
-  const taskQueue = uniqueId('tq-forks');
-  const { worker, connection } = await startWorker(taskQueue, { activityDeps: { models } });
-  const running = worker.run();
-  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
-  h = { client, taskQueue };
-  stop = async () => {
-    worker.shutdown();
-    await running;
-    await client.close();
-    await connection.close();
-  };
+  ({ h, stop } = await sharedWorker('tq-forks', { activityDeps: { models } }));
   ws = tempWorkspace();
   repo = tempRepository('cadre-forks-').repo;
   PLAN = planIn(repo);

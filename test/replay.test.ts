@@ -27,6 +27,8 @@ const RECORDED_IDS: Record<string, string> = {
   'run-plan-fork': 'fork-6356-mx294d9y-3',
   // The same, with a worktree step restored and the last step in the fork's own worktree made from its snapshot.
   'run-plan-fork-worktree': 'fork-16214-mx2ezhhz-3',
+  // Recorded by budgets.test.ts (an agent held at its budget's cap, then extended by a person).
+  'agent-task-budget': 'budgeted-25425-mx2ga91b-3/work',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -44,6 +46,7 @@ describe('replay of recorded runPlan histories', () => {
   test('there are recorded histories to replay', () => {
     expect(histories.map((h) => h.name).sort()).toEqual([
       'agent-task',
+      'agent-task-budget',
       'agent-task-command-rules',
       'agent-task-decide',
       'agent-task-host-moved',

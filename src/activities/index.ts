@@ -41,6 +41,9 @@ import type { CommandRuleSetInput } from '../commands/rule-set';
 import type { StreamTarget } from '../protocol/stream';
 import { TurnStream, publishToolResult } from './stream-events';
 import { keepTurnSmall } from './model-results';
+import type { BudgetLimits } from '../protocol/budget';
+import { heldToBudget } from '../providers/turn-budget';
+import { costOf } from '../providers/prices';
 
 export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
@@ -130,7 +133,8 @@ export function createActivities(deps: ActivityDeps = {}) {
     snapshotWorktree: (request: SnapshotRequest) => heartbeating(() => snapshotWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
     // With `stream`, the turn's text and events go to the run's stream as the provider sends them.
-    modelTurn: ({ stream, ...request }: ModelTurnRequest & { stream?: StreamTarget }): Promise<ModelTurnResult> =>
+    // With `budget` (what the agent's budget has left), the turn is held to it (providers/turn-budget.ts), and a priced model's turn says what it cost.
+    modelTurn: ({ stream, budget, ...request }: ModelTurnRequest & { stream?: StreamTarget; budget?: BudgetLimits }): Promise<ModelTurnResult> =>
       heartbeating(async () => {
         // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
         const { modelTurn } = await import('../providers/model-turn');
@@ -142,7 +146,13 @@ export function createActivities(deps: ActivityDeps = {}) {
           // Tool results a session stored outside history are read back here, never into history.
           const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
           // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
-          const turn = redactor.value(await modelTurn({ ...request, messages: messages as ModelTurnRequest['messages'] }, modelSettings(), Context.current().cancellationSignal, events));
+          const settings = modelSettings();
+          const model = request.model ?? settings.defaultModel;
+          const price = model === undefined ? undefined : settings.prices[model];
+          const asked = { ...request, messages: messages as ModelTurnRequest['messages'] };
+          const held = budget ? heldToBudget(asked, budget, price, model) : asked;
+          const turn = redactor.value(await modelTurn(held, settings, Context.current().cancellationSignal, events));
+          if (price) turn.costUsd = costOf(turn.usage, price);
           events?.completed(turn);
           // A big answer travels by reference: history, and gRPC's message limit, see a small one.
           const small = await keepTurnSmall(turn, request.workspace ? lazyStore(request.workspace, deps) : undefined, request.model ?? modelSettings().defaultModel ?? 'the model');

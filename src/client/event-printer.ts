@@ -45,6 +45,7 @@ export class EventPrinter {
       case 'stream_shed':
         return this.line(`${who}~ ${event.reason}`);
       case 'limits_warning':
+      case 'budget_warning':
         return this.line(`! ${event.message}`);
     }
     if (!this.options.runEvents) return;

@@ -1,4 +1,5 @@
 /** Human-readable rendering of diagnostics for the CLI. */
+import { describeSpend } from '../protocol/budget';
 import { LIMIT_WORDS, type LimitName, runLimits } from '../plan-format/limits';
 import { formatMs } from '../plan-format/duration';
 import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../protocol/definitions';
@@ -22,7 +23,8 @@ export function stepLine(step: StepRecord): string {
 function agentLine(agent: AgentSummary): string {
   const tokens = agent.usage ? agent.usage.inputTokens + agent.usage.outputTokens : 0;
   const running = agent.running?.length ? `, running ${agent.running.join(', ')}` : '';
-  return `${agent.turns} turn${agent.turns === 1 ? '' : 's'}, ${agent.toolCalls ?? 0} tool calls, ${tokens} tokens${running}`;
+  const budget = agent.budget ? `, budget: ${describeSpend(agent.budget.limits, agent.budget.spent)}` : '';
+  return `${agent.turns} turn${agent.turns === 1 ? '' : 's'}, ${agent.toolCalls ?? 0} tool calls, ${tokens} tokens${budget}${running}`;
 }
 
 /** A team worker: its state, what it runs now, and where it works. */

@@ -41,6 +41,8 @@ export const ErrorTypes = {
   ModelConfigInvalid: 'ModelConfigInvalid',
   /** A modelTurn request that is not well formed (messages, tools, schemas): a bug in the caller. */
   BadModelRequest: 'BadModelRequest',
+  /** An agent's budget cannot hold its next model turn (providers/turn-budget.ts): a person extends it, or the agent stops. */
+  BudgetExhausted: 'BudgetExhausted',
   /** The provider said slow down (HTTP 429): retried after its Retry-After. */
   ModelRateLimited: 'ModelRateLimited',
   /** The provider failed or could not be reached (5xx, network): retried. */

@@ -96,6 +96,7 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
   WorktreeConflict: { class: 'user_resolvable', kind: 'worktree', actions: ['move the other branch or files away', 'resume the worker'] },
   ModelConfigInvalid: { class: 'user_resolvable', kind: 'config', actions: ['fix the model configuration (cadre.config.yaml, CADRE_MODEL, keys)', 'resume the worker'] },
   BadModelRequest: { class: 'permanent', kind: 'invalid_request', actions: FIX_REQUEST },
+  BudgetExhausted: { class: 'user_resolvable', kind: 'limit_exceeded', actions: ['extend the budget (cadre answer <run> <wait> extend=<more>), or let the agent stop'] },
   ModelRateLimited: { class: 'transient', kind: 'rate_limit', actions: RATE_LIMITED },
   ModelUnavailable: { class: 'transient', kind: 'server_error', actions: RETRY },
   ModelAuthFailed: { class: 'user_resolvable', kind: 'credential', actions: FIX_CREDENTIAL },

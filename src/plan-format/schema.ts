@@ -86,6 +86,17 @@ const agent = z.strictObject({
   maxTurns: z.int().min(1).max(MAX_AGENT_TURNS).optional(),
   /** Input plus output tokens over every turn; past it the step fails. */
   maxTokens: z.int().min(1).optional(),
+  /** Caps its turns are held to before they start (docs/budgets.md). */
+  budget: z
+    .strictObject({
+      tokens: z.int().min(1).optional(),
+      toolCalls: z.int().min(1).optional(),
+      cost: z.number().gt(0).max(1_000_000).optional(),
+      warnAt: z.number().gt(0).lt(1).optional(),
+      onBudget: z.enum(['ask', 'stop']).optional(),
+    })
+    .refine((b) => b.tokens !== undefined || b.toolCalls !== undefined || b.cost !== undefined, 'a budget caps tokens, toolCalls or cost (USD)')
+    .optional(),
   /** A JSON Schema the final answer must match; the answer becomes the step's output as JSON. */
   output: z.record(z.string(), z.unknown()).optional(),
   approvals: approvals.optional(),

@@ -1,3 +1,4 @@
+import type { Budget } from '../protocol/budget';
 import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { CommandRuleSet } from '../commands/rule-set';
 import type { RunLimitValues } from './limits';
@@ -61,6 +62,7 @@ export interface AgentSpec {
   model?: string;
   maxTurns: number;
   maxTokens?: number;
+  budget?: Budget;
   output?: Record<string, unknown>;
   approvals: Approvals;
   approvalTimeout: string;

@@ -18,6 +18,7 @@ import { formatCount, shorten } from './text';
 import { toSandboxSpec } from '../sandbox/schema';
 import { compileApprovals } from './approvals';
 import { toEgressPolicy } from '../egress/policy';
+import { DEFAULT_WARN_AT } from '../protocol/budget';
 import { CLONE_REPO, type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
 import { scenarioIssues } from './scenarios';
 
@@ -80,7 +81,7 @@ function validate(raw: unknown, options: ValidateOptions, progress: Progress): V
 
   stage('compiling');
   const compiled = compile(parsed.data, checker, options);
-  const sharing = [...worktreeSharingIssues(compiled), ...clonedWorkspaceIssues(compiled), ...scenarioIssues(compiled)];
+  const sharing = [...worktreeSharingIssues(compiled), ...clonedWorkspaceIssues(compiled), ...scenarioIssues(compiled), ...teamBudgetIssues(compiled)];
   if (sharing.length > 0) return { ok: false, issues: sortIssues(sharing) };
   stage('sizing the start request');
   const defaults = Object.fromEntries(Object.entries(compiled.inputs).filter(([, spec]) => spec.default !== undefined).map(([name, spec]) => [name, spec.default]));
@@ -245,6 +246,14 @@ function compileWorkspace(workspace: PlanFile['workspace'], baseDir: string): Pi
   return { workspace: '', source: { repo, ...(workspace.ref !== undefined && { ref: workspace.ref }) } };
 }
 
+/** A team's agents spend through their subtasks and specialists too, which an agent's own ledger does not hold yet. */
+function teamBudgetIssues(plan: CompiledPlan): PlanIssue[] {
+  if (!plan.team) return [];
+  return plan.steps.flatMap((step, index) =>
+    step.action.kind === 'agent' && step.action.agent.budget ? [{ path: `steps[${index}].agent.budget`, message: "a team's agents take no budget yet: their subtasks and specialists would spend outside it" }] : [],
+  );
+}
+
 /** `scheme://…` or scp-like `user@host:path`: git fetches it; anything else is a path. */
 export function isRepositoryUrl(repo: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/:]+@[^/:]+:/.test(repo);
@@ -255,8 +264,9 @@ function compileAction(step: StepFile, baseDir: string): StepAction {
   if (step.ask) return { kind: 'ask', ask: step.ask };
   if (step.decide) return { kind: 'decide', decide: { ...step.decide, ...(step.decide.model && { model: modelAt(step.decide.model, baseDir) }) } };
   if (step.agent) {
-    const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, ...rest } = step.agent;
-    return { kind: 'agent', agent: { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals: compileApprovals(approvals), approvalTimeout } };
+    const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, budget, ...rest } = step.agent;
+    const compiled = { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals: compileApprovals(approvals), approvalTimeout };
+    return { kind: 'agent', agent: { ...compiled, ...(budget && { budget: { warnAt: DEFAULT_WARN_AT, onBudget: 'ask' as const, ...budget } }) } };
   }
   return { kind: 'tool', tool: step.tool as string, with: step.with ?? {} };
 }

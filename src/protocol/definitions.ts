@@ -3,6 +3,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../providers/model-turn';
 import type { WorkerState, WorkerTransition } from './worker-state';
 import type { TokenUsage } from './usage';
+import type { BudgetLimits, BudgetSpend } from './budget';
 
 export { CadreForkedFrom, CadreHost, CadrePlan, CadreStatus, CadreWorkerState, SEARCH_ATTRIBUTES } from './search-attributes';
 export type { TokenUsage } from './usage';
@@ -41,8 +42,8 @@ export interface StepRecord {
   worktree?: { snapshot: string; baseCommit: string };
 }
 
-/** `host`: the host that holds the run's workspace is unreachable; `cadre move` ends it, not an answer. */
-export type WaitKind = 'ask' | 'failure' | 'timeout' | 'approval' | 'host';
+/** `host`: the host that holds the run's workspace is unreachable; `cadre move` ends it, not an answer. `budget`: `extend=<n>` or `stop`. */
+export type WaitKind = 'ask' | 'failure' | 'timeout' | 'approval' | 'host' | 'budget';
 
 /** Something the run waits on a human for. Answer it with the `answer` update, by `id`. */
 export interface Waiting {
@@ -73,6 +74,8 @@ export interface AgentSummary {
   turns?: number;
   toolCalls?: number;
   usage?: TokenUsage;
+  /** Its budget: the caps (as extended) and what it spent against them (protocol/budget.ts). */
+  budget?: { limits: BudgetLimits; spent: BudgetSpend };
   /** Tools running now: filled in by clients from the agent's own query while it runs. */
   running?: string[];
 }

@@ -85,6 +85,8 @@ export interface ModelSettings {
   compatible: Record<string, CompatibleEndpoint>;
   /** Every key read, so failures can be scrubbed of them. */
   secrets: string[];
+  /** What models cost (`models.prices`): costs of turns, and the caps of cost budgets. */
+  prices: PriceTable;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -127,7 +129,7 @@ export function modelSettings(section: ModelsSection = {}, env: Env = process.en
   const secrets = [openai.apiKey, anthropic.apiKey, ...Object.values(compatible).map((c) => c.apiKey)].filter((k): k is string => !!k);
   const defaultModel = nonEmpty(env.CADRE_MODEL) ?? section.default;
   if (defaultModel !== undefined) parseModelId(defaultModel, env.CADRE_MODEL ? 'CADRE_MODEL' : 'models.default');
-  return { defaultModel, openai, anthropic, compatible, secrets };
+  return { defaultModel, openai, anthropic, compatible, secrets, prices: section.prices ?? {} };
 }
 
 /**

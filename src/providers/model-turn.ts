@@ -71,6 +71,8 @@ export interface ModelTurnResult {
   streamed?: { attempt: number; chars: number; textChars: number };
   /** Tool results shortened so the conversation fit the model's context (local endpoints). */
   shortened?: Shortened;
+  /** USD, when the model has a price (`models.prices`): set by the activity. */
+  costUsd?: number;
 }
 
 /** Hears a turn as the provider streams it. */

@@ -18,7 +18,7 @@ const base = {
   at: z.number(),
 };
 
-const usage = z.strictObject({ inputTokens: z.number(), outputTokens: z.number() });
+const usage = z.strictObject({ inputTokens: z.number(), outputTokens: z.number(), cachedInputTokens: z.number().optional() });
 const waitEvent = { ...base, waitId: z.string(), prompt: z.string(), choices: z.array(z.string()).optional(), workflowId: z.string().optional() };
 
 export const streamEventSchema = z.discriminatedUnion('type', [
@@ -63,6 +63,8 @@ export const streamEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('agent_ended'), ...base, step: z.string(), status: z.enum(['completed', 'failed', 'cancelled']) }),
   /** This stream shows no more text from here on, only what the workflow itself sees (turns' ends, tool calls and results), and why. */
   z.strictObject({ type: z.literal('stream_shed'), ...base, reason: z.string() }),
+  /** An agent used its budget's warning share (docs/budgets.md): its next turn is told what is left. */
+  z.strictObject({ type: z.literal('budget_warning'), ...base, step: z.string(), message: z.string() }),
   /** The workflow hosting this stream has used 80% of one of Temporal's per-run limits. */
   z.strictObject({ type: z.literal('limits_warning'), ...base, limit: z.enum(['signals', 'updates', 'events', 'bytes']), used: z.number(), max: z.number(), message: z.string() }),
 ]);

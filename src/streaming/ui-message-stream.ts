@@ -16,7 +16,7 @@ export type CadreDataTypes = {
   /** A model call failed; `retryable` ones are tried again and the reply goes on. */
   error: { errorType: string; message: string; retryable: boolean };
   /** Something to know about the stream itself: it stopped showing text (the reply comes whole at its end), or its session nears Temporal's limits. */
-  notice: { kind: 'stream_shed' | 'limits_warning'; message: string };
+  notice: { kind: 'stream_shed' | 'limits_warning' | 'budget_warning'; message: string };
 };
 
 export type CadreUiChunk = UIMessageChunk<unknown, CadreDataTypes>;
@@ -95,7 +95,8 @@ export class UiMessageStream {
         out.push({ type: 'data-notice', id: `notice-${event.offset}`, data: { kind: 'stream_shed', message: event.reason } });
         break;
       case 'limits_warning':
-        out.push({ type: 'data-notice', id: `notice-${event.offset}`, data: { kind: 'limits_warning', message: event.message } });
+      case 'budget_warning':
+        out.push({ type: 'data-notice', id: `notice-${event.offset}`, data: { kind: event.type, message: event.message } });
         break;
       // Steps and the run's end belong to a plan run, not to a reply.
     }

@@ -53,6 +53,21 @@ export async function startWorker(taskQueue: string, setup: WorkerSetup = {}): P
   });
 }
 
+/** A worker and a client a whole test file shares (beforeAll), and how to stop both (afterAll). */
+export async function sharedWorker(prefix: string, setup: WorkerSetup = {}): Promise<{ h: Harness; stop: () => Promise<void> }> {
+  const taskQueue = uniqueId(prefix);
+  const { worker, connection } = await startWorker(taskQueue, setup);
+  const running = worker.run();
+  const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+  const stop = async () => {
+    worker.shutdown();
+    await running;
+    await client.close();
+    await connection.close();
+  };
+  return { h: { client, taskQueue }, stop };
+}
+
 /** Runs `fn` while a worker polls a task queue of its own. */
 export async function withWorker<T>(fn: (h: Harness) => Promise<T>, setup: WorkerSetup = {}): Promise<T> {
   const taskQueue = uniqueId('tq');

@@ -5,9 +5,9 @@ import { out, withRun } from './shared';
 export function registerAnswerCommands(program: Command): void {
   program
     .command('answer <id> <waitId> <value>')
-    .description('answer a question or decide about a failed step (retry | skip | abort | extend[:10m])')
+    .description('answer a question or decide about a failed step (retry | skip | abort | extend[:10m]), or a spent budget (extend=<more> | stop)')
     .option('--json', 'print {workflowId, waitId, value, accepted} as JSON')
-    .addHelpText('after', '\nExamples:\n  cadre answer plan-triage-1a2b3c confirm yes\n  cadre answer plan-triage-1a2b3c archive extend:10m')
+    .addHelpText('after', '\nExamples:\n  cadre answer plan-triage-1a2b3c confirm yes\n  cadre answer plan-triage-1a2b3c archive extend:10m\n  cadre answer plan-triage-1a2b3c fix/budget-1 extend=20000')
     .action(async (id: string, waitId: string, value: string, opts: { json?: boolean }) => {
       await withRun(id, async (client) => {
         await client.answer(id, waitId, value);

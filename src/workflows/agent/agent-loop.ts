@@ -21,6 +21,7 @@ import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 import { TurnEvents } from './turn-events';
+import { BudgetLedger, refusedTurn } from './budget-ledger';
 import type { HostRoute } from '../common/host-route';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
@@ -54,6 +55,8 @@ export class AgentLoop {
   private readonly guarded: boolean;
   /** What the loop publishes itself to its host's stream (turns' ends, tool results); absent, its activities publish all. */
   private readonly events?: TurnEvents;
+  /** Its budget's ledger, when it has a budget. */
+  readonly ledger?: BudgetLedger;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -69,6 +72,10 @@ export class AgentLoop {
     }
     this.guarded = patched(PATCH_TURN_GUARDS);
     if (hooks.publish) this.events = new TurnEvents(spec.label, hooks.publish);
+    if (spec.budget) {
+      const warn = (message: string) => hooks.publish?.({ type: 'budget_warning', step: spec.label, message });
+      this.ledger = new BudgetLedger(spec.budget, spec.label, this.waits, () => hooks.waitsChanged(), warn);
+    }
   }
 
   /** Tools running now. */
@@ -97,6 +104,8 @@ export class AgentLoop {
     const guards = this.guarded ? new TurnGuards() : undefined;
     // An agent forked at a turn counts the turns it was given toward maxTurns.
     for (let turns = turnsBefore; ; turns++) {
+      const warning = this.ledger?.warning();
+      if (warning !== undefined) messages.push({ role: 'user', content: warning });
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
         const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
@@ -122,6 +131,7 @@ export class AgentLoop {
         continue;
       }
       silentTurns = 0;
+      await this.ledger?.toolCalls(turn.toolCalls.length);
       const repeating = guards?.calls(turn.toolCalls);
       await this.gate?.prepare(turn.toolCalls.flatMap((call) => (byName.has(call.name) && call.error === undefined ? [{ tool: (byName.get(call.name) as AgentTool).tool, args: call.args }] : [])));
       const results = await Promise.all(
@@ -187,7 +197,9 @@ export class AgentLoop {
           // Tool outputs stored outside history are read back by the activity, never into history.
           workspace: this.spec.storeWorkspace ?? this.spec.workspace,
           ...this.streamTo(),
+          ...(this.ledger && { budget: this.ledger.left() }),
         });
+        this.ledger?.settle(turn);
         this.hooks.progressed?.();
         this.events?.turnEnded(this.turnNumber(), turn, this.model);
         this.usage.inputTokens += turn.usage.inputTokens;
@@ -199,6 +211,12 @@ export class AgentLoop {
       } catch (err) {
         if (isCancellation(err)) throw err;
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
+        // Not started for want of budget: a person extends it (and the turn is asked again), or the agent stops.
+        const cap = this.ledger && refusedTurn(err);
+        if (cap) {
+          await this.ledger?.exhausted(cap, 'its next model turn does not fit what is left');
+          continue;
+        }
         const recovery = await this.hooks.recover?.(err, 'model');
         if (!recovery) throw err;
         if (recovery.model !== undefined) this.model = recovery.model;

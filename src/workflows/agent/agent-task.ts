@@ -297,7 +297,8 @@ class AgentRun {
   }
 
   private summary(): AgentSummary {
-    return { workflowId: workflowInfo().workflowId, turns: this.loop.turns, toolCalls: this.loop.toolCalls, usage: { ...this.loop.usage } };
+    const budget = this.loop.ledger && { budget: this.loop.ledger.summary() };
+    return { workflowId: workflowInfo().workflowId, turns: this.loop.turns, toolCalls: this.loop.toolCalls, usage: { ...this.loop.usage }, ...budget };
   }
 
   private diagnostics(): AgentDiagnostics {

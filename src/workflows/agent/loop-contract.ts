@@ -7,6 +7,7 @@ import type { ModelMessageInput } from '../../activities';
 import type { Approvals } from '../../plan-format/types';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { OwnEvent } from '../common/run-stream';
+import type { Budget } from '../../protocol/budget';
 import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
@@ -23,6 +24,8 @@ export interface LoopSpec {
   maxTurns: number;
   /** Input plus output tokens over the loop's whole life. */
   maxTokens?: number;
+  /** Caps each turn is held to before it starts (budget-ledger.ts). */
+  budget?: Budget;
   /** JSON Schema of a structured final answer. */
   output?: Record<string, unknown>;
   /** A decision: the final answer must name one of these. */

@@ -10,6 +10,7 @@ import { isoAt, nowMs } from '../common/clock';
 import { humanWaited } from './metrics';
 import type { ApprovalDetail, WaitKind, Waiting } from '../../protocol/definitions';
 import type { HumanWaitOutcome } from '../../analytics/types';
+import { parseBudgetAnswer } from '../../protocol/budget';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
 export function rejected(message: string): ApplicationFailure {
@@ -141,6 +142,10 @@ export class HumanWaits {
       if (previous !== undefined) throw rejected(`"${waitId}" was already answered with ${JSON.stringify(shorten(previous))}`);
       const open = [...this.open.keys()];
       throw rejected(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
+    }
+    if (waiting.kind === 'budget') {
+      if (!parseBudgetAnswer(value)) throw rejected(`"${shorten(value)}": answer extend=<more> (a number above 0) or stop`);
+      return;
     }
     if (!waiting.choices) return;
     const { choice, extra } = splitAnswer(value);

@@ -1,0 +1,99 @@
+/**
+ * An agent's budget (docs/budgets.md) on the dev server, with the fake model server: every turn is
+ * held to what is left before it starts, the ledger is what the server reported, and at the cap the
+ * agent stops, or waits for a person who extends it.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { auditSinks } from '../src/worker/audit-log';
+import { modelSettings } from '../src/providers/config';
+import { type FakeModelServer, type FakeReply, startFakeModelServer } from './support/fake-model-server';
+import { runCadre, testServerEnv } from './support/cli';
+import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, waitUntil } from './support/harness';
+
+let server: FakeModelServer;
+let h: Harness;
+let stop: () => Promise<void>;
+
+beforeAll(async () => {
+  server = await startFakeModelServer();
+  const models = modelSettings({ prices: { 'openai:gpt-4o-mini': { input: 0.15, output: 0.6 } } }, { OPENAI_API_KEY: 'sk-test-budgets', OPENAI_BASE_URL: server.baseURL });
+  ({ h, stop } = await sharedWorker('tq-budgets', { activityDeps: { models } }));
+}, 60_000);
+afterAll(async () => {
+  await stop?.();
+  await server?.close();
+});
+beforeEach(() => {
+  server.requests.splice(0);
+  server.clearQueue();
+});
+
+/** A model that never stops calling tools: each turn reads the file again, 400 tokens in and 100 out. */
+const reading = (n: number): FakeReply[] => Array.from({ length: n }, (_, i) => ({ toolCalls: [{ id: `r${i}`, name: 'fs_read', args: { path: 'a.txt' } }], usage: { inputTokens: 400, outputTokens: 100 } }));
+
+const plan = (budget: string) =>
+  `name: budgeted\nsteps:\n  - { id: prep, tool: fs.write, with: { path: a.txt, content: "x" } }\n  - { id: work, dependsOn: [prep], agent: { prompt: "Read a.txt, again and again", model: "openai:gpt-4o-mini", tools: [fs.read], budget: ${budget} } }\n`;
+
+/** What each request allowed the model to write. */
+const maxTokensOf = (body: Record<string, unknown>) => (body.max_completion_tokens ?? body.max_tokens) as number | undefined;
+
+describe('an agent budget', () => {
+  test('onBudget stop: each turn held to what is left; the turn that does not fit never starts; the ledger is what the server reported', async () => {
+    server.enqueue(...reading(10));
+    const id = await startPlan(h, compile(plan('{ tokens: 1500, onBudget: stop }'), tempWorkspace()));
+    const ended = await waitUntil(h, id, (x) => x.status === 'failed');
+    expect(step(ended, 'prep').status).toBe('completed');
+    expect(step(ended, 'work')).toMatchObject({ status: 'failed', error: expect.stringContaining('work spent its budget') });
+    const requests = server.requests.length;
+    expect(requests).toBeGreaterThanOrEqual(1);
+    // The ledger: exactly the usage the server reported, within the cap.
+    const budget = step(ended, 'work').agent?.budget;
+    expect(budget).toEqual({ limits: { tokens: 1500 }, spent: { tokens: 500 * requests, toolCalls: requests, cost: expect.any(Number) } });
+    expect(500 * requests).toBeLessThanOrEqual(1500);
+    expect(budget?.spent.cost).toBeCloseTo((requests * (400 * 0.15 + 100 * 0.6)) / 1e6, 12);
+    console.log(`budget stop: ${requests} turns, ${budget?.spent.tokens} of 1500 tokens; max output asked: ${server.requests.map((r) => maxTokensOf(r.body)).join(', ')}`);
+    // Each request let the model write no more than what was left after what it sends.
+    server.requests.forEach((r, i) => expect(maxTokensOf(r.body)).toBeLessThanOrEqual(1500 - 500 * i));
+  });
+
+  test('onBudget ask: at the cap the run waits for a person; extend=<tokens> goes on, and the model was told to wrap up past 80%', async () => {
+    server.enqueue(...reading(2), { toolCalls: [{ id: 'last', name: 'fs_read', args: { path: 'a.txt' } }], usage: { inputTokens: 400, outputTokens: 100 } }, { text: 'done', usage: { inputTokens: 400, outputTokens: 10 } });
+    const ws = tempWorkspace();
+    const id = await startPlan(h, compile(plan('{ tokens: 1200 }'), ws));
+    const waiting = await waitUntil(h, id, (x) => x.waiting.some((w) => w.kind === 'budget'));
+    const wait = waiting.waiting.find((w) => w.kind === 'budget');
+    expect(wait).toMatchObject({ id: 'work/budget-1', prompt: expect.stringContaining('work spent its budget (1000 of 1200 tokens)') });
+    expect(server.requests).toHaveLength(2);
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    expect((await runCadre(['answer', id, 'work/budget-1', 'more please'], ws, env)).stderr).toContain('answer extend=<more> (a number above 0) or stop');
+    expect(await runCadre(['answer', id, 'work/budget-1', 'extend=2000'], ws, env)).toMatchObject({ code: 0 });
+    const done = await h.client.result(id);
+    expect(done.status).toBe('completed');
+    expect(step(done, 'work').agent?.budget).toMatchObject({ limits: { tokens: 3200 }, spent: { tokens: 1910, toolCalls: 3 } });
+    // Past 80% of 1200, the next turn the model took was told what was left.
+    expect(JSON.stringify(server.requests[2].body.messages)).toContain('Budget: 1000 of 1200 tokens used. Wrap up');
+    expect(JSON.stringify(server.requests[1].body.messages)).not.toContain('Budget:');
+    // The agent's history (a turn held back at the cap, a person's extension) replays; the first one recorded is kept for CI's replay test.
+    const agentId = step(done, 'work').agent?.workflowId as string;
+    const history = await h.client.client.workflow.getHandle(agentId).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, agentId);
+    const file = path.join(__dirname, 'histories', 'agent-task-budget.json');
+    if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+    // And the run's stream said so.
+    const warnings = [];
+    for await (const e of h.client.events(id)) if (e.type === 'budget_warning') warnings.push(e);
+    expect(warnings).toEqual([expect.objectContaining({ step: 'work', message: 'work: 1000 of 1200 tokens used (warning at 80%)' })]);
+  });
+
+  test('a cost budget on a model with no price fails the agent at once, naming the fix; a team agent with a budget is refused when the plan is checked', async () => {
+    const unpriced = `name: unpriced\nsteps:\n  - { id: work, agent: { prompt: hi, model: "openai:gpt-4o", budget: { cost: 0.5, onBudget: stop } } }\n`;
+    const id = await startPlan(h, compile(unpriced, tempWorkspace()));
+    const d = await waitUntil(h, id, (x) => x.status === 'failed');
+    expect(step(d, 'work').error).toContain('no price for openai:gpt-4o in cadre.config.yaml (models.prices): a cost budget needs one');
+    expect(server.requests).toHaveLength(0);
+    expect(() => compile(`name: t\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: hi, budget: { tokens: 10 } } }\n`, tempWorkspace())).toThrow("steps[0].agent.budget: a team's agents take no budget yet");
+  });
+});
