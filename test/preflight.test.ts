@@ -99,6 +99,20 @@ steps:
     expect(lonely).toMatchObject({ code: 1, stdout: expect.stringContaining(`CADRE-E303 no worker polls task queue "${idle}"`) });
     const started = await runCadre(['run', 'good.yaml', '-i', 'n=1', '--task-queue', idle, '--id', uniqueId('waits')], dir, env);
     expect(started).toMatchObject({ code: 0, stderr: expect.stringContaining(`warning: CADRE-E303 no worker polls task queue "${idle}"`) });
+
+    // Prices: the config file here prices one model of two; a cost budget on the other is refused.
+    writeFileSync(path.join(dir, 'cadre.config.yaml'), 'models:\n  prices:\n    "openai:gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 }\n');
+    const agentOn = (model: string) => `{ id: work, agent: { prompt: hi, model: "${model}", budget: { cost: 0.5 } } }`;
+    writeFileSync(path.join(dir, 'priced.yaml'), `name: priced\nsteps:\n  - ${agentOn('openai:gpt-4o-mini')}\n  - { id: pick, decide: { prompt: which, choices: [a, b], model: "openai:gpt-4o" } }\n`);
+    writeFileSync(path.join(dir, 'unpriced.yaml'), `name: unpriced\nsteps:\n  - ${agentOn('openai:gpt-4o')}\n`);
+    const priced = await cadre('validate', 'priced.yaml', '--preflight');
+    expect(priced).toMatchObject({ code: 0, stdout: expect.stringContaining('\n  prices: openai:gpt-4o no price; openai:gpt-4o-mini $0.15 in, $0.6 out, $0.075 cached in per million tokens\n') });
+    const unpriced = await cadre('validate', 'unpriced.yaml', '--preflight', '--json');
+    expect(unpriced.code).toBe(2);
+    expect(JSON.parse(unpriced.stdout)).toMatchObject({
+      prices: { 'openai:gpt-4o': null },
+      problems: [{ code: 'CADRE-E207', level: 'error', path: 'steps[0].agent.budget.cost', message: 'no price for openai:gpt-4o in cadre.config.yaml (models.prices): a cost budget needs one' }],
+    });
   });
 
   const unreachable = await runCadre(['validate', 'good.yaml', '--preflight', '-i', 'n=1', '--json'], dir, { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1' });

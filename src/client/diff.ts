@@ -8,7 +8,7 @@ import { formatMs } from '../plan-format/duration';
 import type { StepRecord, StepStatus } from '../protocol/definitions';
 import { type ForkSource, forkSourceQuery, isRestored } from '../protocol/forks';
 import type { CompiledPlan } from '../plan-format/types';
-import { type PriceTable, costOf, formatUsd } from '../providers/prices';
+import { type Pricing, costOf, formatUsd } from '../providers/prices';
 import { CadreError } from '../errors/cadre-error';
 import { type RunAccess, TimedOut, bounded, describeRun } from './run-diagnostics';
 
@@ -41,10 +41,7 @@ export interface Spend {
   unpriced: string[];
 }
 
-export interface Pricing {
-  prices: PriceTable;
-  defaultModel?: string;
-}
+export type { Pricing } from '../providers/prices';
 
 export interface RunDiff {
   a: string;

@@ -13,12 +13,17 @@ import { mayCreate, writersBefore } from './order';
 import { egressRefusal, sandboxProblems } from './sandbox';
 import { shellStepProblems } from './shell-step';
 import { NO_EGRESS } from '../egress/policy';
+import { loadPricing } from '../providers/config';
+import type { Pricing } from '../providers/prices';
+import { priceProblems } from './prices';
 
 const TEMPLATED = /\{\{/;
 
 export interface EnvironmentProbe {
   env: NodeJS.ProcessEnv;
   resolves(host: string): Promise<boolean>;
+  /** The price table and default model of the config file here (prices.ts); none: no prices. */
+  pricing?(): Pricing;
 }
 
 export const systemProbe: EnvironmentProbe = {
@@ -28,6 +33,7 @@ export const systemProbe: EnvironmentProbe = {
       () => true,
       () => false,
     ),
+  pricing: () => loadPricing(process.env.CADRE_CONFIG ?? 'cadre.config.yaml'),
 };
 
 export async function environmentProblems(plan: CompiledPlan, probe: EnvironmentProbe = systemProbe): Promise<PreflightProblem[]> {
@@ -45,6 +51,7 @@ export async function environmentProblems(plan: CompiledPlan, probe: Environment
     if (step.action.tool === 'http.request') problems.push(...urlProblems(plan, params, at, hosts));
   }
   problems.push(...sandboxProblems(plan));
+  if (plan.steps.some((s) => s.action.kind === 'agent' && s.action.agent.budget?.cost !== undefined)) problems.push(...priceProblems(plan, probe.pricing?.() ?? { prices: {} }));
   for (const [host, where] of hosts) {
     if (!(await probe.resolves(host))) problems.push(problem('CADRE-E203', where, `the host ${host} does not resolve`));
   }

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../errors/application-failures';
-import { type PriceTable, pricesSchema } from './prices';
+import { type PriceTable, type Pricing, pricesSchema } from './prices';
 
 export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'scripted'] as const;
 /**
@@ -190,7 +190,7 @@ function clip(text: string): string {
 
 /** Settings from a cadre.config.yaml file (none is fine: environment only) and the environment. */
 /** The config file's price table (`models.prices`, empty without one) and the model of requests that name none. */
-export function loadPricing(configPath: string | undefined, env: Env = process.env): { prices: PriceTable; defaultModel?: string } {
+export function loadPricing(configPath: string | undefined, env: Env = process.env): Pricing {
   const section = configPath && existsSync(configPath) ? parseModelsSection(readFileSync(configPath, 'utf8'), configPath) : {};
   const defaultModel = nonEmpty(env.CADRE_MODEL) ?? section.default;
   return { prices: section.prices ?? {}, ...(defaultModel && { defaultModel }) };

@@ -18,6 +18,12 @@ export const priceSchema = z.strictObject({
 export type Price = z.infer<typeof priceSchema>;
 export type PriceTable = Record<string, Price>;
 
+/** A config file's prices, and the model of requests that name none (`loadPricing`). */
+export interface Pricing {
+  prices: PriceTable;
+  defaultModel?: string;
+}
+
 /** `provider:model` (or `compatible:<endpoint>/<model>`), as plans name models. */
 export const pricesSchema = z.record(z.string().regex(/^[a-z-]+:.+$/, 'must be a model id as plans name it, e.g. openai:gpt-4o-mini'), priceSchema);
 

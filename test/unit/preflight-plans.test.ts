@@ -7,7 +7,7 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { environmentProblems } from '../../src/preflight/environment';
+import { environmentProblems, systemProbe } from '../../src/preflight/environment';
 import type { PreflightProblem } from '../../src/preflight/codes';
 import { loadPlan } from '../../src/plan-format/load';
 import { formatIssues, validatePlan } from '../../src/plan-format/validate';
@@ -35,6 +35,9 @@ describe.each(examples)('%s', (file) => {
   });
 });
 
+/** This machine, with the price table docs/agents.md shows in its cadre.config.yaml: the docs' cost budgets are priced by it. */
+const docsProbe = { ...systemProbe, pricing: () => ({ prices: { 'openai:gpt-4o-mini': { input: 0.15, output: 0.6, cachedInput: 0.075 } } }) };
+
 test('every plan in the README and docs passes preflight', async () => {
   const plans = docPlans();
   expect(plans.length).toBeGreaterThanOrEqual(6);
@@ -42,7 +45,7 @@ test('every plan in the README and docs passes preflight', async () => {
   for (const { block, plan } of plans) {
     const result = validatePlan(plan, { baseDir: root });
     if (!result.ok) failures.push(`${named(block)}: does not validate\n${formatIssues(result.issues)}`);
-    else for (const p of blocking(await environmentProblems(result.plan))) failures.push(`${named(block)}: ${p.code} ${p.path}: ${p.message}`);
+    else for (const p of blocking(await environmentProblems(result.plan, docsProbe))) failures.push(`${named(block)}: ${p.code} ${p.path}: ${p.message}`);
   }
   expect(failures).toEqual([]);
 });

@@ -2,6 +2,7 @@
 import { type Command, Option } from 'commander';
 import { errorsOf, formatProblems, problem, warningsOf } from '../../preflight/codes';
 import { PlanError } from '../../plan-format/plan-error';
+import type { CompiledPlan } from '../../plan-format/types';
 import { formatIssues } from '../../plan-format/issues';
 import { CadreError } from '../../errors/cadre-error';
 import { taskQueue } from '../../protocol/task-queue';
@@ -57,9 +58,17 @@ async function preflightCommand(file: string, opts: { json?: boolean; input: Rec
   const local = errors.some((p) => p.code < 'CADRE-E3');
   process.exitCode = errors.length === 0 ? 0 : local ? 2 : 1;
   const listed = formatProblems([...errors, ...warnings]).replace(/^/gm, '  ');
-  if (opts.json) out(JSON.stringify({ ok: errors.length === 0, file, ...(plan && { plan: plan.name }), problems }, null, 2));
-  else if (errors.length === 0) out(`${file}: ready to run (plan "${plan?.name}", ${plan?.steps.length} steps; a worker polls "${opts.taskQueue}")${warnings.length > 0 ? `\n${listed}` : ''}`);
-  else out(`${file}: ${counted(errors.length, 'problem')}${warnings.length > 0 ? `, ${counted(warnings.length, 'warning')}` : ''}\n${listed}`);
+  // What the models the plan calls cost, as the config file here prices them.
+  const prices = plan ? await planPrices(plan) : {};
+  const priced = Object.keys(prices).length > 0 ? `\n  prices: ${(await import('../../preflight/prices')).describePrices(prices)}` : '';
+  if (opts.json) out(JSON.stringify({ ok: errors.length === 0, file, ...(plan && { plan: plan.name }), problems, prices }, null, 2));
+  else if (errors.length === 0) out(`${file}: ready to run (plan "${plan?.name}", ${plan?.steps.length} steps; a worker polls "${opts.taskQueue}")${priced}${warnings.length > 0 ? `\n${listed}` : ''}`);
+  else out(`${file}: ${counted(errors.length, 'problem')}${warnings.length > 0 ? `, ${counted(warnings.length, 'warning')}` : ''}${priced}\n${listed}`);
+}
+
+async function planPrices(plan: CompiledPlan) {
+  const [{ knownPrices }, { loadPricing }] = await Promise.all([import('../../preflight/prices'), import('../../providers/config')]);
+  return knownPrices(plan, loadPricing(process.env.CADRE_CONFIG ?? 'cadre.config.yaml'));
 }
 
 function counted(n: number, noun: string): string {
