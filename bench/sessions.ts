@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { endSession, sendMessage, sessionInput } from '../src/client/sessions';
-import { sendUpdate } from '../src/protocol/definitions';
+import { sendUpdate } from '../src/protocol/session';
 import { installConciseLogging } from '../src/worker/logging';
 import { type baselineSession, sayUpdate, stopSignal } from './baseline-session';
 import { startBenchWorker } from './bench-worker';

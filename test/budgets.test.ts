@@ -11,7 +11,9 @@ import { auditSinks } from '../src/worker/audit-log';
 import { modelSettings } from '../src/providers/config';
 import { type FakeModelServer, type FakeReply, startFakeModelServer } from './support/fake-model-server';
 import { runCadre, testServerEnv } from './support/cli';
-import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, waitUntil } from './support/harness';
+import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
+import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
+import { parseBudgetOption } from '../src/client/budget-option';
 
 let server: FakeModelServer;
 let h: Harness;
@@ -95,5 +97,22 @@ describe('an agent budget', () => {
     expect(step(d, 'work').error).toContain('no price for openai:gpt-4o in cadre.config.yaml (models.prices): a cost budget needs one');
     expect(server.requests).toHaveLength(0);
     expect(() => compile(`name: t\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: hi, budget: { tokens: 10 } } }\n`, tempWorkspace())).toThrow("steps[0].agent.budget: a team's agents take no budget yet");
+  });
+
+  test("a session's budget spans its replies and its runs: carried over continue-as-new; at the cap a message is refused, the session going on", async () => {
+    const ws = tempWorkspace();
+    const id = uniqueId('budget-session');
+    const cli = await runCadre(['send', id, 'x', '--budget', 'tokens=500,cost=-1'], ws, { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue });
+    expect(cli).toMatchObject({ code: 2, stderr: expect.stringContaining('cost: USD above 0, not "-1"') });
+    const start = { ...sessionInput({ model: 'openai:gpt-4o-mini', workspace: ws, budget: parseBudgetOption('tokens=500,onBudget=stop') }), continueEvery: 1 };
+    server.enqueue({ text: 'one', usage: { inputTokens: 50, outputTokens: 200 } }, { text: 'two', usage: { inputTokens: 50, outputTokens: 200 } }, { text: 'three' });
+    expect(await sendMessage(h.client, id, 'first', start, { taskQueue: h.taskQueue })).toMatchObject({ reply: 'one', run: 1 });
+    expect(await sendMessage(h.client, id, 'second', start, { taskQueue: h.taskQueue })).toMatchObject({ reply: 'two', run: 2 });
+    await expect(sendMessage(h.client, id, 'third', start, { taskQueue: h.taskQueue })).rejects.toThrow('session spent its budget (500 of 500 tokens)');
+    expect(server.requests).toHaveLength(2);
+    const d = await sessionDiagnostics(h.client, id);
+    expect(d).toMatchObject({ answered: 2, budget: { limits: { tokens: 500 }, spent: { tokens: 500, toolCalls: 0 } } });
+    expect(d.run).toBeGreaterThanOrEqual(3);
+    await endSession(h.client, id);
   });
 });

@@ -2,8 +2,9 @@
  * `cadre chat`: an interactive conversation with a session (readline). Each line is a message;
  * `/status` shows the session, `/end` ends it, Ctrl-D leaves it running to come back to.
  */
+import { describeSpend } from '../protocol/budget';
 import { createInterface } from 'node:readline/promises';
-import type { SessionInput } from '../protocol/definitions';
+import type { SessionInput } from '../protocol/session';
 import type { CadreClient } from './client';
 import { endSession, printReply, sessionDiagnostics } from './sessions';
 
@@ -29,7 +30,8 @@ export async function chat(client: CadreClient, sessionId: string, start: Sessio
       }
       if (line === '/status') {
         const d = await sessionDiagnostics(client, sessionId);
-        io.out(`${d.answered} answered, ${d.inContext} in context (${d.summarised} summarised, ${d.dropped} dropped), run ${d.run}, ${d.turns} model turns, ${d.toolCalls} tool calls`);
+        const budget = d.budget ? `; budget: ${describeSpend(d.budget.limits, d.budget.spent)}` : '';
+        io.out(`${d.answered} answered, ${d.inContext} in context (${d.summarised} summarised, ${d.dropped} dropped), run ${d.run}, ${d.turns} model turns, ${d.toolCalls} tool calls${budget}`);
         continue;
       }
       try {

@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import type { SendResult, SessionInput } from '../protocol/definitions';
+import type { SendResult, SessionInput } from '../protocol/session';
 import { type CadreUiChunk, UiMessageStream } from '../streaming/ui-message-stream';
 import { CadreError } from '../errors/cadre-error';
 import { packageRoot } from '../package-root';

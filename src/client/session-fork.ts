@@ -6,7 +6,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ModelMessageInput } from '../providers/model-turn';
-import type { SessionState } from '../protocol/definitions';
+import type { SessionState } from '../protocol/session';
 import { sessionForkSourceQuery } from '../protocol/forks';
 import { CadreForkedFrom } from '../protocol/search-attributes';
 import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';

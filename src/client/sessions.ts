@@ -2,6 +2,7 @@
  * Sessions from a client: `send` is Update-with-Start (the first message starts the session, later
  * ones join it, and the reply is the update's result), `end` and `diagnostics` talk to a running one.
  */
+import type { Budget } from '../protocol/budget';
 import path from 'node:path';
 import { runLimitReached } from './limit-errors';
 import { runLimitsFromEnv } from './run-limits-env';
@@ -12,14 +13,7 @@ import { EventPrinter } from './event-printer';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../plan-format/tools';
 import type { ApprovalPolicy, Approvals } from '../plan-format/types';
 import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
-import {
-  type SendResult,
-  type SessionDiagnostics,
-  type SessionInput,
-  endSessionSignal,
-  sendUpdate,
-  sessionDiagnosticsQuery,
-} from '../protocol/definitions';
+import { type SendResult, type SessionDiagnostics, type SessionInput, endSessionSignal, sendUpdate, sessionDiagnosticsQuery } from '../protocol/session';
 import type { CadreClient } from './client';
 import { CadreError, UsageError } from '../errors/cadre-error';
 import { checkWorkflowId } from './workflow-ids';
@@ -34,6 +28,8 @@ export interface SessionOptions {
   keep?: number;
   continueEvery?: number;
   taskQueue?: string;
+  /** Caps on what the whole session spends (docs/budgets.md). */
+  budget?: Budget;
 }
 
 /** How a session starts, checked here: a bad tool name is the user's to fix before anything starts. */
@@ -56,6 +52,7 @@ export function sessionInput(options: SessionOptions): SessionInput {
     ...(options.keep !== undefined && { keep: options.keep }),
     ...(options.continueEvery !== undefined && { continueEvery: options.continueEvery }),
     ...(limits && { limits }),
+    ...(options.budget && { budget: options.budget }),
   };
 }
 

@@ -28,6 +28,12 @@ export interface BudgetSpend {
   cost: number;
 }
 
+/** A ledger as clients see it and a session carries it: the caps (as extended) and what was spent. */
+export interface BudgetSummary {
+  limits: BudgetLimits;
+  spent: BudgetSpend;
+}
+
 export const DEFAULT_WARN_AT = 0.8;
 
 export const NO_SPEND: BudgetSpend = { tokens: 0, toolCalls: 0, cost: 0 };

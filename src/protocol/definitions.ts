@@ -1,6 +1,5 @@
 /** Signals, queries, updates and search attributes shared by the `runPlan` workflow and its clients. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ModelMessageInput } from '../providers/model-turn';
 import type { WorkerState, WorkerTransition } from './worker-state';
 import type { TokenUsage } from './usage';
 import type { BudgetLimits, BudgetSpend } from './budget';
@@ -323,76 +322,6 @@ export const APPROVAL_CHOICES = ['approve', 'deny'];
 /** `always`: approve, and run exactly this call again (same tool, same arguments) without asking, for this agent. */
 export const APPROVAL_CHOICES_ALWAYS = ['approve', 'always', 'deny'];
 
-/** How a `session` starts (Update-with-Start carries it with the first message). */
-export interface SessionInput {
-  model?: string;
-  system?: string;
-  tools: string[];
-  approvals: import('../plan-format/types').Approvals;
-  approvalTimeout?: string;
-  /** Where the session's tools run. */
-  workspace: string;
-  /** Model turns for one reply (default 20). */
-  maxTurns?: number;
-  /** Messages kept in context (default 50); older ones are summarised. */
-  keep?: number;
-  /** Messages answered per run before it continues as new (default 100). */
-  continueEvery?: number;
-  /** Carried across continue-as-new. */
-  state?: SessionState;
-  /** The session's stream, carried across continue-as-new so offsets keep counting. */
-  streamState?: import('@temporalio/workflow-streams/workflow').WorkflowStreamState;
-  /** Its cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`). */
-  limits?: Partial<import('../plan-format/limits').RunLimitValues>;
-}
-
-export interface SessionState {
-  messages: ModelMessageInput[];
-  summary?: string;
-  summarised: number;
-  dropped: number;
-  answered: number;
-  /** Where each message a person sent ends, with its reply, in `messages` (until messages are folded): a fork's cut. */
-  exchanges?: number[];
-  /** Runs of the session so far, this one included. */
-  runs: number;
-  turns: number;
-  toolCalls: number;
-  usage: TokenUsage;
-}
-
-export interface SendResult {
-  reply: string;
-  /** How many messages the session has answered, this one included. */
-  message: number;
-  /** Messages in context after this reply. */
-  inContext: number;
-  /** Which run of the session answered (it continues as new). */
-  run: number;
-  /** The session's stream offset after this reply: its streamed events all lie before it. */
-  offset?: number;
-}
-
-export interface SessionDiagnostics {
-  answered: number;
-  inContext: number;
-  summarised: number;
-  dropped: number;
-  run: number;
-  turns: number;
-  toolCalls: number;
-  usage: TokenUsage;
-  queued: number;
-  waiting: Waiting[];
-  ending: boolean;
-  /** This run of the session's use of Temporal's per-run limits (it continues as new well before any). */
-  limits?: RunUsage;
-}
-
-export const sendUpdate = defineUpdate<SendResult, [{ text: string }]>('send');
-export const sessionDiagnosticsQuery = defineQuery<SessionDiagnostics>('sessionDiagnostics');
-/** Ends a session once every message already sent has its reply. */
-export const endSessionSignal = defineSignal('end');
 
 
 export const FAILURE_CHOICES = ['retry', 'skip', 'abort'];

@@ -1,7 +1,8 @@
 /** What a fork (docs/forks.md) reads of the run it forks: the `forkSource` query. */
 import { defineQuery } from '@temporalio/workflow';
 import type { ModelMessageInput } from '../providers/model-turn';
-import type { Diagnostics, RunStatus, SessionInput, SessionState, StepRecord, WorkerRecord } from './definitions';
+import type { Diagnostics, RunStatus, StepRecord, WorkerRecord } from './definitions';
+import type { SessionInput, SessionState } from './session';
 
 /** The note of a fork's restored step begins so (activities/fork.ts): the run it came from paid for it. */
 export const RESTORED_NOTE = 'restored from ';

@@ -1,6 +1,6 @@
 /** A session's fork holds its first N exchanges: where they end, and when a fork cannot hold them whole. */
 import { firstMessages } from '../../src/client/session-fork';
-import type { SessionState } from '../../src/protocol/definitions';
+import type { SessionState } from '../../src/protocol/session';
 
 const state = (more: Partial<SessionState> = {}): SessionState => ({
   messages: [

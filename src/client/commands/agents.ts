@@ -1,8 +1,10 @@
 /** An agent's audit log (`cadre audit`) and sessions with one (`cadre send`, `cadre chat`). */
 import type { Command } from 'commander';
 import { commaList, info, out, withRun } from './shared';
+import { parseBudgetOption } from '../budget-option';
+import type { Budget } from '../../protocol/budget';
 
-export type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string };
+export type SessionCliOptions = { model?: string; system?: string; tools?: string[]; ask?: string[]; workspace: string; budget?: Budget };
 
 /** The options that start a session (send, chat, serve). */
 export function sessionOptions(command: Command, askHelp = 'tools whose calls wait for your approval, comma-separated'): Command {
@@ -11,7 +13,8 @@ export function sessionOptions(command: Command, askHelp = 'tools whose calls wa
     .option('--system <text>', 'system prompt')
     .option('--tools <names>', 'tools the agent may call, comma-separated (fs.read,shell,ts:name,mcp:server/*)', commaList)
     .option('--ask <names>', askHelp, commaList)
-    .option('--workspace <dir>', 'where its tools run', '.');
+    .option('--workspace <dir>', 'where its tools run', '.')
+    .option('--budget <caps>', 'caps on what the session spends over all replies: tokens=N,toolCalls=N,cost=USD[,warnAt=0.8][,onBudget=ask|stop] (docs/budgets.md)', parseBudgetOption);
 }
 
 export function registerAuditCommand(program: Command): void {

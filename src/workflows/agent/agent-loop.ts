@@ -74,7 +74,7 @@ export class AgentLoop {
     if (hooks.publish) this.events = new TurnEvents(spec.label, hooks.publish);
     if (spec.budget) {
       const warn = (message: string) => hooks.publish?.({ type: 'budget_warning', step: spec.label, message });
-      this.ledger = new BudgetLedger(spec.budget, spec.label, this.waits, () => hooks.waitsChanged(), warn);
+      this.ledger = new BudgetLedger(spec.budget, spec.label, this.waits, () => hooks.waitsChanged(), warn, spec.budgetCarried);
     }
   }
 

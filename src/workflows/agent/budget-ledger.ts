@@ -7,14 +7,9 @@
  * stops (`onBudget`). Workflow code.
  */
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
-import { type Budget, type BudgetDimension, type BudgetLimits, type BudgetSpend, BUDGET_UNITS, budgetLeft, budgetReached, describeSpend, parseBudgetAnswer } from '../../protocol/budget';
+import { type Budget, type BudgetDimension, type BudgetLimits, type BudgetSpend, type BudgetSummary, BUDGET_UNITS, budgetLeft, budgetReached, describeSpend, parseBudgetAnswer } from '../../protocol/budget';
 import type { ModelTurnResult } from '../../activities';
 import type { HumanWaits } from '../plan/waits';
-
-export interface BudgetSummary {
-  limits: BudgetLimits;
-  spent: BudgetSpend;
-}
 
 export class BudgetLedger {
   private readonly limits: BudgetLimits;
@@ -29,8 +24,14 @@ export class BudgetLedger {
     private readonly waits: HumanWaits,
     private readonly waitsChanged: () => void,
     private readonly warn: (message: string) => void,
+    /** A session's ledger from the run before (continue-as-new): its caps as extended, and what was spent. */
+    carried?: BudgetSummary,
   ) {
     this.limits = { ...(budget.tokens !== undefined && { tokens: budget.tokens }), ...(budget.toolCalls !== undefined && { toolCalls: budget.toolCalls }), ...(budget.cost !== undefined && { cost: budget.cost }) };
+    if (carried) {
+      Object.assign(this.limits, carried.limits);
+      Object.assign(this.spent, carried.spent);
+    }
   }
 
   /** What the next model turn may use: the caps that bound a turn (tool calls do not). */

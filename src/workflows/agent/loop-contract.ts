@@ -7,7 +7,7 @@ import type { ModelMessageInput } from '../../activities';
 import type { Approvals } from '../../plan-format/types';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { OwnEvent } from '../common/run-stream';
-import type { Budget } from '../../protocol/budget';
+import type { Budget, BudgetSummary } from '../../protocol/budget';
 import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
@@ -24,8 +24,9 @@ export interface LoopSpec {
   maxTurns: number;
   /** Input plus output tokens over the loop's whole life. */
   maxTokens?: number;
-  /** Caps each turn is held to before it starts (budget-ledger.ts). */
+  /** Caps each turn is held to before it starts (budget-ledger.ts), and a session's ledger carried from its run before. */
   budget?: Budget;
+  budgetCarried?: BudgetSummary;
   /** JSON Schema of a structured final answer. */
   output?: Record<string, unknown>;
   /** A decision: the final answer must name one of these. */

@@ -21,19 +21,11 @@ import {
 import type { ModelMessageInput } from '../../activities';
 import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../../plan-format/types';
 import { AgentLoop, asFailure } from '../agent/agent-loop';
-import {
-  type SendResult,
-  type SessionDiagnostics,
-  type SessionInput,
-  type SessionState,
-  answerUpdate,
-  endSessionSignal,
-  sendUpdate,
-  sessionDiagnosticsQuery,
-} from '../../protocol/definitions';
+import { answerUpdate } from '../../protocol/definitions';
+import { type SendResult, type SessionDiagnostics, type SessionInput, type SessionState, endSessionSignal, sendUpdate, sessionDiagnosticsQuery } from '../../protocol/session';
 import { sessionForkSourceQuery } from '../../protocol/forks';
 import { sizeOf } from '../common/sizes';
-import { checkInput, count, listOf, map, optional, shape, text } from '../../protocol/input-checks';
+import { checkInput, count, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
 import { type OwnEvent, RunStream } from '../common/run-stream';
 import { RunLimits, onSignal, onUpdate } from '../common/run-limits';
 import { SHED_SHARE, StreamBudget } from '../agent/stream-budget';
@@ -66,6 +58,7 @@ const SESSION_INPUT = shape({
   state: optional(map),
   streamState: optional(map),
   limits: optional(map),
+  budget: optional(shape({ tokens: optional(count), toolCalls: optional(count), cost: optional(count), warnAt: count, onBudget: oneOf('ask', 'stop') })),
 });
 
 export async function session(input: SessionInput): Promise<SessionDiagnostics> {
@@ -114,6 +107,7 @@ class Session {
         maxTurns: input.maxTurns ?? DEFAULT_AGENT_TURNS,
         workspace: input.workspace,
         stream: { workflowId: workflowInfo().workflowId, turnBase: this.before.turns },
+        ...(input.budget && { budget: input.budget, ...(this.state.budget && { budgetCarried: this.state.budget }) }),
       },
       { changed: () => this.publish(), waitsChanged: () => this.publish(), ...streamHooks },
     );
@@ -248,6 +242,8 @@ class Session {
     this.state.turns = turns + this.loop.turns;
     this.state.toolCalls = toolCalls + this.loop.toolCalls;
     this.state.usage = { inputTokens: usage.inputTokens + this.loop.usage.inputTokens, outputTokens: usage.outputTokens + this.loop.usage.outputTokens };
+    // The ledger goes with the state: into the next run (continue-as-new), and into a fork of the session.
+    if (this.loop.ledger) this.state.budget = this.loop.ledger.summary();
   }
 
   private diagnostics(): SessionDiagnostics {
@@ -264,6 +260,7 @@ class Session {
       waiting: this.loop.waiting(),
       ending: this.ending,
       limits: this.limits.usage(),
+      ...(this.loop.ledger && { budget: this.loop.ledger.summary() }),
     };
   }
 
