@@ -13,7 +13,7 @@ import { type AnalyticsTarget, withAnalytics } from '../src/analytics/database';
 import { LockBusyError, acquireLock } from '../src/analytics/lock';
 import { type PlanStats, readStats } from '../src/analytics/stats';
 import { hasPending } from '../src/analytics/spool';
-import { etaLine } from '../src/client/stats-command';
+import { etaLine, renderPlanStats } from '../src/client/stats-command';
 import { freePort } from '../src/worker/ports';
 import { CadreClient } from '../src/client/client';
 import type { Diagnostics } from '../src/protocol/definitions';
@@ -38,7 +38,14 @@ describe('the analytics database', () => {
   test('a part written twice (an activity retry) counts once; a run shows only once its last part is in', async () => {
     const dirs = [mkdtempSync(path.join(os.tmpdir(), 'cadre-analytics-unit-')), path.join(os.tmpdir(), uniqueId('cadre-analytics-inbox'))];
     const { stdout } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, 'support', 'analytics-probe.ts'), ...dirs]);
-    const probe = JSON.parse(stdout) as { beforeLastPart: PlanStats[]; stats: PlanStats[]; estimate: unknown; estimateOther: unknown; inbox: Record<string, unknown> };
+    const probe = JSON.parse(stdout) as { beforeLastPart: PlanStats[]; stats: PlanStats[]; spend: PlanStats['spend']; estimate: unknown; estimateOther: unknown; inbox: Record<string, unknown> };
+    // What agents spent, by day and model, priced as each run was recorded: the default model of a step that names none, unpriced.
+    expect(probe.spend).toEqual([
+      { model: 'openai:mini', day: '2026-11-24', steps: 1, inputTokens: 2000, outputTokens: 100, costUsd: expect.closeTo((1600 * 0.15 + 400 * 0.075 + 100 * 0.6) / 1e6, 12), unpriced: 0 },
+      { model: 'openai:big', day: '2026-11-23', steps: 1, inputTokens: 50, outputTokens: 100, costUsd: 0, unpriced: 1 },
+      { model: 'openai:mini', day: '2026-11-23', steps: 1, inputTokens: 1000, outputTokens: 100, costUsd: expect.closeTo((600 * 0.15 + 400 * 0.075 + 100 * 0.6) / 1e6, 12), unpriced: 0 },
+    ]);
+    expect(renderPlanStats({ ...probe.stats[0], spend: probe.spend })).toContain('  spend by day and model:\n    2026-11-24 openai:mini: 1 step, 2000 tokens in, 100 out, $0.00033\n    2026-11-23 openai:big: 1 step, 50 tokens in, 100 out, no price');
     expect(probe.beforeLastPart).toEqual([]);
     const [stats] = probe.stats;
     expect(stats).toMatchObject({ plan: 'unit', runs: 2, completed: 1, failed: 1, cancelled: 0, p50Ms: 1000, p95Ms: 1000 });

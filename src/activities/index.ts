@@ -43,7 +43,7 @@ import { TurnStream, publishToolResult } from './stream-events';
 import { keepTurnSmall } from './model-results';
 import type { BudgetLimits } from '../protocol/budget';
 import { heldToBudget } from '../providers/turn-budget';
-import { costOf } from '../providers/prices';
+import { type Pricing, costOf, pricedPart } from '../providers/prices';
 
 export type { ConditionRequest, ValueRequest } from './values';
 export type { ModelTurnRequest, ModelTurnResult, ModelMessageInput, ToolCall as ModelToolCall } from '../providers/model-turn';
@@ -192,7 +192,17 @@ export function createActivities(deps: ActivityDeps = {}) {
     compilePlanDocument: async (request: PlanDocumentRequest) => compilePlanDocument(request),
 
     // A finished run's step outcomes and waits for people, for `cadre stats` and ETAs (src/analytics).
-    recordRunAnalytics: (part: RunAnalyticsPart): Promise<RecordOutcome> => analytics.record(part),
+    // Agent steps' spend priced here, by this worker's models.prices (and its default model for steps that name none).
+    // A config that cannot be read prices nothing here: the run is recorded all the same (its modelTurn calls say why).
+    recordRunAnalytics: (part: RunAnalyticsPart): Promise<RecordOutcome> => {
+      let pricing: Pricing = { prices: {} };
+      try {
+        pricing = modelSettings();
+      } catch {
+        // unpriced
+      }
+      return analytics.record(pricedPart(part, pricing));
+    },
 
     // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
     teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),

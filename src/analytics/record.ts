@@ -10,10 +10,11 @@ export async function writeRunPart(query: Query, part: RunAnalyticsPart): Promis
   if (steps.length > 0) {
     // One parameter per column (arrays), however many steps: no limit on a statement's parameters.
     await query(
-      `INSERT INTO cadre_steps (run_id, step_id, position, tool, status, attempts, duration_ms)
-       SELECT $1, * FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bigint[])
+      `INSERT INTO cadre_steps (run_id, step_id, position, tool, status, attempts, duration_ms, model, input_tokens, output_tokens, cost_usd)
+       SELECT $1, * FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::text[], $9::bigint[], $10::bigint[], $11::float8[])
        ON CONFLICT (run_id, step_id) DO UPDATE SET position = EXCLUDED.position, tool = EXCLUDED.tool,
-         status = EXCLUDED.status, attempts = EXCLUDED.attempts, duration_ms = EXCLUDED.duration_ms`,
+         status = EXCLUDED.status, attempts = EXCLUDED.attempts, duration_ms = EXCLUDED.duration_ms,
+         model = EXCLUDED.model, input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens, cost_usd = EXCLUDED.cost_usd`,
       [
         part.runId,
         steps.map((s) => s.id),
@@ -22,6 +23,10 @@ export async function writeRunPart(query: Query, part: RunAnalyticsPart): Promis
         steps.map((s) => s.status),
         steps.map((s) => s.attempts),
         steps.map((s) => (s.durationMs === undefined ? null : Math.round(s.durationMs))),
+        steps.map((s) => s.model ?? null),
+        steps.map((s) => s.usage?.inputTokens ?? null),
+        steps.map((s) => s.usage?.outputTokens ?? null),
+        steps.map((s) => s.costUsd ?? null),
       ],
     );
   }

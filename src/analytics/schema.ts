@@ -25,6 +25,11 @@ CREATE TABLE IF NOT EXISTS cadre_steps (
   duration_ms bigint,
   PRIMARY KEY (run_id, step_id)
 );
+-- What agent and decide steps spent (added later: databases made before gain the columns).
+ALTER TABLE cadre_steps ADD COLUMN IF NOT EXISTS model text;
+ALTER TABLE cadre_steps ADD COLUMN IF NOT EXISTS input_tokens bigint;
+ALTER TABLE cadre_steps ADD COLUMN IF NOT EXISTS output_tokens bigint;
+ALTER TABLE cadre_steps ADD COLUMN IF NOT EXISTS cost_usd float8;
 CREATE TABLE IF NOT EXISTS cadre_human_waits (
   run_id    text NOT NULL,
   seq       integer NOT NULL,

@@ -47,6 +47,21 @@ export interface PlanStats {
   p95Ms?: number;
   steps: StepStats[];
   humanWaits: HumanWaitStats[];
+  /** What its agent and decide steps spent, by model and day (UTC), newest first. */
+  spend: SpendStats[];
+}
+
+export interface SpendStats {
+  model: string;
+  /** YYYY-MM-DD, the day the runs ended (UTC). */
+  day: string;
+  steps: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** USD of the steps whose model had a price when the run was recorded. */
+  costUsd: number;
+  /** Steps whose model had no price: their tokens are not in costUsd. */
+  unpriced: number;
 }
 
 type Row = Record<string, string | number | null>;
@@ -87,6 +102,14 @@ export async function readStats(query: Query, filter: StatsFilter = {}): Promise
      GROUP BY r.plan, w.step_id, w.kind ORDER BY r.plan, w.step_id, w.kind`,
     params,
   );
+  const spend = await query<Row>(
+    `SELECT r.plan, s.model, to_char(r.ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS steps,
+       coalesce(sum(s.input_tokens), 0)::float8 AS input_tokens, coalesce(sum(s.output_tokens), 0)::float8 AS output_tokens,
+       coalesce(sum(s.cost_usd), 0)::float8 AS cost_usd, count(*) FILTER (WHERE s.cost_usd IS NULL)::int AS unpriced
+     FROM cadre_steps s JOIN cadre_runs r USING (run_id) WHERE ${where} AND s.model IS NOT NULL AND s.input_tokens IS NOT NULL
+     GROUP BY r.plan, s.model, day ORDER BY r.plan, day DESC, s.model`,
+    params,
+  );
   return runs.map((row) => {
     const plan = String(row.plan);
     return {
@@ -101,6 +124,9 @@ export async function readStats(query: Query, filter: StatsFilter = {}): Promise
       humanWaits: waits
         .filter((w) => w.plan === plan)
         .map((w) => ({ step: String(w.step_id), kind: String(w.kind), waits: num(w.waits), answered: num(w.answered), timedOut: num(w.timed_out), p50Ms: num(w.p50), p95Ms: num(w.p95) })),
+      spend: spend
+        .filter((x) => x.plan === plan)
+        .map((x) => ({ model: String(x.model), day: String(x.day), steps: num(x.steps), inputTokens: num(x.input_tokens), outputTokens: num(x.output_tokens), costUsd: num(x.cost_usd), unpriced: num(x.unpriced) })),
     };
   });
 }

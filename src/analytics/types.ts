@@ -1,4 +1,5 @@
 /** What a finished run leaves for analytics: its steps' outcomes and its waits for people, never their content. */
+import type { TokenUsage } from '../protocol/usage';
 
 export type RunEndStatus = 'completed' | 'failed' | 'cancelled';
 
@@ -11,6 +12,10 @@ export interface RunStepOutcome {
   status: string;
   attempts: number;
   durationMs?: number;
+  /** An agent or decide step: the model it names (the worker fills in its default), what it used, and (when priced) what that cost. */
+  model?: string;
+  usage?: TokenUsage;
+  costUsd?: number;
 }
 
 export interface HumanWaitOutcome {

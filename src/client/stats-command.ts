@@ -1,4 +1,5 @@
 /** `cadre stats`: what past runs took, step by step, from the analytics database the workers write. */
+import { formatUsd } from '../providers/cost';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type AnalyticsTarget, analyticsTarget, describeTarget, withAnalytics } from '../analytics/database';
 import { LockBusyError } from '../analytics/lock';
@@ -64,6 +65,13 @@ export function renderPlanStats(p: PlanStats): string {
     lines.push('  waits for people:');
     for (const w of p.humanWaits) {
       lines.push(`    ${w.step} (${w.kind}): ${w.waits} wait${w.waits === 1 ? '' : 's'}, p50 ${formatMs(w.p50Ms)}, p95 ${formatMs(w.p95Ms)}, ${w.answered} answered, ${w.timedOut} timed out`);
+    }
+  }
+  if (p.spend.length > 0) {
+    lines.push('  spend by day and model:');
+    for (const x of p.spend) {
+      const cost = x.unpriced === x.steps ? 'no price' : `${formatUsd(x.costUsd)}${x.unpriced > 0 ? ` (${x.unpriced} steps unpriced)` : ''}`;
+      lines.push(`    ${x.day} ${x.model}: ${x.steps} step${x.steps === 1 ? '' : 's'}, ${x.inputTokens} tokens in, ${x.outputTokens} out, ${cost}`);
     }
   }
   return lines.join('\n');

@@ -5,6 +5,9 @@
  */
 import { z } from 'zod';
 import type { TokenUsage } from '../protocol/usage';
+import { costOf } from './cost';
+
+export { costOf, formatUsd } from './cost';
 
 const perMillion = z.number().min(0).max(10_000);
 
@@ -27,14 +30,13 @@ export interface Pricing {
 /** `provider:model` (or `compatible:<endpoint>/<model>`), as plans name models. */
 export const pricesSchema = z.record(z.string().regex(/^[a-z-]+:.+$/, 'must be a model id as plans name it, e.g. openai:gpt-4o-mini'), priceSchema);
 
-/** USD for `usage` at `price`; cached input tokens are part of the input tokens. */
-export function costOf(usage: TokenUsage, price: Price): number {
-  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
-  const usd = (usage.inputTokens - cached) * price.input + cached * (price.cachedInput ?? price.input) + usage.outputTokens * price.output;
-  return usd / 1_000_000;
-}
-
-/** A cost as people read it: dollars, with as many decimals as a small one needs. */
-export function formatUsd(usd: number): string {
-  return usd === 0 ? '$0' : usd >= 0.01 ? `$${usd.toFixed(2)}` : `$${usd.toPrecision(2)}`;
+/** A run's analytics part with its agent steps' models named (the default for those that name none) and their spend priced. */
+export function pricedPart<P extends { steps: { tool: string; model?: string; usage?: TokenUsage; costUsd?: number }[] }>(part: P, pricing: Pricing): P {
+  const steps = part.steps.map((step) => {
+    if (step.tool !== 'agent' && step.tool !== 'decide') return step;
+    const model = step.model ?? pricing.defaultModel;
+    const price = model === undefined ? undefined : pricing.prices[model];
+    return { ...step, ...(model !== undefined && { model }), ...(price && step.usage && { costUsd: costOf(step.usage, price) }) };
+  });
+  return { ...part, steps };
 }

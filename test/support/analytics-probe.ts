@@ -10,6 +10,7 @@ import { spoolPart } from '../../src/analytics/spool';
 import { writeRunPart } from '../../src/analytics/record';
 import { estimateRun, readStats } from '../../src/analytics/stats';
 import type { RunAnalyticsPart } from '../../src/analytics/types';
+import { pricedPart } from '../../src/providers/prices';
 
 function part(runId: string, more: Partial<RunAnalyticsPart> = {}): RunAnalyticsPart {
   return {
@@ -39,9 +40,17 @@ async function main(): Promise<void> {
     await db.transaction((q) => writeRunPart(q, part('r1', { steps: steps.slice(2), humanWaits: [], humanWaitsFrom: 1 })));
     await db.transaction((q) => writeRunPart(q, part('r1', { steps: steps.slice(2), humanWaits: [], humanWaitsFrom: 1 })));
     await db.transaction((q) => writeRunPart(q, part('r2', { status: 'failed', durationMs: 300, steps: [{ id: 's0', position: 0, tool: 'shell', status: 'failed', attempts: 3 }] })));
+    // Spend: agent and decide steps over two days, priced by the worker as it records them (one model has no price).
+    const pricing = { prices: { 'openai:mini': { input: 0.15, output: 0.6, cachedInput: 0.075 } }, defaultModel: 'openai:big' };
+    const agent = (id: string, model: string | undefined, inputTokens: number) => ({ id, position: 0, tool: id === 'pick' ? 'decide' : 'agent', status: 'completed', attempts: 1, ...(model && { model }), usage: { inputTokens, outputTokens: 100, cachedInputTokens: 400 } });
+    const spent = (runId: string, day: string, steps: RunAnalyticsPart['steps']) =>
+      db.transaction((q) => writeRunPart(q, pricedPart(part(runId, { plan: 'spend', endedAt: `${day}T10:00:01.000Z`, humanWaits: [], steps }), pricing)));
+    await spent('p1', '2026-11-23', [agent('draft', 'openai:mini', 1000), agent('pick', undefined, 50)]);
+    await spent('p2', '2026-11-24', [agent('draft', 'openai:mini', 2000), { id: 'shell', position: 1, tool: 'shell', status: 'completed', attempts: 1 }]);
     const result = {
       beforeLastPart,
-      stats: await readStats(db.query),
+      spend: (await readStats(db.query, { plan: 'spend' }))[0]?.spend,
+      stats: await readStats(db.query, { plan: 'unit' }),
       estimate: await estimateRun(db.query, 'unit'),
       estimateOther: (await estimateRun(db.query, 'other')) ?? null,
     };

@@ -4,6 +4,7 @@
  * queue round trip, and its input stays out of history. Analytics never fail or hold up a run for
  * long: a failure to record is a warning in the worker's log, and the run ends as it would have.
  */
+import { isRestored } from '../../protocol/forks';
 import { log, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { HumanWaitOutcome, RunEndStatus, RunStepOutcome } from '../../analytics/types';
@@ -35,7 +36,10 @@ export interface FinishedRun {
 export function stepOutcomes(steps: CompiledStep[], record: (id: string) => StepRecord): RunStepOutcome[] {
   return steps.map((step, position) => {
     const r = record(step.id);
-    return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }) };
+    // What its agent used, unless a fork restored it: the run it came from paid for it.
+    const usage = r.agent?.usage && !isRestored(r) && { usage: r.agent.usage };
+    const model = step.action.kind === 'agent' ? step.action.agent.model : step.action.kind === 'decide' ? step.action.decide.model : undefined;
+    return { id: step.id, position, tool: toolLabel(step.action), status: r.status, attempts: r.attempts, ...(r.durationMs !== undefined && { durationMs: r.durationMs }), ...(model && { model }), ...usage };
   });
 }
 
