@@ -262,7 +262,7 @@ function restoredWorktrees(plan: CompiledPlan, restored: CompiledPlan['steps'], 
   }
   const issues = plan.steps.flatMap((s, index) =>
     s.worktree && rerun.has(s.id) && last.has(key(s.worktree)) && last.get(key(s.worktree)) === undefined
-      ? [{ path: `steps[${index}].worktree`, message: `step "${s.id}" runs again in worktree task "${s.worktree.task}", which restored steps worked in, and the run they ran in kept no snapshot of it (it ran before cadre kept them)` }]
+      ? [{ path: `steps[${index}].worktree`, message: `step "${s.id}" runs again in worktree task "${s.worktree.task}", which restored steps worked in, and the run they ran in kept no snapshot of it (it ran before cadre kept them, or taking one failed)` }]
       : [],
   );
   return { found: [...last.values()].filter((w): w is ForkWorktree => w !== undefined), issues };

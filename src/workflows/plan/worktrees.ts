@@ -4,7 +4,7 @@
  * removed by their cleanup policy, kept with their files listed when they hold uncommitted work.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, patched, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { CLONE_REPO, type CompiledStep, type ForkWorktree, type WorktreeSpec } from '../../plan-format/types';
 import type { StepRecord, WorktreeRecord } from '../../protocol/definitions';
@@ -114,8 +114,13 @@ export class WorktreeLeases {
       const lease = this.leases.get(leaseKey(spec));
       if (!lease) return output;
       const info = lease.info ?? (await lease.pending);
-      const snapshot = await git(this.hostRoute()).snapshotWorktree({ path: info.path, run: workflowInfo().workflowId, step: step.id });
-      record.worktree = { snapshot, baseCommit: info.baseCommit };
+      try {
+        const snapshot = await git(this.hostRoute()).snapshotWorktree({ path: info.path, run: workflowInfo().workflowId, step: step.id });
+        record.worktree = { snapshot, baseCommit: info.baseCommit };
+      } catch (err) {
+        // The step did its work: no snapshot only means a fork cannot restore this worktree (it says so then).
+        if (isCancellation(err)) throw err;
+      }
       return output;
     });
   }
