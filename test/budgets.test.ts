@@ -3,7 +3,11 @@
  * held to what is left before it starts, the ledger is what the server reported, and at the cap the
  * agent stops, or waits for a person who extends it.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { findTemporalCli } from '../src/worker/temporal-cli';
+import { until } from './support/until';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -15,6 +19,7 @@ import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, un
 import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
 import { parseBudgetOption } from '../src/client/budget-option';
 
+const run = promisify(execFile);
 let server: FakeModelServer;
 let h: Harness;
 let stop: () => Promise<void>;
@@ -46,7 +51,8 @@ describe('an agent budget', () => {
   test('onBudget stop: each turn held to what is left; the turn that does not fit never starts; the ledger is what the server reported', async () => {
     server.enqueue(...reading(10));
     const id = await startPlan(h, compile(plan('{ tokens: 1500, onBudget: stop }'), tempWorkspace()));
-    const ended = await waitUntil(h, id, (x) => x.status === 'failed');
+    const ended = await waitUntil(h, id, (x) => x.status === 'budget_exhausted');
+    expect(ended.reason).toContain('work spent its budget');
     expect(step(ended, 'prep').status).toBe('completed');
     expect(step(ended, 'work')).toMatchObject({ status: 'failed', error: expect.stringContaining('work spent its budget') });
     const requests = server.requests.length;
@@ -59,6 +65,19 @@ describe('an agent budget', () => {
     console.log(`budget stop: ${requests} turns, ${budget?.spent.tokens} of 1500 tokens; max output asked: ${server.requests.map((r) => maxTokensOf(r.body)).join(', ')}`);
     // Each request let the model write no more than what was left after what it sends.
     server.requests.forEach((r, i) => expect(maxTokensOf(r.body)).toBeLessThanOrEqual(1500 - 500 * i));
+    // A status of its own, never failed: cadre status and list, and the temporal CLI by CadreStatus.
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue };
+    expect((await runCadre(['status', id], tempWorkspace(), env)).stdout).toContain('budget_exhausted');
+    const listed = await until('the run listed by its status', async () => {
+      const rows = (status: string) => runCadre(['list', '--status', status, '--plan', 'budgeted', '--json'], tempWorkspace(), env).then((r) => (JSON.parse(r.stdout) as { workflowId: string }[]).map((x) => x.workflowId));
+      const [exhausted, failed] = await Promise.all([rows('budget_exhausted'), rows('failed')]);
+      return exhausted.includes(id) ? { exhausted, failed } : undefined;
+    }, 15_000);
+    expect(listed.failed).not.toContain(id);
+    const temporal = await findTemporalCli({ build: false });
+    if (!temporal) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');
+    const { stdout } = await run(temporal, ['workflow', 'list', '--address', process.env.CADRE_TEST_ADDRESS as string, '--query', `CadreStatus="budget_exhausted" AND WorkflowId="${id}"`, '--output', 'json']);
+    expect(stdout).toContain(id);
   });
 
   test('onBudget ask: at the cap the run waits for a person; extend=<tokens> goes on, and the model was told to wrap up past 80%', async () => {

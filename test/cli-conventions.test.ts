@@ -102,6 +102,6 @@ test('--json results from validate, answer, pause, resume, cancel and watch; lis
     expect((await runCadre(['list', '--plan', 'conventions'], dir, { ...env, FORCE_COLOR: '1', NO_COLOR: '1' })).stdout).not.toContain('\u001b[');
     const badStatus = await cadre('list', '--status', 'done');
     expect(badStatus.code).toBe(2);
-    expect(badStatus.stderr).toContain("argument 'done' is invalid. Allowed choices are running, paused, waiting, completed, failed, cancelled, terminated, timed_out");
+    expect(badStatus.stderr).toContain("argument 'done' is invalid. Allowed choices are running, paused, waiting, completed, failed, budget_exhausted, cancelled, terminated, timed_out");
   });
 });

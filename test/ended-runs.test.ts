@@ -157,7 +157,7 @@ describe('runs ended outside cadre', () => {
     const bogus = await cadre(['list', '--status', 'bogus'], ws);
     expect(bogus.code).toBe(2);
     expect(bogus.stderr.split('\n')[0]).toBe(
-      "error: option '--status <status>' argument 'bogus' is invalid. Allowed choices are running, paused, waiting, completed, failed, cancelled, terminated, timed_out.",
+      "error: option '--status <status>' argument 'bogus' is invalid. Allowed choices are running, paused, waiting, completed, failed, budget_exhausted, cancelled, terminated, timed_out.",
     );
 
     // Refused before any server is contacted: this address has none.

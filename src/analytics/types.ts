@@ -1,7 +1,7 @@
 /** What a finished run leaves for analytics: its steps' outcomes and its waits for people, never their content. */
 import type { TokenUsage } from '../protocol/usage';
 
-export type RunEndStatus = 'completed' | 'failed' | 'cancelled';
+export type RunEndStatus = 'completed' | 'failed' | 'cancelled' | 'budget_exhausted';
 
 export interface RunStepOutcome {
   id: string;

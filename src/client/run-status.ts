@@ -6,6 +6,7 @@
  */
 import type { WorkflowExecutionInfo, WorkflowExecutionStatusName } from '@temporalio/client';
 import type { RunStatus } from '../protocol/definitions';
+import { CadreStatus } from '../protocol/search-attributes';
 import { UsageError } from '../errors/cadre-error';
 
 const OPEN_STATUSES: readonly string[] = ['running', 'paused', 'waiting'] satisfies RunStatus[];
@@ -16,7 +17,9 @@ const LIST_FILTERS: Record<RunStatus, string> = {
   paused: 'ExecutionStatus = "Running" AND CadreStatus = "paused"',
   waiting: 'ExecutionStatus = "Running" AND CadreStatus = "waiting"',
   completed: 'ExecutionStatus = "Completed"',
-  failed: 'ExecutionStatus = "Failed"',
+  // A run a budget stopped fails in Temporal's eyes; cadre's own status tells it apart.
+  failed: 'ExecutionStatus = "Failed" AND (CadreStatus IS NULL OR CadreStatus != "budget_exhausted")',
+  budget_exhausted: 'ExecutionStatus = "Failed" AND CadreStatus = "budget_exhausted"',
   cancelled: 'ExecutionStatus = "Canceled"',
   terminated: 'ExecutionStatus = "Terminated"',
   timed_out: 'ExecutionStatus = "TimedOut"',
@@ -55,7 +58,9 @@ export function listFilter(status: string): string {
  * Temporal). Closed statuses cadre has no name for (`continued_as_new`, newer ones) pass through
  * in lower case.
  */
-export function endedAs(execution: Pick<WorkflowExecutionInfo, 'status' | 'closeTime'>): RunStatus | string | undefined {
+export function endedAs(execution: Pick<WorkflowExecutionInfo, 'status' | 'closeTime'> & { typedSearchAttributes?: WorkflowExecutionInfo['typedSearchAttributes'] }): RunStatus | string | undefined {
   const name = execution.status.name;
+  // A run a budget stopped fails in Temporal's eyes and says budget_exhausted in its own status.
+  if (name === 'FAILED' && execution.typedSearchAttributes?.get(CadreStatus) === 'budget_exhausted') return 'budget_exhausted';
   return ENDED[name] ?? (execution.closeTime ? name.toLowerCase() : undefined);
 }

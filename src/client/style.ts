@@ -8,7 +8,7 @@ export function colourOn(stream: { isTTY?: boolean } = process.stdout, env: Node
   return Boolean(stream.isTTY) && env.TERM !== 'dumb';
 }
 
-const CODES: Record<string, number> = { completed: 32, running: 36, waiting: 33, paused: 33, failed: 31, terminated: 31, timed_out: 31, cancelled: 35 };
+const CODES: Record<string, number> = { completed: 32, running: 36, waiting: 33, paused: 33, failed: 31, terminated: 31, timed_out: 31, cancelled: 35, budget_exhausted: 33 };
 
 /** The status word, coloured when `on`. */
 export function paintStatus(status: string, on: boolean): string {

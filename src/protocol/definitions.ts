@@ -9,8 +9,11 @@ export type { TokenUsage } from './usage';
 
 export const STEP_STATUSES = ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
-export const PLAN_STATUSES = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled'] as const;
+/** `budget_exhausted`: a budget stopped a step the run aborted on (docs/budgets.md); its finished steps keep their outputs. */
+export const PLAN_STATUSES = ['running', 'paused', 'waiting', 'completed', 'failed', 'cancelled', 'budget_exhausted'] as const;
 export type PlanStatus = (typeof PLAN_STATUSES)[number];
+/** How a plan run ends, as it says itself. */
+export type PlanEndStatus = Exclude<PlanStatus, 'running' | 'paused' | 'waiting'>;
 /**
  * A run's status as clients report it: the workflow's own, or how Temporal ended a run the
  * workflow could not record (terminated by an operator or the server, or past its timeout).

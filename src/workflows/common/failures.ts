@@ -8,6 +8,8 @@ export interface StepError {
   message: string;
   timedOut: boolean;
   attempts: number;
+  /** The failure's type, when it had one (`BudgetExhausted`: a budget stopped the step). */
+  type?: string;
 }
 
 /** A step failure found by workflow code itself (bad options, a list that is not one): no tool ran. */
@@ -46,7 +48,7 @@ function describe(err: unknown): StepError {
     const last = app ? ` (last error: ${app.message})` : '';
     return { message: `timed out${last}`, timedOut, attempts };
   }
-  if (app) return { message: `${app.type ?? 'Error'}: ${app.message}`, timedOut, attempts };
+  if (app) return { message: `${app.type ?? 'Error'}: ${app.message}`, timedOut, attempts, ...(app.type && { type: app.type }) };
   if (err instanceof ActivityFailure && err.cause) return { message: err.cause.message, timedOut, attempts };
   return { message: err instanceof Error ? err.message : String(err), timedOut, attempts };
 }

@@ -21,7 +21,7 @@ export function stepEnded(tool: string, status: 'completed' | 'failed' | 'skippe
   metricMeter.createCounter(`cadre_steps_${status}`, undefined, `plan steps ${status}, by tool`).add(1, { tool });
 }
 
-export function runEnded(plan: string, status: 'completed' | 'failed' | 'cancelled', durationMs: number): void {
+export function runEnded(plan: string, status: 'completed' | 'failed' | 'cancelled' | 'budget_exhausted', durationMs: number): void {
   metricMeter.createHistogram('cadre_run_duration', 'int', 'milliseconds', 'plan runs from start to end, by plan and status').record(Math.max(0, Math.round(durationMs)), { plan, status });
 }
 

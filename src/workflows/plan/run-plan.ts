@@ -165,7 +165,7 @@ class PlanRun extends PlanRunState {
     this.markUnfinished('plan aborted');
     await CancellationScope.nonCancellable(() => this.compensations.run());
     if (this.worktrees.size > 0) await CancellationScope.nonCancellable(() => this.worktrees.release('failed'));
-    this.finish('failed');
+    this.finish(this.abortedByBudget ? 'budget_exhausted' : 'failed');
     throw this.planFailed();
   }
 
@@ -217,7 +217,7 @@ class PlanRun extends PlanRunState {
 
   private planFailed(): ApplicationFailure {
     return ApplicationFailure.create({
-      type: 'PlanFailed',
+      type: this.abortedByBudget ? 'BudgetExhausted' : 'PlanFailed',
       message: this.abortReason ?? 'the plan failed',
       nonRetryable: true,
       details: [fitForFailure(this.diagnostics(), this.hardened)],
@@ -357,6 +357,7 @@ class PlanRun extends PlanRunState {
           return;
         }
         end('failed');
+        if (failure.type === 'BudgetExhausted' && this.abortReason === undefined) this.abortedByBudget = true;
         this.abortReason ??= `step "${step.id}" failed: ${failure.message}`;
         return;
       }

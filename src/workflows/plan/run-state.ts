@@ -13,7 +13,7 @@ import type { CompiledPlan, CompiledStep, ForkRestore, RunPlanInput } from '../.
 import { AgentSteps } from './agent-steps';
 import { Team } from '../team/team';
 import { isoAt, nowMs } from '../common/clock';
-import { CadreStatus, type Diagnostics, type PlanStatus, type StepRecord, type WaitKind } from '../../protocol/definitions';
+import { CadreStatus, type Diagnostics, type PlanEndStatus, type PlanStatus, type StepRecord, type WaitKind } from '../../protocol/definitions';
 import type { ForkSource, ForkedFrom } from '../../protocol/forks';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from '../../protocol/details';
 import { StepFailedError } from '../common/failures';
@@ -59,8 +59,9 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   private readonly forkedFrom?: ForkedFrom;
   protected endedAtMs?: number;
   paused = false;
-  protected finalStatus?: 'completed' | 'failed' | 'cancelled';
+  protected finalStatus?: PlanEndStatus;
   protected abortReason?: string;
+  protected abortedByBudget = false; // a budget stopped the step the run aborted on: it ends budget_exhausted
   protected publishedStatus?: PlanStatus;
   protected output?: unknown;
   /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
@@ -202,7 +203,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected async recordAnalytics(): Promise<void> {
     await recordFinishedRun(this.patches, {
       plan: this.plan.name,
-      status: this.finalStatus as 'completed' | 'failed' | 'cancelled',
+      status: this.finalStatus as PlanEndStatus,
       startedMs: this.startedAtMs,
       endedMs: this.endedAtMs ?? nowMs(),
       steps: stepOutcomes(this.plan.steps, (id) => this.record(id)),
@@ -285,10 +286,10 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.waits.clear();
   }
 
-  protected finish(status: 'completed' | 'failed' | 'cancelled'): void {
+  protected finish(status: PlanEndStatus): void {
     this.finalStatus = status;
     this.endedAtMs = nowMs();
-    this.stream.publish({ type: 'run_completed', status, ...(status === 'failed' && this.abortReason && { error: this.abortReason }) });
+    this.stream.publish({ type: 'run_completed', status, ...(status !== 'completed' && status !== 'cancelled' && this.abortReason && { error: this.abortReason }) });
     runEnded(this.plan.name, status, this.endedAtMs - this.startedAtMs);
     this.publishStatus();
   }
@@ -361,7 +362,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       errors: [...this.errors],
       compensations: [...this.compensations.records],
       ...(this.output !== undefined && { output: this.output }),
-      ...(this.finalStatus === 'failed' && this.abortReason && { reason: this.abortReason }),
+      ...((this.finalStatus === 'failed' || this.finalStatus === 'budget_exhausted') && this.abortReason && { reason: this.abortReason }),
       ...(this.worktrees.size > 0 && { worktrees: this.worktrees.records() }),
       ...(this.host.host && { host: this.host.host.host }),
       ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
