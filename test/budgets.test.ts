@@ -78,6 +78,11 @@ describe('an agent budget', () => {
     if (!temporal) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');
     const { stdout } = await run(temporal, ['workflow', 'list', '--address', process.env.CADRE_TEST_ADDRESS as string, '--query', `CadreStatus="budget_exhausted" AND WorkflowId="${id}"`, '--output', 'json']);
     expect(stdout).toContain(id);
+    // The run's history replays; the first recorded is kept for CI's replay test.
+    const history = await h.client.client.workflow.getHandle(id).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
+    const file = path.join(__dirname, 'histories', 'run-plan-budget-exhausted.json');
+    if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
   });
 
   test('onBudget ask: at the cap the run waits for a person; extend=<tokens> goes on, and the model was told to wrap up past 80%', async () => {

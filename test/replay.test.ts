@@ -29,6 +29,8 @@ const RECORDED_IDS: Record<string, string> = {
   'run-plan-fork-worktree': 'fork-16214-mx2ezhhz-3',
   // Recorded by budgets.test.ts (an agent held at its budget's cap, then extended by a person).
   'agent-task-budget': 'budgeted-25425-mx2ga91b-3/work',
+  // A plan run that aborted on a step its budget stopped: it ended budget_exhausted.
+  'run-plan-budget-exhausted': 'budgeted-13297-mx2hm3b4-2',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -61,6 +63,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-analytics',
       'run-plan-analytics-cancelled',
       'run-plan-baseline',
+      'run-plan-budget-exhausted',
       'run-plan-cancelled',
       'run-plan-clone-moved',
       'run-plan-command-rules',
