@@ -12,6 +12,11 @@ import type { Price } from './prices';
 
 /** Fewer output tokens than this cannot carry a tool call or an answer: the turn does not start. */
 export const MIN_TURN_OUTPUT = 32;
+/**
+ * A budgeted turn that sets no output cap of its own asks for at most this: what is left may be far
+ * more than a model may write in one reply, and a provider refuses a cap above its model's.
+ */
+export const BUDGETED_OUTPUT_DEFAULT = 4096;
 
 export function heldToBudget(request: ModelTurnRequest, left: BudgetLimits, price: Price | undefined, model: string | undefined): ModelTurnRequest {
   if (left.cost !== undefined && !price) {
@@ -20,14 +25,14 @@ export function heldToBudget(request: ModelTurnRequest, left: BudgetLimits, pric
   const input = estimateTokens(JSON.stringify({ system: request.system, tools: request.tools, messages: request.messages }));
   const byTokens = left.tokens === undefined ? Infinity : left.tokens - input;
   const byCost = left.cost === undefined || !price || price.output === 0 ? Infinity : ((left.cost - (input * price.input) / 1e6) * 1e6) / price.output;
-  const output = Math.floor(Math.min(request.maxOutputTokens ?? Infinity, byTokens, byCost));
+  const output = Math.floor(Math.min(request.maxOutputTokens ?? BUDGETED_OUTPUT_DEFAULT, byTokens, byCost));
   if (output < MIN_TURN_OUTPUT) {
     // Which cap holds the turn back: the one a person would extend.
     const dimension = byTokens <= byCost ? 'tokens' : 'cost';
     const message = `the next model turn needs about ${input + MIN_TURN_OUTPUT} tokens (${input} to send, ${MIN_TURN_OUTPUT} to write); its budget has ${describeLeft(left)} left`;
     throw permanent(ErrorTypes.BudgetExhausted, message, { dimension });
   }
-  return output === Infinity ? request : { ...request, maxOutputTokens: output };
+  return { ...request, maxOutputTokens: output };
 }
 
 function describeLeft(left: BudgetLimits): string {
