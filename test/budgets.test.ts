@@ -33,10 +33,7 @@ afterAll(async () => {
   await stop?.();
   await server?.close();
 });
-beforeEach(() => {
-  server.requests.splice(0);
-  server.clearQueue();
-});
+beforeEach(() => server.reset());
 
 /** A model that never stops calling tools: each turn reads the file again, 400 tokens in and 100 out. */
 const reading = (n: number): FakeReply[] => Array.from({ length: n }, (_, i) => ({ toolCalls: [{ id: `r${i}`, name: 'fs_read', args: { path: 'a.txt' } }], usage: { inputTokens: 400, outputTokens: 100 } }));

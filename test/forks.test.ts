@@ -41,10 +41,7 @@ afterAll(async () => {
   await stop?.();
   await server?.close();
 });
-beforeEach(() => {
-  server.requests.splice(0);
-  server.clearQueue();
-});
+beforeEach(() => server.reset());
 
 /**
  * Seven steps: a shell step that counts its runs in counter.txt, a forEach of 5, an agent, a step

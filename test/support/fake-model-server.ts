@@ -87,6 +87,8 @@ export interface FakeModelServer {
   ignoreToolChoice: boolean;
   /** Drops the responses no request took (a test that queued one more than it expected to be asked for). */
   clearQueue(): void;
+  /** Forgets the requests it got and the replies still queued: a test file's `beforeEach`. */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -153,6 +155,10 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
     promptTokens: [],
     enqueue: (...responses) => queue.push(...responses),
     clearQueue: () => void queue.splice(0),
+    reset: () => {
+      requests.splice(0);
+      queue.splice(0);
+    },
     close: () =>
       new Promise((resolve, reject) => {
         server.closeAllConnections();
