@@ -126,6 +126,13 @@ describe('an agent budget', () => {
     const cli = await runCadre(['send', id, 'x', '--budget', 'tokens=500,cost=-1'], ws, { ...testServerEnv(), CADRE_TASK_QUEUE: h.taskQueue });
     expect(cli).toMatchObject({ code: 2, stderr: expect.stringContaining('cost: USD above 0, not "-1"') });
     const start = { ...sessionInput({ model: 'openai:gpt-4o-mini', workspace: ws, budget: parseBudgetOption('tokens=500,onBudget=stop') }), continueEvery: 1 };
+    // Any client may leave out warnAt and onBudget; a session takes the defaults (ask).
+    const other = uniqueId('budget-session-defaults');
+    server.enqueue({ text: 'hi', usage: { inputTokens: 10, outputTokens: 10 } });
+    await sendMessage(h.client, other, 'hello', { ...start, budget: { tokens: 1000 } }, { taskQueue: h.taskQueue });
+    expect((await sessionDiagnostics(h.client, other)).budget).toEqual({ limits: { tokens: 1000 }, spent: { tokens: 20, toolCalls: 0, cost: expect.closeTo((10 * 0.15 + 10 * 0.6) / 1e6, 12) } });
+    await endSession(h.client, other);
+    server.reset();
     server.enqueue({ text: 'one', usage: { inputTokens: 50, outputTokens: 200 } }, { text: 'two', usage: { inputTokens: 50, outputTokens: 200 } }, { text: 'three' });
     expect(await sendMessage(h.client, id, 'first', start, { taskQueue: h.taskQueue })).toMatchObject({ reply: 'one', run: 1 });
     expect(await sendMessage(h.client, id, 'second', start, { taskQueue: h.taskQueue })).toMatchObject({ reply: 'two', run: 2 });

@@ -6,7 +6,7 @@ import type { RunLimitValues } from '../plan-format/limits';
 import type { ModelMessageInput } from '../providers/model-turn';
 import type { RunUsage, Waiting } from './definitions';
 import type { TokenUsage } from './usage';
-import type { Budget, BudgetSummary } from './budget';
+import type { Budget, BudgetLimits, BudgetSummary } from './budget';
 
 /** How a `session` starts (Update-with-Start carries it with the first message). */
 export interface SessionInput {
@@ -29,8 +29,8 @@ export interface SessionInput {
   streamState?: WorkflowStreamState;
   /** Its cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`). */
   limits?: Partial<RunLimitValues>;
-  /** Caps on what the whole session spends, over all its replies and runs (docs/budgets.md). */
-  budget?: Budget;
+  /** Caps on what the whole session spends, over all its replies and runs (docs/budgets.md); warnAt 0.8 and onBudget ask unless given. */
+  budget?: BudgetLimits & Partial<Pick<Budget, 'warnAt' | 'onBudget'>>;
 }
 
 export interface SessionState {

@@ -52,7 +52,7 @@ export interface PlanCarry {
   clone?: WorkspaceCloneRecord;
   /** The hosts the run was moved from, so far. */
   hostMoves?: HostMove[];
-  /** A fork: the run and step it was forked from, and the worktrees it has yet to make from restored ones. */
+  /** A fork: the run and step it was forked from, and what it has yet to start from (worktrees, an agent at a turn, a forEach's items). */
   forkedFrom?: ForkedFrom;
   forkStarts?: ForkStarts;
 }

@@ -26,6 +26,7 @@ import { type SendResult, type SessionDiagnostics, type SessionInput, type Sessi
 import { sessionForkSourceQuery } from '../../protocol/forks';
 import { sizeOf } from '../common/sizes';
 import { checkInput, count, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
+import { DEFAULT_WARN_AT } from '../../protocol/budget';
 import { type OwnEvent, RunStream } from '../common/run-stream';
 import { RunLimits, onSignal, onUpdate } from '../common/run-limits';
 import { SHED_SHARE, StreamBudget } from '../agent/stream-budget';
@@ -58,7 +59,7 @@ const SESSION_INPUT = shape({
   state: optional(map),
   streamState: optional(map),
   limits: optional(map),
-  budget: optional(shape({ tokens: optional(count), toolCalls: optional(count), cost: optional(count), warnAt: count, onBudget: oneOf('ask', 'stop') })),
+  budget: optional(shape({ tokens: optional(count), toolCalls: optional(count), cost: optional(count), warnAt: optional(count), onBudget: optional(oneOf('ask', 'stop')) })),
 });
 
 export async function session(input: SessionInput): Promise<SessionDiagnostics> {
@@ -107,7 +108,8 @@ class Session {
         maxTurns: input.maxTurns ?? DEFAULT_AGENT_TURNS,
         workspace: input.workspace,
         stream: { workflowId: workflowInfo().workflowId, turnBase: this.before.turns },
-        ...(input.budget && { budget: input.budget, ...(this.state.budget && { budgetCarried: this.state.budget }) }),
+        // Any client may send a budget without warnAt or onBudget: the defaults a plan's agent gets.
+        ...(input.budget && { budget: { warnAt: DEFAULT_WARN_AT, onBudget: 'ask' as const, ...input.budget }, ...(this.state.budget && { budgetCarried: this.state.budget }) }),
       },
       { changed: () => this.publish(), waitsChanged: () => this.publish(), ...streamHooks },
     );
