@@ -18,6 +18,8 @@ import { runCadre, testServerEnv } from './support/cli';
 import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
 import { parseBudgetOption } from '../src/client/budget-option';
+import { estimateTokens } from '../src/providers/context-window';
+import { MIN_TURN_OUTPUT } from '../src/providers/turn-budget';
 
 const run = promisify(execFile);
 let server: FakeModelServer;
@@ -117,7 +119,7 @@ describe('an agent budget', () => {
     const d = await waitUntil(h, id, (x) => x.status === 'failed');
     expect(step(d, 'work').error).toContain('no price for openai:gpt-4o in cadre.config.yaml (models.prices): a cost budget needs one');
     expect(server.requests).toHaveLength(0);
-    expect(() => compile(`name: t\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: hi, budget: { tokens: 10 } } }\n`, tempWorkspace())).toThrow("steps[0].agent.budget: a team's agents take no budget yet");
+    expect(() => compile(`name: t\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: hi, budget: { tokens: 10 } } }\n`, tempWorkspace())).toThrow("steps[0].agent.budget: a team's agents share the plan's budget");
   });
 
   test("a session's budget spans its replies and its runs: carried over continue-as-new; at the cap a message is refused, the session going on", async () => {
@@ -142,5 +144,99 @@ describe('an agent budget', () => {
     expect(d).toMatchObject({ answered: 2, budget: { limits: { tokens: 500 }, spent: { tokens: 500, toolCalls: 0 } } });
     expect(d.run).toBeGreaterThanOrEqual(3);
     await endSession(h.client, id);
+  });
+});
+
+describe("a plan's budget", () => {
+  /** What each tool-calling reply reported spending: the runaway's ledger must equal this many tokens a request, to the token. */
+  const PER_TURN = { inputTokens: 400, outputTokens: 100 };
+  const named = (body: Record<string, unknown>) => ((body.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
+  const spawned = (body: Record<string, unknown>) => (body.messages as { role: string; tool_calls?: unknown }[]).some((m) => m.role === 'assistant' && JSON.stringify(m.tool_calls ?? []).includes('spawn_subtask'));
+  /** A team that never stops: each worker starts one subtask, then everyone reads a file forever. */
+  const runaway = (body: Record<string, unknown>): FakeReply => {
+    const subtask = JSON.stringify(body.messages).includes('check the work');
+    const call = named(body).includes('spawn_subtask') && !subtask && !spawned(body) ? { name: 'spawn_subtask', args: { role: 'tester', prompt: 'check the work' } } : { name: 'fs_read', args: { path: 'a.txt', from: 1 + Math.floor(Math.random() * 1e6) } };
+    return { toolCalls: [{ id: `c${Math.random().toString(36).slice(2, 8)}`, ...call }], usage: PER_TURN };
+  };
+  let loose: FakeModelServer;
+  let lh: Harness;
+  let stopLoose: () => Promise<void>;
+  beforeAll(async () => {
+    loose = await startFakeModelServer({ respond: runaway });
+    const models = modelSettings({ prices: { 'openai:gpt-4o-mini': { input: 0.15, output: 0.6 } } }, { OPENAI_API_KEY: 'sk-test-budgets', OPENAI_BASE_URL: loose.baseURL });
+    ({ h: lh, stop: stopLoose } = await sharedWorker('tq-plan-budgets', { activityDeps: { models } }));
+  }, 60_000);
+  afterAll(async () => {
+    await stopLoose?.();
+    await loose?.close();
+  });
+  beforeEach(() => loose.reset());
+
+  const worker = (id: string, role: string) => `  - { id: ${id}, dependsOn: [prep], agent: { role: ${role}, prompt: "work on ${id}", model: "openai:gpt-4o-mini", tools: [fs.read] } }\n`;
+  const prep = '  - { id: prep, tool: fs.write, with: { path: a.txt, content: "x" } }\n';
+
+  test('a runaway team of three, with subtasks, spends at most its 20,000 tokens; the ledger is what the server reported, to the token; the run ends budget_exhausted', async () => {
+    const ws = tempWorkspace();
+    const text = `name: runaway-team\nteam: { maxSubtasks: 1, model: "openai:gpt-4o-mini" }\nbudget: { tokens: 20000, onBudget: stop }\nsteps:\n${prep}${worker('a', 'implementer')}${worker('b', 'tester')}${worker('c', 'reviewer')}`;
+    const id = await startPlan(lh, compile(text, ws));
+    const d = await lh.client.result(id);
+    if (d.status !== 'budget_exhausted') console.log(JSON.stringify({ reason: d.reason, steps: d.steps, errors: d.errors, budget: d.budget }, null, 1));
+    expect(d.status).toBe('budget_exhausted');
+    expect(d.reason).toContain('the run spent its budget');
+    expect(step(d, 'prep').status).toBe('completed');
+    const turns = loose.requests.length;
+    const subtasks = (d.workers ?? []).filter((w) => w.step.includes('/sub-'));
+    console.log(`runaway team: ${turns} turns by ${d.workers?.length} agents (${subtasks.length} subtasks), ledger ${JSON.stringify(d.budget)}`);
+    expect(subtasks.length).toBeGreaterThanOrEqual(1);
+    // Every turn the server answered is in the ledger once; nothing is still held; within the cap.
+    expect(d.budget).toMatchObject({ limits: { tokens: 20000 }, spent: { tokens: turns * 500 }, reserved: { tokens: 0, toolCalls: 0, cost: 0 } });
+    expect(turns * 500).toBeLessThanOrEqual(20000);
+    // And it stopped only when a turn no longer fit: what the agents held unspent was recalled first,
+    // so what is left is less than about one turn's input (the next turn's, a little more than the biggest sent).
+    const biggest = Math.max(...loose.requests.map((r) => estimateTokens(JSON.stringify({ tools: r.body.tools, messages: r.body.messages }))));
+    console.log(`runaway team: ${20000 - turns * 500} tokens left; the biggest turn sent about ${biggest} tokens; ${d.reason}`);
+    expect(20000 - turns * 500).toBeLessThan(2 * biggest + MIN_TURN_OUTPUT);
+    expect(d.budget?.spent.cost).toBeCloseTo((turns * (400 * 0.15 + 100 * 0.6)) / 1e6, 12);
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: lh.taskQueue };
+    expect((await runCadre(['status', id], ws, env)).stdout).toContain(`budget: ${turns * 500} of 20000 tokens spent`);
+    const history = await lh.client.client.workflow.getHandle(id).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
+    const file = path.join(__dirname, 'histories', 'run-plan-team-budget.json');
+    if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+  });
+
+  test('onBudget ask: the run waits for a person (budget-1); extend=<tokens> lets the agents go on to the end, told past 80% to wrap up', async () => {
+    server.reset();
+    loose.enqueue(...reading(2), { text: 'done', usage: { inputTokens: 400, outputTokens: 10 } }, { text: 'done too', usage: { inputTokens: 400, outputTokens: 10 } });
+    const ws = tempWorkspace();
+    const text = `name: asked-budget\nbudget: { tokens: 1200 }\nsteps:\n${prep}  - { id: work, dependsOn: [prep], agent: { prompt: "Read a.txt", model: "openai:gpt-4o-mini", tools: [fs.read] } }\n  - { id: sum, dependsOn: [work], decide: { prompt: "Is it done?", choices: [done, "done too"], model: "openai:gpt-4o-mini" } }\n`;
+    const id = await startPlan(lh, compile(text, ws));
+    const waiting = await waitUntil(lh, id, (x) => x.waiting.some((w) => w.kind === 'budget'));
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.waiting.find((w) => w.kind === 'budget')).toMatchObject({ id: 'budget-1', prompt: expect.stringContaining('the run spent its budget (1000 of 1200 tokens)') });
+    const env = { ...testServerEnv(), CADRE_TASK_QUEUE: lh.taskQueue };
+    expect((await runCadre(['answer', id, 'budget-1', 'more'], ws, env)).stderr).toContain('answer extend=<more> (a number above 0) or stop');
+    expect(await runCadre(['answer', id, 'budget-1', 'extend=3000'], ws, env)).toMatchObject({ code: 0 });
+    const d = await lh.client.result(id);
+    if (d.status !== 'completed') console.log(JSON.stringify({ reason: d.reason, steps: d.steps, errors: d.errors, budget: d.budget }, null, 1));
+    expect(d.status).toBe('completed');
+    expect(d.budget).toMatchObject({ limits: { tokens: 4200 }, spent: { tokens: 1000 + 410 + 410, toolCalls: 2 }, reserved: { tokens: 0 } });
+    expect(loose.requests.slice(2).some((r) => JSON.stringify(r.body.messages).includes("The run's budget: 1000 of 1200 tokens used. Wrap up"))).toBe(true);
+    // The agent's history (its lease asked for more, held at the cap, then granted) replays; the first recorded is kept for CI's replay test.
+    const agentId = step(d, 'work').agent?.workflowId as string;
+    const history = await lh.client.client.workflow.getHandle(agentId).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, agentId);
+    const file = path.join(__dirname, 'histories', 'agent-task-lease.json');
+    if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+  });
+
+  test('a time budget stops a run that sleeps past it; a cost budget with an unpriced model is refused when the plan is checked', async () => {
+    const text = `name: timed\nbudget: { time: 2s, onBudget: stop }\nsteps:\n  - { id: first, tool: fs.write, with: { path: a.txt, content: hi } }\n  - { id: nap, dependsOn: [first], tool: sleep, with: { duration: 10m } }\n`;
+    const id = await startPlan(lh, compile(text, tempWorkspace()));
+    const d = await lh.client.result(id);
+    expect(d).toMatchObject({ status: 'budget_exhausted', reason: expect.stringContaining('its time budget (2s) ended') });
+    expect(step(d, 'first').status).toBe('completed');
+    expect(d.elapsedMs).toBeLessThan(60_000);
+    expect(() => compile(`name: t\nbudget: { warnAt: 0.5 }\nsteps:\n  - { id: w, agent: { prompt: hi } }\n`, tempWorkspace())).toThrow('a budget caps tokens, toolCalls, cost (USD) or time');
   });
 });

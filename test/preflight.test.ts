@@ -111,7 +111,7 @@ steps:
     expect(unpriced.code).toBe(2);
     expect(JSON.parse(unpriced.stdout)).toMatchObject({
       prices: { 'openai:gpt-4o': null },
-      problems: [{ code: 'CADRE-E207', level: 'error', path: 'steps[0].agent.budget.cost', message: 'no price for openai:gpt-4o in cadre.config.yaml (models.prices): a cost budget needs one' }],
+      problems: [{ code: 'CADRE-E207', level: 'error', path: 'steps[0].agent.budget.cost', message: 'no price for openai:gpt-4o (steps[0].agent) in cadre.config.yaml (models.prices): a cost budget needs one' }],
     });
   });
 

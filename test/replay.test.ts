@@ -31,6 +31,10 @@ const RECORDED_IDS: Record<string, string> = {
   'agent-task-budget': 'budgeted-25425-mx2ga91b-3/work',
   // A plan run that aborted on a step its budget stopped: it ended budget_exhausted.
   'run-plan-budget-exhausted': 'budgeted-13297-mx2hm3b4-2',
+  // A plan's budget: a runaway team and its subtasks leasing from the run, recalled, then stopped (budget_exhausted).
+  'run-plan-team-budget': 'runaway-team-23931-mx2m0r3g-3',
+  // An agent's lease on its plan's budget: asked for more, held at the cap, granted after a person extended it.
+  'agent-task-lease': 'asked-budget-26937-mx2m13ku-3/work',
 };
 const histories = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
@@ -52,6 +56,7 @@ describe('replay of recorded runPlan histories', () => {
       'agent-task-command-rules',
       'agent-task-decide',
       'agent-task-host-moved',
+      'agent-task-lease',
       'agent-task-own-stream',
       'agent-task-streamed',
       'agent-task-stuck-recorded',
@@ -81,6 +86,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-step-activity-ids',
       'run-plan-streamed',
       'run-plan-team',
+      'run-plan-team-budget',
       'run-plan-team-reports',
       'run-plan-team-watch',
       'run-plan-turn-guards',

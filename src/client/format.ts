@@ -1,5 +1,5 @@
 /** Human-readable rendering of diagnostics for the CLI. */
-import { describeSpend } from '../protocol/budget';
+import { describeRunSpend, describeSpend } from '../protocol/budget';
 import { LIMIT_WORDS, type LimitName, runLimits } from '../plan-format/limits';
 import { formatMs } from '../plan-format/duration';
 import type { AgentSummary, ApprovalDetail, ConsultationRecord, Diagnostics, StepRecord, Waiting, WorkerRecord } from '../protocol/definitions';
@@ -73,6 +73,7 @@ export function renderDiagnostics(workflowId: string, d: Diagnostics): string {
   if (d.clone) lines.push(`  workspace cloned from ${d.clone.repo} to ${d.clone.path}${d.clone.removed ? ' (removed)' : d.clone.kept ? ` (kept: ${d.clone.kept})` : ''}; its work is pushed to ${d.clone.branch} (last ${d.clone.commit.slice(0, 12)})`);
   for (const move of d.hostMoves ?? []) lines.push(`  moved from host ${move.from} to ${move.to} at ${move.at} (${move.reason === 'lost' ? `${move.from} was lost; ${move.to} cloned the run's branch` : 'cadre move'})`);
   if (d.note) lines.push(`  ${d.note}`);
+  if (d.budget) lines.push(`  budget: ${describeRunSpend(d.budget)}`);
   for (const step of d.steps) lines.push(`  ${stepLine(step)}`);
   if (d.workers?.length) lines.push('  workers:', ...d.workers.map((w) => `    ${workerLine(w)}`));
   if (d.consultations?.length) lines.push('  questions:', ...d.consultations.map((c) => `    ${consultationLine(c)}`));

@@ -76,6 +76,19 @@ const approvals = approvalsSchema;
 const modelName = z.string().min(3).max(1000).regex(/^[a-z-]+:\S/, 'a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml');
 
 /** An LLM agent: model turn, tool calls, tool results, next turn, until a final answer. */
+const budgetCaps = {
+  tokens: z.int().min(1).optional(),
+  toolCalls: z.int().min(1).optional(),
+  cost: z.number().gt(0).max(1_000_000).optional(),
+  warnAt: z.number().gt(0).lt(1).optional(),
+  onBudget: z.enum(['ask', 'stop']).optional(),
+};
+const capsSomething = (b: Record<string, unknown>) => Object.entries(b).some(([k, v]) => v !== undefined && k !== 'warnAt' && k !== 'onBudget');
+/** An agent's budget. */
+const agentBudget = z.strictObject(budgetCaps).refine(capsSomething, 'a budget caps tokens, toolCalls or cost (USD)');
+/** A plan's, which all its agents share, and its wall time. */
+const planBudget = z.strictObject({ ...budgetCaps, time: duration.optional() }).refine(capsSomething, 'a budget caps tokens, toolCalls, cost (USD) or time');
+
 const agent = z.strictObject({
   role: z.string().min(1).max(MAX_STEP_ID_LENGTH).optional(),
   prompt: z.string().min(1),
@@ -87,16 +100,7 @@ const agent = z.strictObject({
   /** Input plus output tokens over every turn; past it the step fails. */
   maxTokens: z.int().min(1).optional(),
   /** Caps its turns are held to before they start (docs/budgets.md). */
-  budget: z
-    .strictObject({
-      tokens: z.int().min(1).optional(),
-      toolCalls: z.int().min(1).optional(),
-      cost: z.number().gt(0).max(1_000_000).optional(),
-      warnAt: z.number().gt(0).lt(1).optional(),
-      onBudget: z.enum(['ask', 'stop']).optional(),
-    })
-    .refine((b) => b.tokens !== undefined || b.toolCalls !== undefined || b.cost !== undefined, 'a budget caps tokens, toolCalls or cost (USD)')
-    .optional(),
+  budget: agentBudget.optional(),
   /** A JSON Schema the final answer must match; the answer becomes the step's output as JSON. */
   output: z.record(z.string(), z.unknown()).optional(),
   approvals: approvals.optional(),
@@ -251,6 +255,8 @@ export const planSchema = z.strictObject({
     .optional(),
   defaults: z.strictObject(policies).optional(),
   team: team.optional(),
+  /** Caps all its agents share, with their subtasks, and its wall time (docs/budgets.md). */
+  budget: planBudget.optional(),
   /** How its tools' processes are contained: `none`, or { env, read, limits } (docs/security.md). */
   sandbox: sandboxSchema.optional(),
   /** Hosts its tools may reach (http.request directly, commands through the sandbox's proxy); none by default. */

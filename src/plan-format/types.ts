@@ -1,4 +1,4 @@
-import type { Budget } from '../protocol/budget';
+import type { Budget, PlanBudget } from '../protocol/budget';
 import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { CommandRuleSet } from '../commands/rule-set';
 import type { RunLimitValues } from './limits';
@@ -136,6 +136,8 @@ export interface CompiledPlan {
   output?: unknown;
   /** Its agents work as a team (see workflows/team/team.ts). */
   team?: TeamSpec;
+  /** Caps all its agents share, and its wall time (workflows/plan/run-budget.ts). */
+  budget?: PlanBudget;
 }
 
 export interface WorkspaceSource {

@@ -228,6 +228,7 @@ function compile(plan: PlanFile, checker: PlanChecker, options: ValidateOptions)
     inputs,
     steps,
     ...(plan.output !== undefined && { output: plan.output }),
+    ...(plan.budget && { budget: { warnAt: DEFAULT_WARN_AT, onBudget: 'ask' as const, ...plan.budget } }),
     ...(plan.team && {
       team: {
         ...TEAM_DEFAULTS,
@@ -246,11 +247,11 @@ function compileWorkspace(workspace: PlanFile['workspace'], baseDir: string): Pi
   return { workspace: '', source: { repo, ...(workspace.ref !== undefined && { ref: workspace.ref }) } };
 }
 
-/** A team's agents spend through their subtasks and specialists too, which an agent's own ledger does not hold yet. */
+/** A team's agents spend through their subtasks and specialists too, which only the plan's ledger holds. */
 function teamBudgetIssues(plan: CompiledPlan): PlanIssue[] {
   if (!plan.team) return [];
   return plan.steps.flatMap((step, index) =>
-    step.action.kind === 'agent' && step.action.agent.budget ? [{ path: `steps[${index}].agent.budget`, message: "a team's agents take no budget yet: their subtasks and specialists would spend outside it" }] : [],
+    step.action.kind === 'agent' && step.action.agent.budget ? [{ path: `steps[${index}].agent.budget`, message: "a team's agents share the plan's budget (a top-level `budget:`), which holds their subtasks and specialists too; an agent's own would not" }] : [],
   );
 }
 

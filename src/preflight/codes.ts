@@ -13,7 +13,7 @@ export const PREFLIGHT_CODES = {
   'CADRE-E204': 'an environment variable a shell step reads is not set, or the sandbox does not pass it',
   'CADRE-E205': 'the plan runs commands in the sandbox and bubblewrap cannot run here',
   'CADRE-E206': 'an HTTP host a step calls is not allowed by the plan\'s egress',
-  'CADRE-E207': "an agent's cost budget names a model with no price in `cadre.config.yaml` (`models.prices`)",
+  'CADRE-E207': "a plan's or an agent's cost budget is spent by a model with no price in `cadre.config.yaml` (`models.prices`)",
   'CADRE-E301': 'the Temporal server cannot be reached',
   'CADRE-E302': "the namespace lacks cadre's search attributes",
   'CADRE-E303': 'no worker polls the task queue',

@@ -15,7 +15,7 @@ import { shellStepProblems } from './shell-step';
 import { NO_EGRESS } from '../egress/policy';
 import { loadPricing } from '../providers/config';
 import type { Pricing } from '../providers/prices';
-import { priceProblems } from './prices';
+import { hasCostBudget, priceProblems } from './prices';
 
 const TEMPLATED = /\{\{/;
 
@@ -51,7 +51,7 @@ export async function environmentProblems(plan: CompiledPlan, probe: Environment
     if (step.action.tool === 'http.request') problems.push(...urlProblems(plan, params, at, hosts));
   }
   problems.push(...sandboxProblems(plan));
-  if (plan.steps.some((s) => s.action.kind === 'agent' && s.action.agent.budget?.cost !== undefined)) problems.push(...priceProblems(plan, probe.pricing?.() ?? { prices: {} }));
+  if (hasCostBudget(plan)) problems.push(...priceProblems(plan, probe.pricing?.() ?? { prices: {} }));
   for (const [host, where] of hosts) {
     if (!(await probe.resolves(host))) problems.push(problem('CADRE-E203', where, `the host ${host} does not resolve`));
   }

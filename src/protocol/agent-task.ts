@@ -9,6 +9,7 @@ import type { AgentSpec, Approvals, DecideSpec, TeamSpec } from '../plan-format/
 import type { RunLimitValues } from '../plan-format/limits';
 import type { AgentSummary } from './definitions';
 import type { AgentResume } from './forks';
+import type { BudgetOwner } from './budget-lease';
 
 /** The workflow type: `agentTask` in agent-task.ts (test/replay.test.ts holds them together). */
 export const AGENT_TASK_WORKFLOW = 'agentTask';
@@ -57,6 +58,8 @@ export interface AgentTaskInput {
   limits?: Partial<RunLimitValues>;
   /** A fork at a turn (docs/forks.md): the conversation it goes on from, instead of the prompt alone. */
   resume?: AgentResume;
+  /** Its plan's budget: the run that holds it, which its turns and its subtasks' spend (docs/budgets.md). */
+  runBudget?: BudgetOwner;
 }
 
 export interface InheritedPolicy {

@@ -22,6 +22,23 @@ export interface Budget extends BudgetLimits {
   onBudget: 'ask' | 'stop';
 }
 
+/**
+ * A plan's budget: the caps its agents share (their subtasks and specialists too: each holds a lease
+ * from the run, protocol/budget-lease.ts), and how long the run may take.
+ */
+export interface PlanBudget extends Budget {
+  /** A duration (`30m`): the run's wall time, from its start, that the caps bound with the rest. */
+  time?: string;
+}
+
+/** A plan's ledger as clients see it: the caps, what ended agents spent, what running ones hold. */
+export interface RunBudgetSummary extends BudgetSummary {
+  /** Granted to agents still running (their leases), not yet settled. */
+  reserved: BudgetSpend;
+  /** When the run's time budget ends (ISO), when it has one. */
+  deadline?: string;
+}
+
 export interface BudgetSpend {
   tokens: number;
   toolCalls: number;
@@ -62,8 +79,13 @@ export function describeSpend(limits: BudgetLimits, spent: BudgetSpend): string 
   return parts.join(', ');
 }
 
-/** What `extend=<n>` adds, in the unit of the cap it raises. */
-export const BUDGET_UNITS: Record<BudgetDimension, string> = { tokens: 'tokens', toolCalls: 'tool calls', cost: 'USD' };
+/** What `extend=<n>` adds, in the unit of the cap it raises (a plan's time: seconds). */
+export const BUDGET_UNITS: Record<BudgetDimension | 'time', string> = { tokens: 'tokens', toolCalls: 'tool calls', cost: 'USD', time: 'seconds' };
+
+/** The sum of two spends. */
+export function addSpend(a: BudgetSpend, b: BudgetSpend): BudgetSpend {
+  return { tokens: a.tokens + b.tokens, toolCalls: a.toolCalls + b.toolCalls, cost: a.cost + b.cost };
+}
 
 /** A person's answer to a spent budget: `stop`, or `extend=<n>` (also `extend:<n>`), n > 0. Undefined: neither. */
 export function parseBudgetAnswer(value: string): { stop: true } | { extend: number } | undefined {
@@ -71,6 +93,14 @@ export function parseBudgetAnswer(value: string): { stop: true } | { extend: num
   const match = /^extend[=:]\s*\$?(\d+(?:\.\d+)?)$/.exec(value.trim());
   const extend = match ? Number(match[1]) : NaN;
   return Number.isFinite(extend) && extend > 0 ? { extend } : undefined;
+}
+
+/** A plan's ledger: "14500 of 20000 tokens spent; 2000 tokens held by running agents; time ends …". */
+export function describeRunSpend(budget: RunBudgetSummary): string {
+  const { tokens, toolCalls, cost } = budget.reserved;
+  const parts = [tokens > 0 && `${tokens} tokens`, toolCalls > 0 && `${toolCalls} tool calls`, cost > 0 && `$${round(cost)}`].filter(Boolean);
+  const held = parts.length > 0 ? `; ${parts.join(', ')} held by running agents` : '';
+  return `${describeSpend(budget.limits, budget.spent)} spent${held}${budget.deadline ? `; time ends ${budget.deadline}` : ''}`;
 }
 
 function round(usd: number): string {

@@ -2,7 +2,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { WorkerState, WorkerTransition } from './worker-state';
 import type { TokenUsage } from './usage';
-import type { BudgetLimits, BudgetSpend } from './budget';
+import type { BudgetLimits, BudgetSpend, RunBudgetSummary } from './budget';
 
 export { CadreForkedFrom, CadreHost, CadrePlan, CadreStatus, CadreWorkerState, SEARCH_ATTRIBUTES } from './search-attributes';
 export type { TokenUsage } from './usage';
@@ -131,6 +131,8 @@ export interface Diagnostics {
   consultations?: ConsultationRecord[];
   /** This run's use of Temporal's per-run limits (a run that continued as new counts from its start). */
   limits?: RunUsage;
+  /** A plan's budget: its caps, what ended agents spent, what running ones hold (docs/budgets.md). */
+  budget?: RunBudgetSummary;
   /** How many times the run continued as new to stay within those limits (its steps and records go on). */
   continuedAsNew?: number;
   /** A fork (`cadre fork`): the run it was forked from and the step it ran again from; its restored steps say so in their notes. */

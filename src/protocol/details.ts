@@ -44,11 +44,14 @@ export interface DetailsInput {
   /** Every step for short plans; otherwise the running, waiting and failed ones. */
   steps: StepRecord[];
   waiting: Waiting[];
+  /** A plan's budget, as spent so far. */
+  budget?: string;
 }
 
-export function currentDetails({ workflowId, status, total, counts, steps, waiting }: DetailsInput): string {
+export function currentDetails({ workflowId, status, total, counts, steps, waiting, budget }: DetailsInput): string {
   const done = counts.completed + counts.skipped;
   const lines = [`**${status}** · ${done}/${total} steps done`];
+  if (budget) lines.push('', `Budget: ${clip(budget)}`);
   if (waiting.length > 0) {
     // Blank lines around lists: the Web UI's Markdown starts a list only after one.
     lines.push('', 'Waiting on a human:', '');

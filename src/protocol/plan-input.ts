@@ -3,7 +3,12 @@
  * new (workflows/plan/continue-as-new.ts). A plan document is validated whole, every problem with
  * its path, by a local activity (workflows/plan/plan-document.ts). Pure.
  */
-import { count, listOf, map, oneOf, shape, text } from './input-checks';
+import { count, listOf, map, oneOf, optional, shape, text } from './input-checks';
+
+/** A plan's budget: numbers above zero, a time as text (its duration is checked where it is read). */
+const positive = (v: Record<string, unknown>, at: string) =>
+  ['tokens', 'toolCalls', 'cost'].find((k) => v[k] !== undefined && !((v[k] as number) > 0)) !== undefined ? `${at}: tokens, toolCalls and cost must be above 0` : undefined;
+const BUDGET = shape({ tokens: optional(count), toolCalls: optional(count), cost: optional(count), time: optional(text), warnAt: count, onBudget: oneOf('ask', 'stop') }, positive);
 
 const COMPILED_PLAN_FIELDS = {
   plan: shape({
@@ -11,6 +16,7 @@ const COMPILED_PLAN_FIELDS = {
     workspace: text,
     inputs: map,
     steps: listOf(shape({ id: text, needs: listOf(text), action: shape({ kind: oneOf('tool', 'ask', 'agent', 'decide', 'echo') }) })),
+    budget: optional(BUDGET),
   }),
   inputs: map,
 };

@@ -30,7 +30,9 @@ export function heldToBudget(request: ModelTurnRequest, left: BudgetLimits, pric
     // Which cap holds the turn back: the one a person would extend.
     const dimension = byTokens <= byCost ? 'tokens' : 'cost';
     const message = `the next model turn needs about ${input + MIN_TURN_OUTPUT} tokens (${input} to send, ${MIN_TURN_OUTPUT} to write); its budget has ${describeLeft(left)} left`;
-    throw permanent(ErrorTypes.BudgetExhausted, message, { dimension });
+    // What the turn needs at least, so a lease on a plan's budget can ask its run for that much more.
+    const needs = { tokens: input + MIN_TURN_OUTPUT, ...(price && { cost: (input * price.input + MIN_TURN_OUTPUT * price.output) / 1e6 }) };
+    throw permanent(ErrorTypes.BudgetExhausted, message, { dimension, needs });
   }
   return { ...request, maxOutputTokens: output };
 }

@@ -12,7 +12,7 @@ import { UsageError } from '../../src/errors/cadre-error';
 import { type StreamCursor, advance, formatCursor, parseCursor, startCursor } from '../../src/streaming/reader';
 import type { StreamEventAt } from '../../src/streaming/events';
 import { TOOL_RESULT_PREVIEW_CHARS, previewArgs, toolResultPreview } from '../../src/protocol/stream';
-import { Readiness } from '../../src/workflows/plan/readiness';
+import { Readiness } from '../../src/plan-format/readiness';
 
 test("a worker's reports: two at once, then spaced out, a second at first, doubling every five up to fifteen minutes", () => {
   expect([0, 1, 2, 6, 7, 12, 17, 22, 27, 32, 37, 42, 47, 52, 1000].map(reportSpacing)).toEqual([

@@ -23,7 +23,9 @@ test('a turn that cannot write a few tokens is not started; a cost budget withou
       return err as ApplicationFailure;
     }
   })();
-  expect(refused).toMatchObject({ type: 'BudgetExhausted', nonRetryable: true, details: [{ dimension: 'tokens' }] });
+  expect(refused).toMatchObject({ type: 'BudgetExhausted', nonRetryable: true, details: [{ dimension: 'tokens', needs: { tokens: expect.any(Number) } }] });
+  // What the turn needs at least: what it sends and a few tokens to write (a lease asks its run for that much).
+  expect((refused?.details?.[0] as { needs: { tokens: number } }).needs.tokens).toBe(1000 - (heldToBudget(request, { tokens: 1000 }, undefined, 'openai:m').maxOutputTokens as number) + MIN_TURN_OUTPUT);
   expect(() => heldToBudget(request, { cost: 1 }, undefined, 'openai:m')).toThrow('no price for openai:m in cadre.config.yaml (models.prices): a cost budget needs one');
   const byCost = (() => {
     try {

@@ -22,6 +22,8 @@ import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-cont
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 import { TurnEvents } from './turn-events';
 import { BudgetLedger, refusedTurn } from './budget-ledger';
+import { BudgetLease } from './budget-lease';
+import { turnBudget } from '../../budget/lease';
 import type { HostRoute } from '../common/host-route';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
@@ -57,6 +59,8 @@ export class AgentLoop {
   private readonly events?: TurnEvents;
   /** Its budget's ledger, when it has a budget. */
   readonly ledger?: BudgetLedger;
+  /** Its lease on its plan's budget, when the plan has one. */
+  readonly lease?: BudgetLease;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -76,6 +80,7 @@ export class AgentLoop {
       const warn = (message: string) => hooks.publish?.({ type: 'budget_warning', step: spec.label, message });
       this.ledger = new BudgetLedger(spec.budget, spec.label, this.waits, () => hooks.waitsChanged(), warn, spec.budgetCarried);
     }
+    if (spec.runBudget) this.lease = new BudgetLease(spec.runBudget.owner, spec.label);
   }
 
   /** Tools running now. */
@@ -104,7 +109,9 @@ export class AgentLoop {
     const guards = this.guarded ? new TurnGuards() : undefined;
     // An agent forked at a turn counts the turns it was given toward maxTurns.
     for (let turns = turnsBefore; ; turns++) {
-      const warning = this.ledger?.warning();
+      // The run's lease first: its answer may bring the run's warning, said in this very turn.
+      await this.lease?.beforeTurn();
+      const warning = this.ledger?.warning() ?? this.lease?.takeWarning();
       if (warning !== undefined) messages.push({ role: 'user', content: warning });
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
@@ -132,6 +139,7 @@ export class AgentLoop {
       }
       silentTurns = 0;
       await this.ledger?.toolCalls(turn.toolCalls.length);
+      await this.lease?.toolCalls(turn.toolCalls.length);
       const repeating = guards?.calls(turn.toolCalls);
       await this.gate?.prepare(turn.toolCalls.flatMap((call) => (byName.has(call.name) && call.error === undefined ? [{ tool: (byName.get(call.name) as AgentTool).tool, args: call.args }] : [])));
       const results = await Promise.all(
@@ -187,7 +195,9 @@ export class AgentLoop {
     this.hooks.changed();
     for (;;) {
       const started = nowMs();
+      const budget = turnBudget(this.ledger?.left(), this.lease?.book.left());
       try {
+        this.lease?.turnStarted();
         const turn = await this.models.modelTurn({
           ...(this.model !== undefined && { model: this.model }),
           ...(system !== undefined && { system }),
@@ -197,9 +207,10 @@ export class AgentLoop {
           // Tool outputs stored outside history are read back by the activity, never into history.
           workspace: this.spec.storeWorkspace ?? this.spec.workspace,
           ...this.streamTo(),
-          ...(this.ledger && { budget: this.ledger.left() }),
+          ...(budget && { budget }),
         });
         this.ledger?.settle(turn);
+        this.lease?.turnEnded(turn);
         this.hooks.progressed?.();
         this.events?.turnEnded(this.turnNumber(), turn, this.model);
         this.usage.inputTokens += turn.usage.inputTokens;
@@ -209,12 +220,17 @@ export class AgentLoop {
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, ...turn.usage, toolCalls: turn.toolCalls.length, outcome: 'ok', ...shortened });
         return turn;
       } catch (err) {
+        this.lease?.turnEnded();
         if (isCancellation(err)) throw err;
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
         // Not started for want of budget: a person extends it (and the turn is asked again), or the agent stops.
-        const cap = this.ledger && refusedTurn(err);
-        if (cap) {
-          await this.ledger?.exhausted(cap, 'its next model turn does not fit what is left');
+        const refused = budget && refusedTurn(err);
+        if (refused && this.lease?.book.holds(refused.cap, this.ledger?.left() ?? {})) {
+          await this.lease.turnRefused(refused.needs);
+          continue;
+        }
+        if (refused && this.ledger) {
+          await this.ledger.exhausted(refused.cap, 'its next model turn does not fit what is left');
           continue;
         }
         const recovery = await this.hooks.recover?.(err, 'model');

@@ -25,7 +25,7 @@ import { type AgentDiagnostics, type AgentSummary, type WorktreeRecord, agentAns
 import { agentForkSourceQuery } from '../../protocol/forks';
 import type { AgentResult, AgentTaskInput, InheritedPolicy } from '../../protocol/agent-task';
 import { type TeamWorkerContext, askQuestionTool, signalStateTool, silentTurnHandler, spawnSubtaskTool } from '../team/team-tools';
-import { withinRole } from '../team/team-roles';
+import { withinRole } from '../../roles/team-roles';
 import { WorkerReporter } from './worker-reporter';
 import { SentSignals } from '../common/sent-signals';
 import { WorkerRecovery } from './recovery';
@@ -52,6 +52,7 @@ const AGENT_TASK_INPUT = shape({
   prompt: text,
   workspace: text,
   resume: optional(shape({ turns: count, messages: listOf(map), turnStarts: listOf(count) })),
+  runBudget: optional(shape({ owner: text })),
 });
 
 export async function agentTask(input: AgentTaskInput): Promise<AgentResult> {
@@ -113,6 +114,7 @@ class AgentRun {
       ...(sandbox && { sandbox }),
       // Its turns stream to its own workflow, whose limits are its own: its plan run's go to the messages that control the run.
       stream: this.stream.target(),
+      ...(input.runBudget && { runBudget: input.runBudget }),
     };
     this.loop = new AgentLoop(
       action.kind === 'agent'
@@ -192,6 +194,7 @@ class AgentRun {
       await this.reporter.flush();
       if (this.telling.size > 0 && patched(PATCH_WAITS_DELIVERED)) await this.telling.flush();
       await this.stream.end(this.status === 'completed' || this.status === 'failed' ? this.status : 'cancelled');
+      await this.loop.lease?.settle();
     }
   }
 
@@ -225,7 +228,7 @@ class AgentRun {
       limits: this.stream.limits,
       refused: (signal, err) => this.refused(signal, err),
       ...(this.stream.own && { announce: (step: string, workflowId: string) => this.stream.announce(step, workflowId) }),
-      childInput: () => ({ ...this.stream.childInput(), ...this.route?.childInput() }),
+      childInput: () => ({ ...this.stream.childInput(), ...this.route?.childInput(), ...(this.input.runBudget && { runBudget: this.input.runBudget }) }),
       ...(this.route && { route: this.route }),
       askPerson: (id, prompt, timeout) =>
         this.loop.waits.wait({ id, kind: 'ask', prompt, ...(timeout !== undefined && { timeout }) }, { opened: () => this.waitsChanged(), closed: () => this.waitsChanged() }),

@@ -8,6 +8,7 @@ import type { Approvals } from '../../plan-format/types';
 import type { SandboxSpec } from '../../sandbox/profile';
 import type { OwnEvent } from '../common/run-stream';
 import type { Budget, BudgetSummary } from '../../protocol/budget';
+import type { BudgetOwner } from '../../protocol/budget-lease';
 import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
@@ -27,6 +28,8 @@ export interface LoopSpec {
   /** Caps each turn is held to before it starts (budget-ledger.ts), and a session's ledger carried from its run before. */
   budget?: Budget;
   budgetCarried?: BudgetSummary;
+  /** The run whose plan budget its turns and tool calls spend (budget-lease.ts). */
+  runBudget?: BudgetOwner;
   /** JSON Schema of a structured final answer. */
   output?: Record<string, unknown>;
   /** A decision: the final answer must name one of these. */

@@ -61,3 +61,7 @@ function findCause(err: unknown, test: (e: Error) => boolean): Error | undefined
   }
   return undefined;
 }
+
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

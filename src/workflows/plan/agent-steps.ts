@@ -22,6 +22,7 @@ import { type RunLimits, onSignal } from '../common/run-limits';
 import type { RunStream } from '../common/run-stream';
 import type { HostRoute } from '../common/host-route';
 import type { AgentResume } from '../../protocol/forks';
+import type { BudgetOwner } from '../../protocol/budget-lease';
 
 const WAITS_SIGNAL = shape({ workflowId: text, waits: listOf(shape({ id: text, kind: text, prompt: text, since: text, choices: optional(listOf(text)) })) });
 const MOVE = { seq: count, from: oneOf(...WORKER_STATES), to: oneOf(...WORKER_STATES), reason: text, at: text };
@@ -56,6 +57,8 @@ export class AgentSteps {
   private readonly reasks: boolean;
   /** A fork's agent forked at a turn: the conversation it goes on from, by step (fork-start.ts). */
   readonly resumes = new Map<string, AgentResume>();
+  /** The plan's budget, when it has one: every agent of the run spends it by a lease (run-budget.ts). */
+  runBudget?: BudgetOwner;
 
   constructor(
     patches: PlanPatches,
@@ -100,8 +103,8 @@ export class AgentSteps {
   }
 
   /** What the run's agents are told of streams and limits: their own streams (runs since agent-streams), the run's limits. */
-  childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs'> {
-    return { ...(this.stream && { ownStream: true as const }), ...(this.limits.given && { limits: this.limits.given }), ...this.hostRoute()?.childInput() };
+  childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs' | 'runBudget'> {
+    return { ...(this.stream && { ownStream: true as const }), ...(this.limits.given && { limits: this.limits.given }), ...this.hostRoute()?.childInput(), ...(this.runBudget && { runBudget: this.runBudget }) };
   }
 
   get waiting(): number {

@@ -27,6 +27,7 @@ import type { Team } from '../team/team';
 import { SHED_SHARE } from '../agent/stream-budget';
 import type { HostRoute } from '../common/host-route';
 import { storedValues } from './tool-call';
+import type { RunBudgetCarry } from './run-budget';
 
 /** What a run gives the run it continues as. */
 export interface PlanCarry {
@@ -55,6 +56,8 @@ export interface PlanCarry {
   /** A fork: the run and step it was forked from, and what it has yet to start from (worktrees, an agent at a turn, a forEach's items). */
   forkedFrom?: ForkedFrom;
   forkStarts?: ForkStarts;
+  /** A plan's budget: its caps as extended, what was spent, its deadline. */
+  budget?: RunBudgetCarry;
 }
 
 /** runPlan's input in a run that continued as new. */

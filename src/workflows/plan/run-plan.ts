@@ -13,12 +13,12 @@ import type { CompiledStep } from '../../plan-format/types';
 import { type StartInput, checkedStart, isPrepared, preparedStart } from './start-input';
 import { isoAt, nowMs } from '../common/clock';
 import type { PlanResult, StepRecord, StepStatus } from '../../protocol/definitions';
-import { describeFailure } from '../common/failures';
+import { describeFailure, messageOf } from '../common/failures';
 import { decide } from './failure-decisions';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { storedValues } from './tool-call';
 import { WorkspaceMoved } from './workspace-host';
-import { PlanRunState, messageOf } from './run-state';
+import { PlanRunState } from './run-state';
 import { MAX_RESULT_BYTES, fitForFailure } from './result-size';
 import { kindOf } from './kinds';
 import { sizeOf } from '../common/sizes';
@@ -86,6 +86,7 @@ class PlanRun extends PlanRunState {
     const running = new Map<string, Promise<void>>();
     try {
       this.publishStatus();
+      void this.budget?.watchTime();
       // Patched runs schedule inside the steps' scope, so a step starts with a plain call, not a
       // scope of its own (fewer promises a step: each one a workflow makes costs, the SDK records its stack).
       if (this.hardened) await stepsScope.run(() => this.scheduleAll(stepsScope, running));

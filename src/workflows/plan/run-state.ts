@@ -16,7 +16,7 @@ import { isoAt, nowMs } from '../common/clock';
 import { CadreStatus, type Diagnostics, type PlanEndStatus, type PlanStatus, type StepRecord, type WaitKind } from '../../protocol/definitions';
 import type { ForkSource, ForkedFrom } from '../../protocol/forks';
 import { DETAILS_ALL_STEPS_UP_TO, currentDetails } from '../../protocol/details';
-import { StepFailedError } from '../common/failures';
+import { StepFailedError, messageOf } from '../common/failures';
 import { StepBook } from './step-book';
 import { ActivityIds, storedValues } from './tool-call';
 import { ExpressionNames } from '../../plan-format/stored-items';
@@ -33,6 +33,8 @@ import { type ContinuedPlanInput, type PlanCarry, isContinued } from './continue
 import { carriedForkStarts, forkStarts, restoreFork } from './fork-start';
 import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PATCH_WORKSPACE_HOSTS, PlanPatches } from './plan-patches';
 import { WorkspaceHostBinding } from './workspace-host';
+import { type RunBudget, runBudget } from './run-budget';
+import { describeRunSpend } from '../../protocol/budget';
 
 const MAX_SIGNAL_ERRORS = 50;
 
@@ -93,6 +95,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   readonly limits: RunLimits;
   /** The run's stream: its steps, waits and end, and where each of its agents streams its turns. */
   readonly stream: RunStream;
+  /** A plan's budget: one ledger all its agents lease from (run-budget.ts). */
+  readonly budget?: RunBudget;
 
   constructor(protected readonly input: RunPlanInput | ContinuedPlanInput) {
     const carry = isContinued(input) ? input.continued : undefined;
@@ -119,17 +123,11 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       () => this.host.route,
     );
     if (this.plan.team) {
-      this.team = new Team(
-        this.plan.team,
-        this.plan.workspace,
-        this.plan.sandbox,
-        (workflowId, step, role) => this.agents.track(workflowId, step, { role }),
-        () => this.changed(),
-        this.limits,
-        () => this.agents.childInput(),
-        () => this.host.route,
-      );
+      const track = (workflowId: string, step: string, role: string) => this.agents.track(workflowId, step, { role });
+      this.team = new Team(this.plan.team, this.plan.workspace, this.plan.sandbox, track, () => this.changed(), this.limits, () => this.agents.childInput(), () => this.host.route);
     }
+    // Spent, the budget stops the run: it ends budget_exhausted.
+    this.budget = runBudget(this, carry?.budget, (reason) => ((this.abortReason ??= reason), (this.abortedByBudget = true)));
     installPlanHandlers(this);
     this.forkedFrom = carry?.forkedFrom ?? (input.forked && { run: input.forked.from, step: input.forked.step });
     if (this.forkedFrom) forkStarts(this, carry ? carry.forkStarts : input.forked);
@@ -161,9 +159,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       workers: this.agents.workers(),
       humanWaits: [...this.waits.ended],
       stream: this.stream.carried(),
-      ...(this.host.host && { host: this.host.host }),
-      ...(this.plan.source && this.host.clone && { clone: this.host.clone }),
-      ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
+      ...this.host.carried(this.plan.source !== undefined),
+      ...(this.budget && { budget: this.budget.carry() }),
       ...(this.forkedFrom && { forkedFrom: this.forkedFrom, forkStarts: carriedForkStarts(this) }),
     };
   }
@@ -319,7 +316,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   }
 
   /** Keeps the `CadreStatus` search attribute in step with the run, so lists can find runs waiting on a human. */
-  protected publishStatus(): void {
+  publishStatus(): void {
     const status = this.status();
     this.stream.announceWaits(this.waitingList());
     const all = this.plan.steps.length <= DETAILS_ALL_STEPS_UP_TO;
@@ -332,6 +329,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
         counts: this.book.counts,
         steps: this.book.shown(all),
         waiting: this.waitingList(),
+        ...(this.budget && { budget: describeRunSpend(this.budget.summary()) }),
       }),
     );
     if (status === this.publishedStatus) return;
@@ -370,6 +368,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       ...(this.agents.workers().length > 0 && { workers: this.agents.workers() }),
       ...(this.team && this.team.records().length > 0 && { consultations: this.team.records() }),
       limits: this.limits.usage(),
+      ...(this.budget && { budget: this.budget.summary() }),
       ...(this.runsBefore > 0 && { continuedAsNew: this.runsBefore }),
       ...(this.forkedFrom && { forkedFrom: this.forkedFrom }),
     };
@@ -393,8 +392,4 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   abstract runAction(step: CompiledStep, scope: Record<string, unknown>, timeout: string | undefined, label: string): Promise<ToolResult>;
   /** An action's output, its attempts added to the step's record. */
   abstract counted(step: CompiledStep, result: ToolResult): unknown;
-}
-
-export function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -6,7 +6,7 @@
 import type { CompiledStep } from '../../plan-format/types';
 import { STEP_STATUSES, type StepRecord, type StepStatus } from '../../protocol/definitions';
 import { stepEnded, stepStarted, toolLabel } from './metrics';
-import { Readiness } from './readiness';
+import { Readiness } from '../../plan-format/readiness';
 
 export const TERMINAL = new Set<StepStatus>(['completed', 'skipped', 'failed', 'cancelled']);
 

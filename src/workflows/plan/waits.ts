@@ -4,13 +4,14 @@
  * validator before it reaches history ("already answered with ...").
  */
 import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
-import { durationMs, isDuration } from '../../plan-format/duration';
-import { checkDurationMs } from '../../plan-format/limits';
+import { durationMs } from '../../plan-format/duration';
 import { isoAt, nowMs } from '../common/clock';
 import { humanWaited } from './metrics';
 import type { ApprovalDetail, WaitKind, Waiting } from '../../protocol/definitions';
 import type { HumanWaitOutcome } from '../../analytics/types';
-import { parseBudgetAnswer } from '../../protocol/budget';
+import { answerProblem, answerTextProblem, shorten } from '../../protocol/answers';
+
+export { MAX_ANSWER_CHARS, splitAnswer } from '../../protocol/answers';
 
 /** A rejected answer: final, so clients (the `temporal` CLI, other SDKs) do not offer to retry it. */
 export function rejected(message: string): ApplicationFailure {
@@ -24,9 +25,6 @@ export function rejected(message: string): ApplicationFailure {
  */
 const PATCH_VISIBLE_WAITS = 'visible-waits';
 const NO_TIMEOUT_RENEWAL_MS = 365 * 24 * 60 * 60 * 1000;
-
-/** Longer answers belong in a file in the workspace; this keeps one answer far under Temporal's payload limit. */
-export const MAX_ANSWER_CHARS = 256 * 1024;
 
 export interface WaitRequest {
   id: string;
@@ -129,13 +127,11 @@ export class HumanWaits {
     this.onAnswer();
   }
 
-  /** The `answer` update's validator: throws to reject an answer before it reaches history. */
+  /** The `answer` update's validator: throws to reject an answer before it reaches history (protocol/answers.ts). */
   validate(waitId: unknown, value: unknown): void {
     if (typeof waitId !== 'string' || waitId.length === 0) throw rejected('the answer needs the id of what waits (waitId)');
-    if (typeof value !== 'string' || value.length === 0) throw rejected('the answer must be a non-empty string');
-    if (value.length > MAX_ANSWER_CHARS) {
-      throw rejected(`the answer has ${value.length} characters; at most ${MAX_ANSWER_CHARS} (put long text in a file in the workspace)`);
-    }
+    const noText = answerTextProblem(value);
+    if (noText) throw rejected(noText);
     const waiting = this.open.get(waitId);
     if (!waiting) {
       const previous = this.lastAnswer.get(waitId);
@@ -143,33 +139,7 @@ export class HumanWaits {
       const open = [...this.open.keys()];
       throw rejected(`nothing waits for "${waitId}"${open.length ? ` (waiting: ${open.join(', ')})` : ' (nothing is waiting)'}`);
     }
-    if (waiting.kind === 'budget') {
-      if (!parseBudgetAnswer(value)) throw rejected(`"${shorten(value)}": answer extend=<more> (a number above 0) or stop`);
-      return;
-    }
-    if (!waiting.choices) return;
-    const { choice, extra } = splitAnswer(value);
-    if (!waiting.choices.includes(waiting.kind === 'ask' ? value : choice)) {
-      throw rejected(`"${shorten(value)}" is not one of: ${waiting.choices.join(', ')}`);
-    }
-    if (waiting.kind === 'approval') {
-      if (extra !== undefined && choice !== 'deny') throw rejected(`"${shorten(value)}": only deny takes a reason, as in deny:not on main`);
-      return;
-    }
-    if (waiting.kind !== 'ask' && extra !== undefined) {
-      if (choice !== 'extend' || !isDuration(extra)) throw rejected(`"${shorten(value)}": only extend takes a duration, as in extend:10m`);
-      const problem = checkDurationMs(durationMs(extra), 'extend')[0];
-      if (problem) throw rejected(`"${shorten(value)}": ${problem.message}`);
-    }
+    const problem = answerProblem(waiting, value as string);
+    if (problem) throw rejected(problem);
   }
-}
-
-/** `choice[:extra]`: a decision and what it carries (`extend:10m`, `deny:not on main`); the extra may hold colons. */
-export function splitAnswer(value: string): { choice: string; extra?: string } {
-  const colon = value.indexOf(':');
-  return colon < 0 ? { choice: value } : { choice: value.slice(0, colon), extra: value.slice(colon + 1) };
-}
-
-function shorten(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }

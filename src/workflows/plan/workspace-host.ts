@@ -91,6 +91,11 @@ export class WorkspaceHostBinding {
     return this.cloned && { ...this.cloned };
   }
 
+  /** What a continued run carries of the binding: the host, the moves, and the clone when the workspace is one. */
+  carried(cloned: boolean): { host?: WorkspaceHost; clone?: WorkspaceCloneRecord; hostMoves?: HostMove[] } {
+    return { ...(this.bound && { host: this.bound }), ...(cloned && this.cloned && { clone: this.clone }), ...(this.moves.length > 0 && { hostMoves: [...this.moves] }) };
+  }
+
   /** The host, for diagnostics and a continued run. */
   get host(): WorkspaceHost | undefined {
     return this.bound;

@@ -9,16 +9,15 @@ import { ApplicationFailure, CancellationScope, condition, executeChild, getExte
 import { durationMs, isDuration } from '../../plan-format/duration';
 import { DEFAULT_AGENT_TURNS } from '../../plan-format/types';
 import type { WorkflowTool } from '../agent/agent-loop';
-import { AGENT_TASK_WORKFLOW, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../../protocol/agent-task';
+import { AGENT_TASK_WORKFLOW, type AgentTaskInput, type AgentTaskWorkflow, type InheritedPolicy, type TeamWorker } from '../../protocol/agent-task';
 import { isoAt, nowMs } from '../common/clock';
 import { type TeamReply, type WorktreeRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
-import { withRole } from './team-roles';
+import { withRole } from '../../roles/team-roles';
 import type { WorkerReporter } from '../agent/worker-reporter';
 import { WorktreeLeases } from '../plan/worktrees';
 import { type RunLimits, onSignal } from '../common/run-limits';
 import { refusedForLimit } from '../common/sent-signals';
-import type { RunLimitValues } from '../../plan-format/limits';
 import type { HostRoute } from '../common/host-route';
 
 /** States an agent may say it is in; the others follow from what it does (asking, spawning, answering). */
@@ -57,7 +56,7 @@ export interface TeamWorkerContext {
   /** A signal to the team run that Temporal refused (it took as many as a run may): never silent. */
   refused(signal: string, err: ApplicationFailure): void;
   /** What a subtask is told of streams, limits and its host's queue: as its worker was. */
-  childInput(): { ownStream?: true; limits?: Partial<RunLimitValues>; hostQueue?: string; hostLostAfterMs?: number };
+  childInput(): Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs' | 'runBudget'>;
   /** The host its workspace is bound to, when the run has one: its subtasks' worktrees are made there. */
   route?: HostRoute;
 }

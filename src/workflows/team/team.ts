@@ -14,7 +14,7 @@ import { DEFAULT_AGENT_TURNS, type TeamSpec } from '../../plan-format/types';
 import { AGENT_TASK_WORKFLOW, type AgentTaskInput, type AgentTaskWorkflow, type TeamWorker } from '../../protocol/agent-task';
 import { type ConsultationRecord, type TeamQuestion, type TeamReply, type WorkerRecord, teamLearnedSignal, teamQuestionSignal, teamReplySignal } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
-import { withRole } from './team-roles';
+import { withRole } from '../../roles/team-roles';
 import { type RunLimits, onSignal } from '../common/run-limits';
 
 const KEPT_CONSULTATIONS = 200;
@@ -48,7 +48,7 @@ export class Team {
     private readonly changed: () => void,
     limits: RunLimits,
     /** What specialists are told of streams and limits, as the run's other agents. */
-    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs'>,
+    private readonly childInput: () => Pick<AgentTaskInput, 'ownStream' | 'limits' | 'hostQueue' | 'hostLostAfterMs' | 'runBudget'>,
     /** The host the run's workspace is bound to: its roles/ folder is read there. */
     private readonly route: () => HostRoute | undefined = () => undefined,
   ) {

@@ -3,10 +3,10 @@ import type { ToolResult } from '../../../activities';
 import { MAX_PROMPT_BYTES } from '../../../plan-format/limits';
 import { resolveTemplates } from '../../../plan-format/templates';
 import type { CompiledStep, StepAction } from '../../../plan-format/types';
-import { workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, workflowInfo } from '@temporalio/workflow';
 import { StepFailedError } from '../../common/failures';
 import type { Team } from '../../team/team';
-import { withRole } from '../../team/team-roles';
+import { withRole } from '../../../roles/team-roles';
 import type { PlanRunContext, StepKind } from './kind';
 
 type AgentAction = Extract<StepAction, { kind: 'agent' | 'decide' }>;
@@ -21,7 +21,7 @@ async function runAgent(run: PlanRunContext, step: CompiledStep, scope: Record<s
   record.attempts += 1;
   const member = run.team && (await teamMember(run, action));
   const id = run.activityIds.next(label).activityId ?? label;
-  return run.agents.run(
+  return budgetStopsAll(run, () => run.agents.run(
     {
       step,
       workflowId: `${workflowInfo().workflowId}/${id}`,
@@ -41,7 +41,20 @@ async function runAgent(run: PlanRunContext, step: CompiledStep, scope: Record<s
       record.agent = summary;
       run.changed();
     },
-  );
+  ));
+}
+
+/**
+ * An agent the plan's budget stopped fails once the others have ended their turns (what those used
+ * is counted): its failure aborts the run, which would cut them short.
+ */
+async function budgetStopsAll(run: PlanRunContext, agent: () => Promise<ToolResult>): Promise<ToolResult> {
+  try {
+    return await agent();
+  } catch (err) {
+    if (run.budget && err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'BudgetExhausted') await run.budget.settled();
+    throw err;
+  }
 }
 
 /** A team's agent step takes its role's prompt, tools and approvals, and learns its team. */

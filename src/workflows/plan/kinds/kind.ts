@@ -14,6 +14,7 @@ import type { AgentSteps } from '../agent-steps';
 import type { ActivityIds } from '../tool-call';
 import type { WorktreeLeases } from '../worktrees';
 import type { WorkspaceHostBinding } from '../workspace-host';
+import type { RunBudget } from '../run-budget';
 
 /** What a kind may use of the run it is part of. */
 export interface PlanRunContext {
@@ -29,6 +30,8 @@ export interface PlanRunContext {
   readonly host: WorkspaceHostBinding;
   readonly agents: AgentSteps;
   readonly team?: Team;
+  /** The plan's budget, when it has one (run-budget.ts). */
+  readonly budget?: RunBudget;
   /** The step's record, as diagnostics show it; call changed() after changing it. */
   record(id: string): StepRecord;
   changed(): void;

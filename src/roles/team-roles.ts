@@ -1,7 +1,7 @@
 /** An agent step of a team takes what its role file says, unless the step says otherwise. Pure. */
-import type { TeamRole } from '../../activities/roles';
-import type { SandboxNarrowing, SandboxSpec } from '../../sandbox/profile';
-import type { AgentSpec } from '../../plan-format/types';
+import type { TeamRole } from '../activities/roles';
+import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
+import type { AgentSpec } from '../plan-format/types';
 
 export function withRole(agent: AgentSpec, roles: TeamRole[], teamModel: string | undefined): AgentSpec | string {
   const model = agent.model ?? teamModel;
