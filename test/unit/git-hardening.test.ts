@@ -52,9 +52,13 @@ function filterDriver(name: string, marks: Markers): string {
   return `[filter "${name}"]\n\tsmudge = ${marks.touch(`smudge-${name}`, 'cat')}\n\tclean = ${marks.touch(`clean-${name}`, 'cat')}\n\trequired = true\n`;
 }
 
-/** Tracked files get a new modification time: git must read them again (through clean filters) to know they are unchanged. */
+let touches = 0;
+/**
+ * Tracked files get a new modification time: git must read them again (through clean filters) to
+ * know they are unchanged. Each touch is a whole second past the last, whatever git's stat precision.
+ */
 function touchTracked(dir: string, files: string[]): void {
-  const later = new Date(Date.now() + 60_000);
+  const later = new Date(Date.now() + (60 + ++touches) * 1000);
   for (const file of files) utimesSync(path.join(dir, file), later, later);
 }
 
