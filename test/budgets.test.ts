@@ -222,6 +222,11 @@ describe("a plan's budget", () => {
     expect(d.status).toBe('completed');
     expect(d.budget).toMatchObject({ limits: { tokens: 4200 }, spent: { tokens: 1000 + 410 + 410, toolCalls: 2 }, reserved: { tokens: 0 } });
     expect(loose.requests.slice(2).some((r) => JSON.stringify(r.body.messages).includes("The run's budget: 1000 of 1200 tokens used. Wrap up"))).toBe(true);
+    // The run's stream said the spend as it grew, ending with what was spent (what `cadre watch` prints).
+    const used: string[] = [];
+    for await (const e of lh.client.events(id)) if (e.type === 'budget_spent') used.push(e.used);
+    expect(used.length).toBeGreaterThanOrEqual(3);
+    expect(used.at(-1)).toBe('1820 of 4200 tokens');
     // The agent's history (its lease asked for more, held at the cap, then granted) replays; the first recorded is kept for CI's replay test.
     const agentId = step(d, 'work').agent?.workflowId as string;
     const history = await lh.client.client.workflow.getHandle(agentId).fetchHistory();

@@ -4,6 +4,7 @@
  * what the agent spent, what is left, and what to ask for next. Pure.
  */
 import { type BudgetDimension, type BudgetLimits, type BudgetSpend, BUDGET_DIMENSIONS, NO_SPEND } from '../protocol/budget';
+import type { LeaseGrant } from '../protocol/budget-lease';
 
 /** What a turn may write when the agent cannot yet say (its first turn): the provider's usual cap. */
 const TURN_OUTPUT = 4096;
@@ -24,6 +25,9 @@ export class LeaseBook {
   private capped?: BudgetDimension[];
   /** The last turn's tokens and cost: what the next one likely needs. */
   private last = { tokens: TURN_OUTPUT, cost: 0 };
+  /** The run's warning, to say to the model once; and why the run stopped (the agent ends before its next turn or tool call). */
+  warning?: string;
+  stopped?: string;
   /** A model turn is under way: what it was sent with is not given back until it ends. */
   private inTurn = false;
   /** Recalled by the run, counting on its answer to this ask (seq: signals may arrive in either order); the last answer applied. */
@@ -75,8 +79,19 @@ export class LeaseBook {
     this.inTurn = false;
   }
 
-  recall(after: number): void {
-    this.recalled = Math.max(this.recalled ?? 0, after);
+  /** The run's warning, said to the model once. */
+  takeWarning(): string | undefined {
+    const warning = this.warning;
+    this.warning = undefined;
+    return warning;
+  }
+
+  /** A message from the run (to this lease): whether it answers ask `seq`, the one the agent waits on. */
+  heard(message: Omit<LeaseGrant, 'lease'>, seq: number): boolean {
+    if (message.warning !== undefined) this.warning = message.warning;
+    if (message.stop !== undefined) this.stopped = message.stop;
+    if (message.recall === true) this.recalled = Math.max(this.recalled ?? 0, message.after ?? 0);
+    return message.seq === seq && (message.grant !== undefined || message.stop !== undefined);
   }
 
   spendCalls(calls: number): void {

@@ -3,6 +3,7 @@
  * a turn may use, and when to warn. Kept in the agent's workflow (workflows/agent/budget-ledger.ts
  * asks a person or stops at a cap). Pure.
  */
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { type Budget, type BudgetDimension, type BudgetLimits, type BudgetSpend, type BudgetSummary, BUDGET_DIMENSIONS, NO_SPEND, budgetLeft, budgetReached, describeSpend } from '../protocol/budget';
 
 export class AgentLedger {
@@ -54,4 +55,13 @@ export class AgentLedger {
   summary(): BudgetSummary {
     return { limits: { ...this.limits }, spent: { ...this.spent } };
   }
+}
+
+/** A model turn the activity did not start for want of budget: the cap that held it back, and what the turn needs at least. */
+export function refusedTurn(err: unknown): { cap: BudgetDimension; needs: BudgetLimits } | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== 'BudgetExhausted') return undefined;
+  const details = cause.details?.[0] as { dimension?: BudgetDimension; needs?: BudgetLimits } | undefined;
+  const needs = details?.needs;
+  return { cap: details?.dimension === 'cost' ? 'cost' : 'tokens', needs: { ...(typeof needs?.tokens === 'number' && { tokens: needs.tokens }), ...(typeof needs?.cost === 'number' && { cost: needs.cost }) } };
 }

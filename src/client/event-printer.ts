@@ -61,6 +61,8 @@ export class EventPrinter {
         return this.line(`? ${event.prompt} (answer ${event.waitId}${event.choices ? `: ${event.choices.join('|')}` : ''})`);
       case 'host_unreachable':
         return this.line(`! ${event.prompt}`);
+      case 'budget_spent':
+        return this.line(`$ budget: ${event.used} used`);
       case 'run_completed':
         return this.line(`run ${event.status}${event.error ? `: ${event.error}` : ''}`);
     }

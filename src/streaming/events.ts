@@ -65,6 +65,8 @@ export const streamEventSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('stream_shed'), ...base, reason: z.string() }),
   /** An agent used its budget's warning share (docs/budgets.md): its next turn is told what is left. */
   z.strictObject({ type: z.literal('budget_warning'), ...base, step: z.string(), message: z.string() }),
+  // A plan's budget as its agents ask and settle: what is used so far, against its caps.
+  z.strictObject({ type: z.literal('budget_spent'), ...base, used: z.string() }),
   /** The workflow hosting this stream has used 80% of one of Temporal's per-run limits. */
   z.strictObject({ type: z.literal('limits_warning'), ...base, limit: z.enum(['signals', 'updates', 'events', 'bytes']), used: z.number(), max: z.number(), message: z.string() }),
 ]);

@@ -21,7 +21,8 @@ import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 import { TurnEvents } from './turn-events';
-import { BudgetLedger, refusedTurn } from './budget-ledger';
+import { BudgetLedger } from './budget-ledger';
+import { refusedTurn } from '../../budget/ledger';
 import { BudgetLease } from './budget-lease';
 import { turnBudget } from '../../budget/lease';
 import type { HostRoute } from '../common/host-route';
@@ -111,7 +112,7 @@ export class AgentLoop {
     for (let turns = turnsBefore; ; turns++) {
       // The run's lease first: its answer may bring the run's warning, said in this very turn.
       await this.lease?.beforeTurn();
-      const warning = this.ledger?.warning() ?? this.lease?.takeWarning();
+      const warning = this.ledger?.warning() ?? this.lease?.book.takeWarning();
       if (warning !== undefined) messages.push({ role: 'user', content: warning });
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
@@ -197,7 +198,7 @@ export class AgentLoop {
       const started = nowMs();
       const budget = turnBudget(this.ledger?.left(), this.lease?.book.left());
       try {
-        this.lease?.turnStarted();
+        this.lease?.book.turnStarted();
         const turn = await this.models.modelTurn({
           ...(this.model !== undefined && { model: this.model }),
           ...(system !== undefined && { system }),

@@ -17,10 +17,7 @@ export class BudgetLease {
   readonly book = new LeaseBook();
   private seq = 0;
   private answer?: LeaseGrant;
-  private warning?: string;
   private settled = false;
-  /** The run stopped: the agent ends before its next turn or tool call (a turn under way ends first, so its usage is counted). */
-  private stopped?: string;
 
   constructor(
     private readonly owner: string,
@@ -31,11 +28,8 @@ export class BudgetLease {
     // Anyone can send signals: only the run's, to this lease, are taken.
     setHandler(budgetGrantSignal, (grant) => {
       if (!wellFormed(grant, GRANT_SIGNAL) || grant.lease !== this.key) return;
-      if (grant.warning !== undefined) this.warning = grant.warning;
-      if (grant.stop !== undefined) this.stopped = grant.stop;
-      if (grant.recall === true) this.book.recall(grant.after ?? 0);
+      if (this.book.heard(grant, this.seq)) this.answer = grant;
       this.answerRecall();
-      if (grant.seq === this.seq && (grant.grant !== undefined || grant.stop !== undefined)) this.answer = grant;
     });
   }
 
@@ -51,11 +45,6 @@ export class BudgetLease {
     await this.more(this.book.refused(needs));
   }
 
-  /** A model turn starts: what the lease holds is the turn's until it ends. */
-  turnStarted(): void {
-    this.book.turnStarted();
-  }
-
   /** The turn ended (its usage spent, if it ran): a recall that came meanwhile is answered now. */
   turnEnded(turn?: ModelTurnResult): void {
     this.book.turnEnded(turn ? turn.usage.inputTokens + turn.usage.outputTokens : 0, turn?.costUsd ?? 0);
@@ -67,13 +56,6 @@ export class BudgetLease {
     this.checkStopped();
     for (let ask = this.book.toolCalls(calls); ask; ask = this.book.toolCalls(calls)) await this.more(ask);
     this.book.spendCalls(calls);
-  }
-
-  /** The run's warning, said to the model once. */
-  takeWarning(): string | undefined {
-    const warning = this.warning;
-    this.warning = undefined;
-    return warning;
   }
 
   /** The agent ended (however it ended): its spend goes to the run, once. */
@@ -96,7 +78,7 @@ export class BudgetLease {
   }
 
   private checkStopped(): void {
-    if (this.stopped !== undefined) throw ApplicationFailure.nonRetryable(`${this.label}: ${this.stopped}`, 'BudgetExhausted');
+    if (this.book.stopped !== undefined) throw ApplicationFailure.nonRetryable(`${this.label}: ${this.book.stopped}`, 'BudgetExhausted');
   }
 
   private async more({ need, want }: LeaseAskAmounts): Promise<void> {

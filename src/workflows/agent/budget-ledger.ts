@@ -6,7 +6,7 @@
  * warning share, the next turn is told what is left; at a cap, a person extends it or the agent
  * stops (`onBudget`). The arithmetic is budget/ledger.ts. Workflow code.
  */
-import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure } from '@temporalio/workflow';
 import { type Budget, type BudgetDimension, type BudgetLimits, type BudgetSummary, BUDGET_UNITS, describeSpend, parseBudgetAnswer } from '../../protocol/budget';
 import { AgentLedger } from '../../budget/ledger';
 import type { ModelTurnResult } from '../../activities';
@@ -71,13 +71,4 @@ export class BudgetLedger {
   summary(): BudgetSummary {
     return this.book.summary();
   }
-}
-
-/** A model turn the activity did not start for want of budget: the cap that held it back, and what the turn needs at least. */
-export function refusedTurn(err: unknown): { cap: BudgetDimension; needs: BudgetLimits } | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (!(cause instanceof ApplicationFailure) || cause.type !== 'BudgetExhausted') return undefined;
-  const details = cause.details?.[0] as { dimension?: BudgetDimension; needs?: BudgetLimits } | undefined;
-  const needs = details?.needs;
-  return { cap: details?.dimension === 'cost' ? 'cost' : 'tokens', needs: { ...(typeof needs?.tokens === 'number' && { tokens: needs.tokens }), ...(typeof needs?.cost === 'number' && { cost: needs.cost }) } };
 }

@@ -26,7 +26,7 @@ export interface BudgetedRun {
   readonly waits: HumanWaits;
   readonly limits: RunLimits;
   readonly agents: { runBudget?: { owner: string } };
-  readonly stream: { publish(event: { type: 'budget_warning'; step: string; message: string }): void };
+  readonly stream: { publish(event: { type: 'budget_warning'; step: string; message: string } | { type: 'budget_spent'; used: string }): void };
   changed(): void;
   publishStatus(): void;
 }
@@ -43,6 +43,8 @@ export class RunBudget {
   private stopped = false;
   private asked = 0;
   private deadlineMs?: number;
+  /** The spend last said on the run's stream. */
+  private said?: string;
 
   /** @param end the run stops, `budget_exhausted`, once no more is given and its agents have ended. */
   constructor(
@@ -102,6 +104,9 @@ export class RunBudget {
       getExternalWorkflowHandle(workflowId).signal(budgetGrantSignal, grant).catch(() => undefined);
     }
     if (outcome.warned) this.run.stream.publish({ type: 'budget_warning', step: '(run)', message: outcome.warned });
+    // The spend as it grows (`cadre watch`), said when it changed.
+    const used = this.pool.describeUsed();
+    if (used !== this.said) this.run.stream.publish({ type: 'budget_spent', used: (this.said = used) });
     if (outcome.recalling) {
       void condition(() => this.pool.recalls === 0, RECALL_WAIT).then(
         (answered) => answered || this.act(this.pool.recallTimedOut()),
