@@ -83,6 +83,8 @@ export interface FakeModelServer {
   contextTokens?: number;
   /** The prompt tokens of each chat request, as counted for `contextTokens`. */
   promptTokens: number[];
+  /** The usage of each reply sent whole (a reply cut off, say by its client's death, is not in it): what a provider bills. */
+  delivered: { inputTokens: number; outputTokens: number }[];
   /** Answer `tool_choice: "required"` as scripted, as servers that ignore it do (Ollama). */
   ignoreToolChoice: boolean;
   /** Drops the responses no request took (a test that queued one more than it expected to be asked for). */
@@ -138,6 +140,8 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
         return res.end(next.raw);
       }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
+      const billed = { inputTokens: next.usage?.inputTokens ?? 0, outputTokens: next.usage?.outputTokens ?? 0 };
+      res.once('finish', () => fake.delivered.push(billed));
       const required = body.tool_choice === 'required' && !fake.ignoreToolChoice;
       const forced = required ? asRequired(next, body) : undefined;
       if (typeof forced === 'string') return send(res, 500, { error: { message: forced } });
@@ -153,11 +157,13 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
     chunkTimes,
     ignoreToolChoice: false,
     promptTokens: [],
+    delivered: [],
     enqueue: (...responses) => queue.push(...responses),
     clearQueue: () => void queue.splice(0),
     reset: () => {
       requests.splice(0);
       queue.splice(0);
+      fake.delivered.splice(0);
     },
     close: () =>
       new Promise((resolve, reject) => {
