@@ -4,7 +4,7 @@
  * agent stops, or waits for a person who extends it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { until } from './support/until';
@@ -18,6 +18,7 @@ import { runCadre, testServerEnv } from './support/cli';
 import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
 import { parseBudgetOption } from '../src/client/budget-option';
+import { type AgentDiagnostics, agentDiagnosticsQuery } from '../src/protocol/definitions';
 import { estimateTokens } from '../src/providers/context-window';
 import { MIN_TURN_OUTPUT } from '../src/providers/turn-budget';
 
@@ -203,6 +204,28 @@ describe("a plan's budget", () => {
     await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
     const file = path.join(__dirname, 'histories', 'run-plan-team-budget.json');
     if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+  });
+
+  test("a role file narrows its agents' budgets: the subtask of a capped role stops at its cap, its parent goes on to the plan's", async () => {
+    const ws = tempWorkspace();
+    // The plan's own tester role, as the built-in one but capped: each of its agents, 3,000 tokens of its own turns.
+    mkdirSync(path.join(ws, 'roles'));
+    const tester = readFileSync(path.join(__dirname, '..', 'roles', 'tester.yaml'), 'utf8');
+    writeFileSync(path.join(ws, 'roles', 'tester.yaml'), `${tester.trimEnd()}\nbudget: { tokens: 3000, onBudget: stop }\n`);
+    const text = `name: role-budget\nteam: { maxSubtasks: 1, model: "openai:gpt-4o-mini" }\nbudget: { tokens: 8000, onBudget: stop }\nsteps:\n${prep}${worker('a', 'implementer')}`;
+    const d = await lh.client.result(await startPlan(lh, compile(text, ws)));
+    expect(d.status).toBe('budget_exhausted');
+    const sub = (d.workers ?? []).find((w) => w.step === 'a/sub-1');
+    expect(sub).toMatchObject({ role: 'tester', state: 'error' });
+    const a: AgentDiagnostics = await lh.client.client.workflow.getHandle(sub?.workflowId as string).query(agentDiagnosticsQuery);
+    const subTurns = loose.requests.filter((r) => JSON.stringify((r.body.messages as { role: string; content: unknown }[]).find((m) => m.role === 'user')?.content).includes('check the work')).length;
+    console.log(`role budget: the subtask took ${subTurns} turns (${a.usage.inputTokens + a.usage.outputTokens} tokens) under its role's 3000; the run ${d.budget?.spent.tokens} of 8000`);
+    expect(a.usage.inputTokens + a.usage.outputTokens).toBe(subTurns * 500);
+    expect(subTurns * 500).toBeLessThanOrEqual(3000);
+    expect(subTurns).toBeGreaterThanOrEqual(2);
+    // Its parent went on after it stopped: the plan's budget, not the role's, ended the run.
+    expect(d.reason).toContain('the run spent its budget');
+    expect(d.budget?.spent.tokens).toBe(loose.requests.length * 500);
   });
 
   test('onBudget ask: the run waits for a person (budget-1); extend=<tokens> lets the agents go on to the end, told past 80% to wrap up', async () => {

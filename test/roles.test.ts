@@ -123,7 +123,7 @@ describe('role files', () => {
     expect(path.basename(file)).toBe('security.yaml');
     expect(error.message.split('\n')).toEqual([
       expect.stringMatching(new RegExp(`^${literal(file)}: tools\\[2\\]: unknown tool "fs\\.delete" \\(known tools: shell, fs\\.read`)),
-      `${file}: color: unknown field "color" (fields: name, description, competencies, system, tools, authority, consultWhen, approvals, sandbox, model)`,
+      `${file}: color: unknown field "color" (fields: name, description, competencies, system, tools, authority, consultWhen, approvals, sandbox, model, budget)`,
     ]);
     // Once the shape is right, the name must match the file.
     const renamed = await loadFailure({ 'security.yaml': SECURITY.replace('name: security', 'name: secure') });

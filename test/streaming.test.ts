@@ -147,10 +147,10 @@ steps:
       if (e.type === 'approval_requested') await h.client.answer(id, e.waitId, 'approve');
     }
     const types = new Set(events.map((e) => e.type));
-    // A stream that sheds its text, and a run near Temporal's limits: test/run-limits.test.ts; a lost host: test/fleet.test.ts; a budget's warning: test/budgets.test.ts.
-    const elsewhere = new Set(['stream_shed', 'limits_warning', 'host_unreachable', 'budget_warning']);
+    // A stream that sheds its text, and a run near Temporal's limits: test/run-limits.test.ts; a lost host: test/fleet.test.ts; a budget's warning and spend: test/budgets.test.ts.
+    const elsewhere = new Set(['stream_shed', 'limits_warning', 'host_unreachable', 'budget_warning', 'budget_spent']);
     expect([...STREAM_EVENT_TYPES].filter((t) => !types.has(t) && !elsewhere.has(t))).toEqual([]);
-    expect(new Set(STREAM_EVENT_TYPES).size).toBe(18);
+    expect(new Set(STREAM_EVENT_TYPES).size).toBe(19);
     // The failed attempt and its retry are told apart: each starts with its own message_start.
     const turn1 = events.filter((e) => e.step === 'act' && e.turn === 1);
     expect(turn1.map((e) => [e.type, e.attempt])).toEqual(

@@ -95,8 +95,10 @@ class Printer:
             self.line(f"! {where} {e.get('errorType')}: {short(e.get('message', ''), 300)}{retry}")
         elif kind == "stream_shed":
             self.line(f"~ {where}: {e.get('reason')}")
-        elif kind == "limits_warning":
+        elif kind in ("limits_warning", "budget_warning"):
             self.line(f"! {e.get('message')}")
+        elif kind == "budget_spent":
+            self.line(f"$ budget: {e.get('used')} used")
         elif kind == "run_completed":
             self.line(f"run {e['status']}{': ' + e['error'] if e.get('error') else ''}")
         # message_start, agent_started, agent_ended and types newer than this script: nothing to show.

@@ -84,8 +84,8 @@ const budgetCaps = {
   onBudget: z.enum(['ask', 'stop']).optional(),
 };
 const capsSomething = (b: Record<string, unknown>) => Object.entries(b).some(([k, v]) => v !== undefined && k !== 'warnAt' && k !== 'onBudget');
-/** An agent's budget. */
-const agentBudget = z.strictObject(budgetCaps).refine(capsSomething, 'a budget caps tokens, toolCalls or cost (USD)');
+/** An agent's budget (a role file's too, which narrows the one its agents are given). */
+export const agentBudget = z.strictObject(budgetCaps).refine(capsSomething, 'a budget caps tokens, toolCalls or cost (USD)');
 /** A plan's, which all its agents share, and its wall time. */
 const planBudget = z.strictObject({ ...budgetCaps, time: duration.optional() }).refine(capsSomething, 'a budget caps tokens, toolCalls, cost (USD) or time');
 

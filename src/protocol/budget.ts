@@ -82,6 +82,19 @@ export function describeSpend(limits: BudgetLimits, spent: BudgetSpend): string 
 /** What `extend=<n>` adds, in the unit of the cap it raises (a plan's time: seconds). */
 export const BUDGET_UNITS: Record<BudgetDimension | 'time', string> = { tokens: 'tokens', toolCalls: 'tool calls', cost: 'USD', time: 'seconds' };
 
+/**
+ * A budget as a role narrows it (a role file can only narrow what it is given): each cap the lower
+ * of the two, the earlier warning; the role's `onBudget` when it says one.
+ */
+export function narrowBudget(given: Budget | undefined, role: BudgetLimits & Partial<Pick<Budget, 'warnAt' | 'onBudget'>>): Budget {
+  const caps: BudgetLimits = {};
+  for (const d of BUDGET_DIMENSIONS) {
+    const both = [given?.[d], role[d]].filter((v): v is number => v !== undefined);
+    if (both.length > 0) caps[d] = Math.min(...both);
+  }
+  return { ...caps, warnAt: Math.min(given?.warnAt ?? DEFAULT_WARN_AT, role.warnAt ?? DEFAULT_WARN_AT), onBudget: role.onBudget ?? given?.onBudget ?? 'ask' };
+}
+
 /** The sum of two spends. */
 export function addSpend(a: BudgetSpend, b: BudgetSpend): BudgetSpend {
   return { tokens: a.tokens + b.tokens, toolCalls: a.toolCalls + b.toolCalls, cost: a.cost + b.cost };

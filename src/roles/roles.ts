@@ -12,6 +12,7 @@ import { PlanError, parsePlanText } from '../plan-format/load';
 import { formatBytes, shorten } from '../plan-format/text';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../plan-format/tools';
 import { approvalExampleIssues, approvalsSchema, compileApprovals } from '../plan-format/approvals';
+import { agentBudget } from '../plan-format/schema';
 import { packageRoot } from '../package-root';
 import { roleSandboxSchema } from '../sandbox/schema';
 
@@ -56,6 +57,8 @@ export const roleSchema = z.strictObject({
   /** Narrows the run's sandbox for this role's agents: fewer variables and hosts, smaller limits. */
   sandbox: roleSandboxSchema.optional(),
   model: z.string().min(3).max(1000).regex(/^[a-z-]+:\S/, 'a model is provider:model, e.g. openai:gpt-4o-mini').optional(),
+  /** Narrows the budget of each of this role's agents (its own turns): never more than the step gives (docs/budgets.md). */
+  budget: agentBudget.optional(),
 });
 
 export type RoleFile = z.infer<typeof roleSchema>;

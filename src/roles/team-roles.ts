@@ -2,6 +2,7 @@
 import type { TeamRole } from '../activities/roles';
 import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { AgentSpec } from '../plan-format/types';
+import { narrowBudget } from '../protocol/budget';
 
 export function withRole(agent: AgentSpec, roles: TeamRole[], teamModel: string | undefined): AgentSpec | string {
   const model = agent.model ?? teamModel;
@@ -16,6 +17,7 @@ export function withRole(agent: AgentSpec, roles: TeamRole[], teamModel: string 
     approvals: { ...role.approvals, ...agent.approvals },
     ...(roleModel !== undefined && { model: roleModel }),
     ...(role.sandbox && { roleSandbox: role.sandbox }),
+    ...(role.budget && { budget: narrowBudget(agent.budget, role.budget) }),
   };
 }
 

@@ -2,7 +2,8 @@
 import YAML from 'yaml';
 import { validatePlan } from '../../src/plan-format/validate';
 import { formatIssues } from '../../src/plan-format/issues';
-import { describeRunSpend } from '../../src/protocol/budget';
+import { describeRunSpend, narrowBudget } from '../../src/protocol/budget';
+import { withRole } from '../../src/roles/team-roles';
 import { turnBudget } from '../../src/budget/lease';
 import { BudgetPool } from '../../src/budget/pool';
 
@@ -100,4 +101,19 @@ describe("the run's pool of leases", () => {
     expect(pool.extend('tokens', 1000).send).toEqual([]);
     expect(pool.ask(ask('a', 3, 0, 100, 1000)).warned).toBe("the run's budget: 1600 of 2000 tokens used (warning at 50%)");
   });
+});
+
+test('a role can only narrow the budget its agent is given: each cap the lower, the earlier warning', () => {
+  expect(narrowBudget(undefined, { tokens: 5000 })).toEqual({ tokens: 5000, warnAt: 0.8, onBudget: 'ask' });
+  expect(narrowBudget({ tokens: 2000, cost: 1, warnAt: 0.9, onBudget: 'ask' }, { tokens: 5000, toolCalls: 10, warnAt: 0.5, onBudget: 'stop' })).toEqual({
+    tokens: 2000,
+    cost: 1,
+    toolCalls: 10,
+    warnAt: 0.5,
+    onBudget: 'stop',
+  });
+  const role = { name: 'capped', description: 'd', competencies: ['x'], system: 's', tools: ['fs.read'], authority: [], consultWhen: [], budget: { tokens: 1000 } };
+  const agent = { role: 'capped', prompt: 'p', tools: [], maxTurns: 5, approvals: {}, approvalTimeout: '1h' };
+  expect(withRole(agent, [role], undefined)).toMatchObject({ budget: { tokens: 1000, warnAt: 0.8, onBudget: 'ask' }, tools: ['fs.read'] });
+  expect(withRole({ ...agent, role: undefined }, [role], undefined)).not.toHaveProperty('budget');
 });
