@@ -266,5 +266,16 @@ describe("a plan's budget", () => {
     expect(step(d, 'first').status).toBe('completed');
     expect(d.elapsedMs).toBeLessThan(60_000);
     expect(() => compile(`name: t\nbudget: { warnAt: 0.5 }\nsteps:\n  - { id: w, agent: { prompt: hi } }\n`, tempWorkspace())).toThrow('a budget caps tokens, toolCalls, cost (USD) or time');
+    // With ask, past its time the run starts no new step until a person extends it (in seconds).
+    const asked = `name: timed-ask\nbudget: { time: 1s }\nsteps:\n  - { id: nap, tool: sleep, with: { duration: 3s } }\n  - { id: after, dependsOn: [nap], tool: fs.write, with: { path: b.txt, content: done } }\n`;
+    const askId = await startPlan(lh, compile(asked, tempWorkspace()));
+    const waiting = await waitUntil(lh, askId, (x) => x.waiting.some((w) => w.id === 'budget-1') && step(x, 'nap').status === 'completed');
+    expect(waiting.waiting.find((w) => w.id === 'budget-1')?.prompt).toContain('its time budget (1s) ended');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(step(await lh.client.diagnostics(askId), 'after').status).toBe('pending');
+    await lh.client.answer(askId, 'budget-1', 'extend=60');
+    const extended = await lh.client.result(askId);
+    expect(extended.status).toBe('completed');
+    expect(Date.parse(extended.budget?.deadline as string) - Date.parse(extended.startedAt)).toBeGreaterThan(60_000);
   });
 });

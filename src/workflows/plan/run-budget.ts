@@ -26,6 +26,8 @@ export interface BudgetedRun {
   readonly waits: HumanWaits;
   readonly limits: RunLimits;
   readonly agents: { runBudget?: { owner: string } };
+  readonly paused: boolean;
+  setPaused(paused: boolean): unknown;
   readonly stream: { publish(event: { type: 'budget_warning'; step: string; message: string } | { type: 'budget_spent'; used: string }): void };
   changed(): void;
   publishStatus(): void;
@@ -74,8 +76,12 @@ export class RunBudget {
           await sleep(left);
           continue;
         }
+        // Past its time no new step starts while a person decides.
+        const paused = this.run.paused;
+        this.run.setPaused(true);
         const more = await this.decide('time', `its time budget (${this.budget.time}) ended at ${isoAt(this.deadlineMs)}`);
         if (more === undefined) return;
+        this.run.setPaused(paused);
         this.deadlineMs = Math.max(this.deadlineMs, nowMs()) + more * 1000;
       }
     } catch (err) {
