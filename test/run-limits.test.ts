@@ -72,6 +72,7 @@ test('a run past its history budget continues as new, carries its steps on, and 
   const CHAIN = 120;
   const plan = compile(
     `name: long-history
+budget: { tokens: 1000000, time: 1h }
 steps:
   - id: write
     forEach: "{{ inputs.items }}"
@@ -86,7 +87,7 @@ inputs:
     ws,
   );
   const items = Array.from({ length: 20 }, (_, i) => i);
-  servers.models.enqueue(...items.map((i) => ({ chunks: [`part `, `${i}`], chunkDelayMs: 5 })));
+  servers.models.enqueue(...items.map((i) => ({ chunks: [`part `, `${i}`], chunkDelayMs: 5, usage: { inputTokens: 10, outputTokens: 5 } })));
   await onServer(servers.low, servers.models, async (h) => {
     const id = await startPlan(h, plan, { items });
     const events: StreamEventAt[] = [];
@@ -101,6 +102,10 @@ inputs:
     console.log(`long history: ${runs.length} runs of ${runs.map((r) => r.length).join(', ')} events`);
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect(result.continuedAsNew).toBe(runs.length - 1);
+    // The plan's budget came along: what the forEach's agents spent in the first run, and the deadline from the start.
+    expect(result.budget).toMatchObject({ limits: { tokens: 1_000_000 }, spent: { tokens: items.length * 15 }, reserved: { tokens: 0 } });
+    expect(Date.parse(result.budget?.deadline as string) - Date.parse(result.startedAt)).toBeGreaterThanOrEqual(3_600_000 - 5_000);
+    expect(Date.parse(result.budget?.deadline as string) - Date.parse(result.startedAt)).toBeLessThanOrEqual(3_600_000);
     // Every step ran once, in one of the runs, and its record came along.
     expect(result.steps.every((s) => s.status === 'completed' && (s.id === 'write' || s.attempts === 1))).toBe(true);
     // The stream went on across the runs, its offsets counting on: every step started and ended once.
