@@ -64,6 +64,11 @@ export class BudgetPool {
     return this.leases.size;
   }
 
+  /** Why no more is given, once the budget stopped. */
+  get stoppedBecause(): string | undefined {
+    return this.stopped;
+  }
+
   /** Recalled agents that have not answered yet. */
   get recalls(): number {
     return this.recalling.size;

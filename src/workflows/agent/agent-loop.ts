@@ -110,15 +110,15 @@ export class AgentLoop {
     const guards = this.guarded ? new TurnGuards() : undefined;
     // An agent forked at a turn counts the turns it was given toward maxTurns.
     for (let turns = turnsBefore; ; turns++) {
-      // The run's lease first: its answer may bring the run's warning, said in this very turn.
-      await this.lease?.beforeTurn();
-      const warning = this.ledger?.warning() ?? this.lease?.book.takeWarning();
-      if (warning !== undefined) messages.push({ role: 'user', content: warning });
       if (turns >= this.maxTurns) {
         const decide = this.spec.choices !== undefined;
         const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
         throw ApplicationFailure.nonRetryable(`no final answer after ${turns} model turns${fix}`, decide ? 'DecisionInvalid' : 'AgentTurnLimit');
       }
+      // The run's lease first (an agent at its turn limit asks for nothing): its answer may bring the run's warning, said in this very turn.
+      await this.lease?.beforeTurn();
+      const warning = this.ledger?.warning() ?? this.lease?.book.takeWarning();
+      if (warning !== undefined) messages.push({ role: 'user', content: warning });
       this.turnStarts.push(messages.length);
       const turn = await this.modelTurn(messages, offered, system ?? this.spec.system);
       messages.push({ role: 'assistant', ...(turn.text && { content: turn.text }), ...(turn.toolCalls.length > 0 && { toolCalls: turn.toolCalls }) });

@@ -42,7 +42,6 @@ export interface RunBudgetCarry {
 
 export class RunBudget {
   private readonly pool: BudgetPool;
-  private stopped = false;
   private asked = 0;
   private deadlineMs?: number;
   /** The spend last said on the run's stream. */
@@ -96,6 +95,11 @@ export class RunBudget {
 
   carry(): RunBudgetCarry {
     return { pool: this.pool.carry(), ...(this.deadlineMs !== undefined && { deadlineMs: this.deadlineMs }), asked: this.asked };
+  }
+
+  /** No more is given: the run stops once its agents have ended their turns. */
+  get stopped(): boolean {
+    return this.pool.stoppedBecause !== undefined;
   }
 
   /** Every lease settled (its agent ended), or STOP_GRACE passed: an agent stopped by the budget fails after this, so its failure does not cut the others' turns short. */
@@ -153,7 +157,6 @@ export class RunBudget {
    */
   private stop(reason: string): undefined {
     if (this.stopped) return undefined;
-    this.stopped = true;
     this.act(this.pool.stop(reason));
     void this.settled().then(
       () => (this.end(reason), this.shown()),

@@ -46,13 +46,14 @@ async function runAgent(run: PlanRunContext, step: CompiledStep, scope: Record<s
 
 /**
  * An agent the plan's budget stopped fails once the others have ended their turns (what those used
- * is counted): its failure aborts the run, which would cut them short.
+ * is counted): its failure aborts the run, which would cut them short. An agent its own budget
+ * stopped fails at once: the plan's goes on.
  */
 async function budgetStopsAll(run: PlanRunContext, agent: () => Promise<ToolResult>): Promise<ToolResult> {
   try {
     return await agent();
   } catch (err) {
-    if (run.budget && err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'BudgetExhausted') await run.budget.settled();
+    if (run.budget?.stopped && err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'BudgetExhausted') await run.budget.settled();
     throw err;
   }
 }
