@@ -27,6 +27,8 @@ interface Hierarchy {
 export interface CallCgroup {
   /** Moves a process (before it starts anything) into the call's cgroups. */
   join(pid: number): void;
+  /** The cgroups' directories: a process writes its own pid to each one's cgroup.procs to join. */
+  readonly dirs: string[];
   /** Gives the cgroups back once their processes are gone. */
   release(): void;
   /** Whether processes and memory are capped for the whole call. */
@@ -55,6 +57,7 @@ export function callCgroup(limits: ResourceLimits): CallCgroup | undefined {
   if (!slot) return undefined;
   return {
     controllers: [...new Set(hierarchies.flatMap((h) => h.controllers))],
+    dirs: slot,
     join: (pid) => {
       for (const dir of slot) writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
     },

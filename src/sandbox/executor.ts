@@ -27,11 +27,12 @@ export interface SandboxRequest {
   /** The tool's whole environment (toolEnvironment): nothing else of the worker's reaches it. */
   env: Record<string, string>;
   /**
-   * The caller spawns `file` with a pipe as fd 3 and calls `started(pid)` before anything runs:
-   * then the call gets a cgroup where one can be had, and its OOM score is raised from the start.
-   * Without it (an MCP server, started by its SDK) the process starts at once, with rlimits only.
+   * How the process gets its cgroup (where one can be had) and its raised OOM score before anything
+   * runs: `pipe`, the caller spawns `file` with a pipe as fd 3 and calls `started(pid)`, which lets
+   * it go; `self`, for a process another library spawns (an MCP server, by its SDK), it joins its
+   * cgroup itself before it starts bwrap. Without one it runs with rlimits only.
    */
-  handshake?: boolean;
+  handshake?: 'pipe' | 'self';
   log?: (line: string) => void;
   /** How the egress proxy resolves names, instead of the system's (tests). */
   lookup?: EgressLookup;
@@ -63,12 +64,17 @@ const PROXY_PORT = 3128;
 const PROXY_DIR = '/run/cadre';
 /**
  * Starts bwrap: opens the seccomp filter on fd 9 for it (bwrap reads it from an fd), and with the
- * hand-shake waits on fd 3 until the host has moved it into its cgroup (see `started`).
+ * pipe hand-shake waits on fd 3 until the host has moved it into its cgroup (see `started`); with
+ * `join=<n>`, it moves itself into the n cgroups whose directories follow, and raises its OOM score.
  */
 const LAUNCHER = [
   'if [ -n "$1" ]; then exec 9<"$1" || exit 125; fi',
-  'if [ "$2" = wait ]; then read -r go <&3 || exit 125; exec 3<&-; fi',
-  'shift 2; exec "$@"',
+  'mode=$2; shift 2',
+  'case "$mode" in',
+  '  wait) read -r go <&3 || exit 125; exec 3<&-;;',
+  '  join=*) n=${mode#join=}; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; n=$((n - 1)); done; echo 1000 > /proc/self/oom_score_adj || true;;',
+  'esac',
+  'exec "$@"',
 ].join('\n');
 const SECCOMP_FD = 9;
 
@@ -112,7 +118,7 @@ export async function prepareSandbox(request: SandboxRequest): Promise<PreparedS
     const hostEnv = { PATH: '/usr/local/bin:/usr/bin:/bin' };
     return {
       file: '/bin/sh',
-      args: ['-c', LAUNCHER, 'cadre-sandbox', filter ?? '', request.handshake ? 'wait' : 'go', available.bwrap, ...bwrap],
+      args: ['-c', LAUNCHER, 'cadre-sandbox', filter ?? '', ...launchMode(request.handshake, cgroup), available.bwrap, ...bwrap],
       env: hostEnv,
       containment: `${cgroup ? `cgroup(${cgroup.controllers.join(',')})` : 'rlimits'}${filter ? '+seccomp' : ''}`,
       started: (pid, go) => {
@@ -132,6 +138,12 @@ export async function prepareSandbox(request: SandboxRequest): Promise<PreparedS
     await release();
     throw err;
   }
+}
+
+/** The launcher's mode and its cgroups: wait for the pipe, join them itself, or go at once. */
+function launchMode(handshake: SandboxRequest['handshake'], cgroup: CallCgroup | undefined): string[] {
+  if (handshake === 'pipe') return ['wait'];
+  return handshake === 'self' && cgroup ? [`join=${cgroup.dirs.length}`, ...cgroup.dirs] : ['go'];
 }
 
 /** The command behind the egress bridge: it listens on the sandbox's loopback and forwards to the proxy's socket. */

@@ -35,7 +35,8 @@ const readPath = z
   .max(4096)
   .refine((p) => path.isAbsolute(p) && !p.includes('\0'), 'must be an absolute path');
 
-const limits = z.strictObject({
+/** A sandbox's `limits`, as plans, roles and MCP servers write them (each the smaller of its own and the worker's). */
+export const limitsSchema = z.strictObject({
   processes: z.int().min(8).max(65_536).optional(),
   memory: byteSize.optional(),
   fileSize: byteSize.optional(),
@@ -52,7 +53,7 @@ export const sandboxSchema = z.union(
       env: z.array(envName).max(64).optional(),
       /** Extra read-only paths (absolute). */
       read: z.array(readPath).max(64).optional(),
-      limits: limits.optional(),
+      limits: limitsSchema.optional(),
     }),
   ],
   { error: 'sandbox is "none" or { env, read, limits } (see docs/security.md)' },
@@ -69,7 +70,7 @@ export const roleSandboxSchema = z
     {
       env: z.array(envName).max(64).optional(),
       egress: z.union([z.literal('none'), egressSchema], { error: 'egress is "none" or { allow, loopback, addresses }' }).optional(),
-      limits: limits.optional(),
+      limits: limitsSchema.optional(),
     },
     { error: 'a role\'s sandbox is { env, egress, limits }: it narrows the run\'s sandbox and cannot turn it off (docs/security.md)' },
   )
@@ -92,7 +93,7 @@ export function toSandboxSpec(input: SandboxInput): SandboxSpec {
   return spec;
 }
 
-function toLimits(l: z.infer<typeof limits>): Partial<ResourceLimits> {
+export function toLimits(l: z.infer<typeof limitsSchema>): Partial<ResourceLimits> {
   const out: Partial<ResourceLimits> = {};
   if (l.processes !== undefined) out.processes = l.processes;
   if (l.memory !== undefined) out.memoryBytes = l.memory;

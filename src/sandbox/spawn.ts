@@ -26,16 +26,16 @@ export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceiver
   // inherited without close-on-exec (from whatever started it) would reach the sandbox: the
   // launcher closes them (bash can name any descriptor; dash only 0-9), or, without bash, each is
   // replaced in the child by a pipe whose other end is closed at once.
-  const leaked = inheritedDescriptors();
-  const closer = leaked.length > 0 && prepared.file === '/bin/sh' && prepared.args[0] === '-c' && existsSync('/bin/bash');
+  const closing = closingInherited(prepared);
+  const leaked = closing ? [] : inheritedDescriptors();
   const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', 'pipe'];
-  for (const fd of closer ? [] : leaked) {
+  for (const fd of leaked) {
     while (stdio.length <= fd) stdio.push('ignore');
     stdio[fd] = 'pipe';
   }
-  const [file, args] = closer ? ['/bin/bash', ['-c', `${leaked.map((fd) => `exec ${fd}>&-`).join('\n')}\n${prepared.args[1]}`, ...prepared.args.slice(2)]] : [prepared.file, prepared.args];
+  const { file, args } = closing ?? prepared;
   const child = spawn(file, args, { env: prepared.env, stdio, detached: true });
-  for (const fd of closer ? [] : leaked) (child.stdio[fd] as Readable | null)?.destroy();
+  for (const fd of leaked) (child.stdio[fd] as Readable | null)?.destroy();
   const [stdout, stderr, handshake] = [child.stdout!, child.stderr!, child.stdio[3] as Writable];
   stdout.on('data', output.stdout);
   stderr.on('data', output.stderr);
@@ -57,6 +57,17 @@ export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceiver
       handshake.destroy();
     },
   };
+}
+
+/**
+ * The prepared launcher run by bash, which first closes the descriptors the worker inherited
+ * without close-on-exec (bash can name any descriptor; dash only 0-9); undefined when there are
+ * none, or no bash. For a process another library spawns (an MCP server), the only way to close them.
+ */
+export function closingInherited(prepared: Pick<PreparedSandbox, 'file' | 'args'>): { file: string; args: string[] } | undefined {
+  const leaked = inheritedDescriptors();
+  if (leaked.length === 0 || prepared.file !== '/bin/sh' || prepared.args[0] !== '-c' || !existsSync('/bin/bash')) return undefined;
+  return { file: '/bin/bash', args: ['-c', `${leaked.map((fd) => `exec ${fd}>&-`).join('\n')}\n${prepared.args[1]}`, ...prepared.args.slice(2)] };
 }
 
 let inherited: number[] | undefined;

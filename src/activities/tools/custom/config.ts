@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import { egressSchema } from '../../../egress/policy';
+import { limitsSchema } from '../../../sandbox/schema';
 
 const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an environment variable');
 export type McpServerSandbox = z.infer<typeof serverSandbox>;
@@ -23,6 +24,8 @@ const serverSandbox = z.union([
     read: z.array(z.string().min(1)).max(32).optional(),
     env: z.array(envName).max(64).optional(),
     egress: egressSchema.optional(),
+    /** The server's whole life under these (each the smaller of it and the worker's): its processes and memory as one cgroup. */
+    limits: limitsSchema.optional(),
   }),
 ]);
 

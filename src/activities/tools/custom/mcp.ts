@@ -11,6 +11,8 @@ import { realpathSync } from 'node:fs';
 import { type EgressPolicy, egressFetch, toEgressPolicy } from '../../../egress';
 import { type WorkerSecrets, toolEnvironment } from '../../../sandbox/environment';
 import { SandboxUnavailable, prepareSandbox } from '../../../sandbox/executor';
+import { closingInherited } from '../../../sandbox/spawn';
+import { toLimits } from '../../../sandbox/schema';
 import { type SandboxProfile, effectiveProfile } from '../../../sandbox/profile';
 
 export interface McpToolInfo {
@@ -100,17 +102,24 @@ async function connect(server: string, config: McpServerConfig, containment: Con
   }
   const { profile, secrets } = containment();
   const box = config.sandbox;
-  const own = box === 'none' ? { mode: 'none' as const } : { env: box?.env ?? [], read: [...(box?.read ?? []), config.cwd ?? process.cwd()], ...(box?.egress && { egress: toEgressPolicy(box.egress) }) };
+  const own =
+    box === 'none'
+      ? { mode: 'none' as const }
+      : { env: box?.env ?? [], read: [...(box?.read ?? []), config.cwd ?? process.cwd()], ...(box?.egress && { egress: toEgressPolicy(box.egress) }), ...(box?.limits && { limits: toLimits(box.limits) }) };
   const serverProfile = effectiveProfile(profile, own);
   const env = toolEnvironment({ profile: serverProfile, secrets, extra: config.env ?? {} });
   if (serverProfile.mode === 'none') {
     await client.connect(new StdioClientTransport({ command: config.command, args: config.args ?? [], env, ...(config.cwd && { cwd: config.cwd }), stderr: 'inherit' }));
     return client;
   }
-  const prepared = await prepareSandbox({ argv: [config.command, ...(config.args ?? [])], cwd: config.cwd ?? process.cwd(), writable: existing(box === 'none' ? [] : (box?.write ?? [])), profile: serverProfile, env }).catch((err: unknown) => {
+  // The server's own cgroup, joined before it starts (its processes and memory capped as one), and
+  // none of the worker's inherited descriptors: as a shell call has, for the server's whole life.
+  const request = { argv: [config.command, ...(config.args ?? [])], cwd: config.cwd ?? process.cwd(), writable: existing(box === 'none' ? [] : (box?.write ?? [])), profile: serverProfile, env, handshake: 'self' as const };
+  const prepared = await prepareSandbox(request).catch((err: unknown) => {
     throw err instanceof SandboxUnavailable ? permanent(ErrorTypes.SandboxUnavailable, `MCP server "${server}": ${err.message}`) : err;
   });
-  const transport = new StdioClientTransport({ command: prepared.file, args: prepared.args, env: prepared.env, stderr: 'inherit' });
+  const { file, args } = closingInherited(prepared) ?? prepared;
+  const transport = new StdioClientTransport({ command: file, args, env: prepared.env, stderr: 'inherit' });
   // The server's egress proxy and placeholders live as long as the server.
   const closed = transport.onclose;
   transport.onclose = () => {
