@@ -91,13 +91,18 @@ export async function runTasks(h: { client: CadreClient; taskQueue: string }, op
   return results;
 }
 
-/** One agent step with the task's prompt and tools; its retry would run the whole agent again, so none. */
+/**
+ * One agent step with the task's prompt and tools; its retry would run the whole agent again, so
+ * none. Every task asks for a change of the files its prompt names, which the step lists as a plan
+ * author would (`mustChange`).
+ */
 function taskPlan(task: BenchTask, ws: string, options: TaskRunOptions) {
+  const agent = { prompt: task.prompt, model: options.model, tools: task.tools, maxTurns: options.maxTurns, mustChange: task.changes };
   const plan = {
     name: `local-model-${task.id}`,
     workspace: ws,
     output: { answer: '{{ steps.agent.output }}' },
-    steps: [{ id: 'agent', timeout: options.timeout, retry: { maximumAttempts: 1 }, agent: { prompt: task.prompt, model: options.model, tools: task.tools, maxTurns: options.maxTurns } }],
+    steps: [{ id: 'agent', timeout: options.timeout, retry: { maximumAttempts: 1 }, agent }],
   };
   const checked = validatePlan(plan, { baseDir: ws });
   if (!checked.ok) throw new Error(formatIssues(checked.issues));

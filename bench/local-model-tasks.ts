@@ -22,6 +22,8 @@ export interface BenchTask {
   prompt: string;
   /** The step's tools, as a plan names them. */
   tools: string[];
+  /** The files its prompt names to write or change: its plan's `mustChange`, as the prompt's author would list them. */
+  changes: string[];
   /** The workspace before the agent starts: path → content. */
   files: Record<string, string>;
   /** Files that make a right end state (written over `files`). */
@@ -80,6 +82,7 @@ export const TASKS: BenchTask[] = [
     id: 'summarise',
     prompt: 'Read notes.txt and write a one-line summary of it to summary.txt. The summary must name the version number.',
     tools: FS,
+    changes: ['summary.txt'],
     files: { 'notes.txt': NOTES },
     solution: { 'summary.txt': 'Version 2.4 (Kestrel) ships Friday 14 March with dark mode and a fix for file names with spaces.\n' },
     check: (ws) => {
@@ -95,6 +98,7 @@ export const TASKS: BenchTask[] = [
     id: 'config-port',
     prompt: 'Which port does the [server] section of config.ini set? Write only that number to port.txt.',
     tools: FS,
+    changes: ['port.txt'],
     files: { 'config.ini': '[db]\nhost = 10.0.0.5\nport = 5432\n\n[server]\nhost = 0.0.0.0\nport = 8443\nworkers = 4\n' },
     solution: { 'port.txt': '8443\n' },
     check: (ws) => equals(ws, 'port.txt', '8443'),
@@ -103,6 +107,7 @@ export const TASKS: BenchTask[] = [
     id: 'edit-word',
     prompt: 'In greeting.txt, replace the word World with cadre everywhere, and keep everything else as it is.',
     tools: FS,
+    changes: ['greeting.txt'],
     files: { 'greeting.txt': 'Hello, World!\nWelcome to the World of tools.\n' },
     solution: { 'greeting.txt': 'Hello, cadre!\nWelcome to the cadre of tools.\n' },
     check: (ws) => equals(ws, 'greeting.txt', 'Hello, cadre!\nWelcome to the cadre of tools.'),
@@ -111,6 +116,7 @@ export const TASKS: BenchTask[] = [
     id: 'create-json',
     prompt: 'Create the file settings.json holding a JSON object whose "name" is the string "cadre" and whose "port" is the number 8080.',
     tools: FS,
+    changes: ['settings.json'],
     files: {},
     solution: { 'settings.json': '{ "name": "cadre", "port": 8080 }\n' },
     check: (ws) => {
@@ -130,6 +136,7 @@ export const TASKS: BenchTask[] = [
     id: 'append-line',
     prompt: 'Add the line "water the plants" at the end of todo.txt, keeping the lines that are already there.',
     tools: FS,
+    changes: ['todo.txt'],
     files: { 'todo.txt': 'buy bread\ncall Sam\n' },
     solution: { 'todo.txt': 'buy bread\ncall Sam\nwater the plants\n' },
     check: (ws) => {
@@ -143,6 +150,7 @@ export const TASKS: BenchTask[] = [
     id: 'two-files',
     prompt: 'order.txt says how many pears were ordered, and prices.txt gives the price of one of each fruit. Write the total cost of the order, only the number, to total.txt.',
     tools: FS,
+    changes: ['total.txt'],
     files: { 'prices.txt': 'apple 3\npear 4\nplum 2\n', 'order.txt': 'pears: 5\n' },
     solution: { 'total.txt': '20\n' },
     check: (ws) => equals(ws, 'total.txt', '20'),
@@ -151,6 +159,7 @@ export const TASKS: BenchTask[] = [
     id: 'run-command',
     prompt: 'Run `node stamp.js` and write exactly what it prints to stamp.txt.',
     tools: FS_SHELL,
+    changes: ['stamp.txt'],
     files: { 'stamp.js': STAMP },
     solution: { 'stamp.txt': `${createHash('sha256').update('cadre-local-model-bench').digest('hex').slice(0, 16)}\n` },
     check: (ws) => {
@@ -162,6 +171,7 @@ export const TASKS: BenchTask[] = [
     id: 'count-files',
     prompt: 'How many .txt files are in the folder data? Write only the number to count.txt.',
     tools: FS_SHELL,
+    changes: ['count.txt'],
     files: Object.fromEntries([
       ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => [`data/${name}.txt`, `${name}\n`]),
       ...['readme', 'notes', 'todo'].map((name) => [`data/${name}.md`, `# ${name}\n`]),
@@ -173,6 +183,7 @@ export const TASKS: BenchTask[] = [
     id: 'fix-test',
     prompt: '`node test.js` fails. Find the bug in math.js and fix it so that the test passes. Do not change test.js.',
     tools: FS_SHELL,
+    changes: ['math.js'],
     files: { 'math.js': MATH, 'test.js': MATH_TEST },
     solution: { 'math.js': MATH.replace('a - b', 'a + b') },
     check: (ws) => {
@@ -185,6 +196,7 @@ export const TASKS: BenchTask[] = [
     id: 'rename',
     prompt: 'Rename the function calc to computeTotal in util.js and main.js: its definition, its export, its import and its call. `node main.js` must still print 11.',
     tools: FS_SHELL,
+    changes: ['util.js', 'main.js'],
     files: { 'util.js': UTIL, 'main.js': MAIN },
     solution: { 'util.js': UTIL.replace(/calc/g, 'computeTotal'), 'main.js': MAIN.replace(/calc/g, 'computeTotal') },
     check: (ws) => {

@@ -5,7 +5,7 @@
  * `models.compatible.bench` at --url. Each task is judged by its check of the workspace, not by
  * what the model says. Needs no network but the model's server.
  *
- *   npm run bench:local-model -- --url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b-instruct --tool-calls json
+ *   npm run bench:local-model -- --url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b-instruct [--tool-calls json]
  *     --tasks summarise,fix-test   only these tasks
  *     --max-turns 12               model turns per task (default 12)
  *     --timeout 30m                each agent step's timeout (default 30m: small models on a CPU are slow)
@@ -24,7 +24,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { TOOL_CALL_MODES, type ToolCallMode, modelSettings } from '../src/providers/config';
+import { TOOL_CALL_MODES, type ToolCallMode, defaultToolCalls, modelSettings } from '../src/providers/config';
 import { durationMs, isDuration } from '../src/plan-format/duration';
 import { installConciseLogging } from '../src/worker/logging';
 import { startBenchWorker } from './bench-worker';
@@ -45,7 +45,7 @@ function options() {
     options: {
       url: { type: 'string' },
       model: { type: 'string' },
-      'tool-calls': { type: 'string', default: 'native' },
+      'tool-calls': { type: 'string' },
       tasks: { type: 'string' },
       'max-turns': { type: 'string', default: '12' },
       timeout: { type: 'string', default: '30m' },
@@ -61,7 +61,8 @@ function options() {
   };
   const url = values.url ?? fail('--url is required');
   const model = values.model ?? fail('--model is required (the name the server gives the model)');
-  const toolCalls = values['tool-calls'] as ToolCallMode;
+  // Unset: the mode cadre gives the endpoint when its config names none (required on this machine).
+  const toolCalls = (values['tool-calls'] ?? defaultToolCalls(url)) as ToolCallMode;
   if (!TOOL_CALL_MODES.includes(toolCalls)) fail(`--tool-calls must be one of ${TOOL_CALL_MODES.join(', ')}`);
   const maxTurns = Number(values['max-turns']);
   if (!Number.isInteger(maxTurns) || maxTurns < 1 || maxTurns > 200) fail('--max-turns must be a whole number from 1 to 200');

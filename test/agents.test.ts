@@ -355,6 +355,54 @@ output: "{{ steps.count.output }}"
     });
   });
 
+  test('a step whose task is a change (mustChange) never completes without it: required sends its finish back twice, a text mode corrects once, then AgentMadeNoChange with the answer; a listed file must be the one written', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(path.join(ws, 'notes.txt'), 'a\nb\nc\n');
+    const agent = (id: string, mode: string, mustChange: string, extra = '') =>
+      `  - { id: ${id}, agent: { prompt: "Count the lines of notes.txt and write the number to ${id}.txt.", model: "openai-compatible:${mode}", tools: [fs.read, fs.write], mustChange: ${mustChange} }, onFailure: skip${extra} }`;
+    const steps = [agent('req', 'required', 'true'), agent('json', 'json', 'true', ', dependsOn: [req]'), agent('done', 'json', '[done.txt]', ', dependsOn: [json]')];
+    const plan = compile(`name: local-must-change\nsteps:\n${steps.join('\n')}\noutput: "{{ steps.done.output }}"\n`, ws);
+    const read = { toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'notes.txt' } }] };
+    server.enqueue(
+      // required: a read, then three finishes with the answer in words and nothing written.
+      read,
+      { text: 'It has 3 lines.' },
+      { text: 'It has 3 lines.' },
+      { text: 'The count is not available.' },
+      // json: a read, then two answers in words.
+      { ...read, toolCallsAs: 'json-block' as const },
+      { text: 'It has 3 lines.' },
+      { text: 'Three.' },
+      // json with a file to write: another file is no change of it; told once, the model writes it and the step completes.
+      { toolCalls: [{ id: 'o', name: 'fs_write', args: { path: 'other.txt', content: '3' } }], toolCallsAs: 'json-block' as const },
+      { text: 'Three lines.' },
+      { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: './done.txt', content: '3' } }], toolCallsAs: 'json-block' as const },
+      { text: 'Wrote 3 to done.txt.' },
+    );
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(step(d, 'req').status).toBe('skipped');
+      expect(step(d, 'req').error).toContain('AgentMadeNoChange: the agent answered after being told the task is not done, and nothing has changed yet');
+      expect(step(d, 'req').error).toContain('its answer was "The count is not available."');
+      expect(step(d, 'req').agent).toMatchObject({ turns: 4, toolCalls: 3 });
+      expect(step(d, 'json').status).toBe('skipped');
+      expect(step(d, 'json').error).toContain('AgentMadeNoChange');
+      expect(step(d, 'json').error).toContain('its answer was "Three."');
+      expect(step(d, 'done').status).toBe('completed');
+      expect(d.output).toBe('Wrote 3 to done.txt.');
+      expect(readFileSync(path.join(ws, 'done.txt'), 'utf8')).toBe('3');
+      expect(existsSync(path.join(ws, 'req.txt')) || existsSync(path.join(ws, 'json.txt'))).toBe(false);
+      // required: the two finishes went back saying the task is a change; json: one correction a step.
+      const results = server.requests.slice(2, 4).map((r) => Object.values(toolResults(r)).at(-1));
+      expect(results).toEqual(Array(2).fill(expect.stringMatching(/^not finished: this task is done only when the workspace has changed, and nothing has changed yet/)));
+      const corrections = server.requests.map((r) => messagesOf(r).flatMap((m) => (m.role === 'user' && String(m.content).startsWith('Not finished: ') ? [String(m.content)] : [])));
+      expect(corrections.map((c) => c.length)).toEqual([0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1]);
+      expect(corrections[9][0]).toMatch(/and done\.txt has not been written or changed yet\. Make done\.txt with your tools/);
+    });
+  });
+
   test('a server whose context holds 2,048 tokens never receives more: the oldest tool results are shortened, saying so; a prompt that cannot fit fails ModelContextTooLong', async () => {
     const tiny = await startFakeModelServer();
     tiny.contextTokens = 2048;

@@ -3,19 +3,17 @@
  * so a retried start does not run it twice) and the details the Web UI shows for it.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledPlan, StepAction } from '../plan-format/types';
+import type { CompiledPlan } from '../plan-format/types';
+import { describeAction } from '../plan-format/kinds';
+import { brief } from '../plan-format/kinds/kind';
 import { utf8Length } from '../plan-format/limits';
-import { formatCount, shorten } from '../plan-format/text';
+import { formatCount } from '../plan-format/text';
 import { FRAME_SLACK } from '../protocol/details';
 
 /** Budget of the details, well under Temporal's limit for static details (DETAILS_LIMIT_BYTES). */
 const DETAILS_BUDGET_BYTES = 8 * 1024;
 const DETAILS_INPUTS = 20;
 
-/** A user's text on one Markdown line, shortened visibly. */
-function brief(text: string, max: number): string {
-  return shorten(text.replace(/\s+/g, ' '), max);
-}
 
 /**
  * The Markdown the Web UI shows as a run's details: a summary of the plan in a form people
@@ -53,19 +51,4 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
 export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unknown>): string {
   const hash = createHash('sha256').update(JSON.stringify({ plan, inputs })).digest('hex').slice(0, 10);
   return `plan-${plan.name}-${hash}`;
-}
-
-function describeAction(action: StepAction): string {
-  switch (action.kind) {
-    case 'ask':
-      return `ask "${brief(action.ask.question, 80)}"`;
-    case 'agent':
-      return `agent${action.agent.role ? ` (${brief(action.agent.role, 40)})` : ''}${action.agent.tools.length ? ` with ${action.agent.tools.join(', ')}` : ''}`;
-    case 'decide':
-      return `decide: ${action.decide.choices.map((c) => brief(c, 20)).join(' | ')}`;
-    case 'tool':
-      return action.tool;
-    case 'echo':
-      return 'echo';
-  }
 }

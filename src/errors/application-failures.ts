@@ -63,6 +63,8 @@ export const ErrorTypes = {
   SyntaxBroken: 'SyntaxBroken',
   /** The model's reply reached its maxOutputTokens before the tool call it was writing ended. */
   ModelOutputCut: 'ModelOutputCut',
+  /** A step whose task is a change (mustChange) answered, after being told, with no write, edit or command that worked. */
+  AgentMadeNoChange: 'AgentMadeNoChange',
   /** The model's final answer does not match the requested output schema. */
   StructuredOutputInvalid: 'StructuredOutputInvalid',
   /** A team role file that cannot be read or is not a valid role. */

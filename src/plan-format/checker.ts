@@ -9,6 +9,7 @@ import { findCycles, upstreamOf } from './graph';
 import { type PlanIssue, formatPath } from './issues';
 import { MAX_STEP_ID_LENGTH, MAX_TEMPLATE_LENGTH } from './limits';
 import type { StepFile } from './schema';
+import { TEMPLATED_FIELDS } from './kinds';
 import { TemplateError, isWholeTemplate, pathsInString, stringsIn } from './templates';
 import { shorten } from './text';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName, toolParams } from './tools';
@@ -95,9 +96,9 @@ export class PlanChecker {
       } else this.templateRefs(step.forEach, `steps[${i}].forEach`, id, undefined).forEach(need);
     }
     if (step.agent !== null && typeof step.agent === 'object') this.checkAgent(step.agent, i);
-    for (const field of ['with', 'ask', 'agent', 'decide', 'echo'] as const) {
+    for (const field of TEMPLATED_FIELDS) {
       this.progress.path = `steps[${i}].${field}`;
-      this.templateRefs(step[field], `steps[${i}].${field}`, id, loopVar).forEach(need);
+      this.templateRefs((step as Record<string, unknown>)[field], `steps[${i}].${field}`, id, loopVar).forEach(need);
     }
     if (typeof step.when === 'string') {
       this.progress.path = `steps[${i}].when`;

@@ -9,6 +9,7 @@
  * outside the history).
  */
 import { levels } from './graph';
+import { actionCost } from './kinds';
 import type { PlanIssue } from './issues';
 import {
   DEFAULT_FOREACH_CONCURRENCY,
@@ -103,13 +104,10 @@ function stepCost(plan: CompiledPlan, step: CompiledStep, i: number): StepCost {
   const path = `steps[${i}]`;
   // A compensation runs when the run aborts after this step completed: count the worst case.
   const undo = step.compensate ? activityCost(plan, step.compensate.with, step) : { events: 0, bytes: 0 };
-  const action = step.action;
-  if (action.kind === 'ask') return { path, events: COST.ask.events, bytes: COST.ask.bytes + jsonBytes(action.ask) };
-  // An echo adds no event (a stored value it quotes is read by a local activity); its output is in the result.
-  if (action.kind === 'echo') return { path, events: 0, bytes: jsonBytes(action.echo) };
-  // An agent's turns live in its own child workflow's history: the plan pays one child per run of the step.
-  const unit =
-    action.kind === 'tool' ? (action.tool === 'sleep' ? COST.timer : activityCost(plan, action.with, step)) : { events: COST.child.events, bytes: COST.child.bytes + jsonBytes(action) };
+  const cost = actionCost(step.action);
+  if (cost.unit === 'ask') return { path, events: COST.ask.events, bytes: COST.ask.bytes + jsonBytes(cost.input) };
+  if (cost.unit === 'inline') return { path, events: 0, bytes: jsonBytes(cost.value) };
+  const unit = cost.unit === 'timer' ? COST.timer : cost.unit === 'activity' ? activityCost(plan, cost.params, step) : { events: COST.child.events, bytes: COST.child.bytes + jsonBytes(cost.input) };
   if (!Array.isArray(step.forEach)) return { path, events: unit.events + undo.events, bytes: unit.bytes + undo.bytes };
   const items = step.forEach;
   const itemsBytes = jsonBytes(items);

@@ -1,24 +1,25 @@
 /** The zod schema of a plan file (YAML or JSON). Semantic checks live in validate.ts. */
 import { z } from 'zod';
-import { durationMs, isDuration } from './duration';
+import { durationMs } from './duration';
+import { bounded, duration, modelName, planBudget } from './fields';
+import { KIND_FIELDS, STEP_KINDS } from './kinds';
+import { agentSchema } from './kinds/agent';
+import { askSchema } from './kinds/ask';
+import { decideSchema } from './kinds/decide';
+import { toolCallFields } from './kinds/tool';
 import {
   MAX_FOREACH_ITEMS,
   MAX_INPUT_NAME_LENGTH,
   MAX_PLAN_NAME_LENGTH,
-  MAX_QUESTION_BYTES,
   MAX_STEPS,
   MAX_STEP_ID_LENGTH,
   MAX_WORKSPACE_LENGTH,
-  utf8Length,
 } from './limits';
-import { formatBytes, formatCount, shorten } from './text';
-import { MAX_AGENT_TURNS, ON_FAILURE, ON_TIMEOUT } from './types';
-import { approvalsSchema } from './approvals';
+import { formatCount } from './text';
+import { ON_FAILURE, ON_TIMEOUT } from './types';
 import { sandboxSchema } from '../sandbox/schema';
 import { egressSchema } from '../egress/policy';
 
-/** What a step does: exactly one of these. */
-const STEP_KINDS = ['tool', 'ask', 'agent', 'decide', 'echo'] as const;
 /** A step id, as in GitHub Actions and Argo: `fetch-data`, `security_audit`, `build2` (templates and `when` read `steps.fetch-data`). */
 export const STEP_ID = /^[A-Za-z](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?$/;
 /** Input names and loop variables: names an expression reads bare, so no hyphen (`a-b` is a subtraction). */
@@ -29,15 +30,6 @@ export const MAX_CONCURRENCY = 200;
 export const PLAN_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 /** Names templates and `when` read at the root; a loop variable may not hide them. */
 const RESERVED_NAMES = ['steps', 'inputs', 'index'];
-
-/** A string of at most `max` characters, saying how long it was when it is longer. */
-const bounded = (what: string, max: number) =>
-  z.string().max(max, { error: (issue) => `${what} is ${String((issue.input as string).length)} characters long; use at most ${max}` });
-
-// Ranges (durations above zero, attempts within an int32, ...) are checked by validate.ts with limits.ts.
-const duration = z.string({ error: 'expected a duration such as 30s, 5m or 1h' }).refine(isDuration, {
-  error: (issue) => `bad duration "${shorten(String(issue.input))}": use a number with ms, s, m, h or d (e.g. 30s, 5m)`,
-});
 
 const retry = z.strictObject({
   maximumAttempts: z.int().min(1).optional(),
@@ -53,67 +45,6 @@ const policies = {
   onFailure: z.enum(ON_FAILURE).optional(),
   onTimeout: z.enum(ON_TIMEOUT).optional(),
 };
-
-const toolCall = {
-  tool: z.string().min(1),
-  with: z.record(z.string(), z.unknown()).optional(),
-};
-
-const ask = z.strictObject({
-  question: z
-    .string()
-    .min(1)
-    .refine((text) => utf8Length(text) <= MAX_QUESTION_BYTES, {
-      error: (issue) => `the question is ${formatBytes(utf8Length(issue.input as string))}; a question holds at most ${formatBytes(MAX_QUESTION_BYTES)}: people read it`,
-    }),
-  choices: z.array(z.string().min(1)).min(1).optional(),
-  timeout: duration.optional(),
-});
-
-/** Per tool `allow | deny | ask`; `shell` may take command rules (spec/approvals.ts). */
-const approvals = approvalsSchema;
-
-const modelName = z.string().min(3).max(1000).regex(/^[a-z-]+:\S/, 'a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml');
-
-/** An LLM agent: model turn, tool calls, tool results, next turn, until a final answer. */
-const budgetCaps = {
-  tokens: z.int().min(1).optional(),
-  toolCalls: z.int().min(1).optional(),
-  cost: z.number().gt(0).max(1_000_000).optional(),
-  warnAt: z.number().gt(0).lt(1).optional(),
-  onBudget: z.enum(['ask', 'stop']).optional(),
-};
-const capsSomething = (b: Record<string, unknown>) => Object.entries(b).some(([k, v]) => v !== undefined && k !== 'warnAt' && k !== 'onBudget');
-/** An agent's budget (a role file's too, which narrows the one its agents are given). */
-export const agentBudget = z.strictObject(budgetCaps).refine(capsSomething, 'a budget caps tokens, toolCalls or cost (USD)');
-/** A plan's, which all its agents share, and its wall time. */
-const planBudget = z.strictObject({ ...budgetCaps, time: duration.optional() }).refine(capsSomething, 'a budget caps tokens, toolCalls, cost (USD) or time');
-
-const agent = z.strictObject({
-  role: z.string().min(1).max(MAX_STEP_ID_LENGTH).optional(),
-  prompt: z.string().min(1),
-  system: z.string().min(1).optional(),
-  /** Built-in tools the agent may call (fs.read, shell, ...); none: it only answers. */
-  tools: z.array(z.string().min(1)).max(64).optional(),
-  model: modelName.optional(),
-  maxTurns: z.int().min(1).max(MAX_AGENT_TURNS).optional(),
-  /** Input plus output tokens over every turn; past it the step fails. */
-  maxTokens: z.int().min(1).optional(),
-  /** Caps its turns are held to before they start (docs/budgets.md). */
-  budget: agentBudget.optional(),
-  /** A JSON Schema the final answer must match; the answer becomes the step's output as JSON. */
-  output: z.record(z.string(), z.unknown()).optional(),
-  approvals: approvals.optional(),
-  /** How long an `ask` approval waits before it counts as denied. */
-  approvalTimeout: duration.optional(),
-});
-
-/** An LLM decision: the output is exactly one of the choices. */
-const decide = z.strictObject({
-  prompt: z.string().min(1),
-  choices: z.array(z.string().min(1).max(200)).min(2).max(50),
-  model: modelName.optional(),
-});
 
 /**
  * A workspace any host can make: a clone of `repo` (a URL git fetches, or a path on the hosts) at
@@ -171,19 +102,14 @@ export const stepSchema = z
     // Temporal allows 2,000 pending activities per workflow; stay well under it.
     concurrency: z.int().min(1).max(MAX_CONCURRENCY).optional(),
     local: z.boolean().optional(),
-    tool: toolCall.tool.optional(),
-    with: toolCall.with,
-    ask: ask.optional(),
-    agent: agent.optional(),
-    decide: decide.optional(),
-    /** A value, templated: the step's output (assembles outputs; no tool runs). */
-    echo: z.unknown().optional(),
-    compensate: z.strictObject(toolCall).optional(),
+    // What the step does: one kind's fields (kinds/).
+    ...KIND_FIELDS,
+    compensate: z.strictObject(toolCallFields).optional(),
     worktree: worktreeSchema.optional(),
     ...policies,
   })
   .superRefine((step, ctx) => {
-    const kinds = STEP_KINDS.filter((kind) => step[kind] !== undefined);
+    const kinds = STEP_KINDS.filter((kind) => step[kind as keyof typeof step] !== undefined);
     if (kinds.length === 0) ctx.addIssue({ code: 'custom', message: `a step needs one of ${STEP_KINDS.map((k) => `"${k}"`).join(', ')}`, path: [] });
     for (const extra of kinds.slice(1)) {
       ctx.addIssue({ code: 'custom', message: `a step has one of ${STEP_KINDS.map((k) => `"${k}"`).join(', ')}; this one also has "${kinds[0]}"`, path: [extra] });
@@ -267,7 +193,7 @@ export const planSchema = z.strictObject({
 
 /** Every field name the plan format knows, for suggestions when a field is unknown. */
 export const FIELD_NAMES = [
-  ...new Set([planSchema, stepSchema, ask, agent, decide, retry, input, worktreeSchema, team].flatMap((schema) => Object.keys(schema.shape))),
+  ...new Set([planSchema, stepSchema, askSchema, agentSchema, decideSchema, retry, input, worktreeSchema, team].flatMap((schema) => Object.keys(schema.shape))),
 ];
 
 export type PlanFile = z.infer<typeof planSchema>;

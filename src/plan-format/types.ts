@@ -1,4 +1,5 @@
 import type { Budget, PlanBudget } from '../protocol/budget';
+import type { MustChange } from '../protocol/made-no-change';
 import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { CommandRuleSet } from '../commands/rule-set';
 import type { RunLimitValues } from './limits';
@@ -66,6 +67,8 @@ export interface AgentSpec {
   output?: Record<string, unknown>;
   approvals: Approvals;
   approvalTimeout: string;
+  /** The task is a change (of each file listed): an answer before it fails (AgentMadeNoChange). */
+  mustChange?: MustChange;
   /** Its role's narrowing of the run's sandbox (set from the role file, never by a plan or a model). */
   roleSandbox?: SandboxNarrowing;
 }

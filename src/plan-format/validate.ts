@@ -16,10 +16,11 @@ import { historyWarnings, parallelismIssue } from './run-estimate';
 import { FIELD_NAMES, planSchema, type PlanFile, type StepFile } from './schema';
 import { formatCount, shorten } from './text';
 import { toSandboxSpec } from '../sandbox/schema';
-import { compileApprovals } from './approvals';
 import { toEgressPolicy } from '../egress/policy';
 import { DEFAULT_WARN_AT } from '../protocol/budget';
-import { CLONE_REPO, type CompiledPlan, type CompiledStep, DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT, TEAM_DEFAULTS, type InputSpec, type StepAction } from './types';
+import { CLONE_REPO, type CompiledPlan, type CompiledStep, TEAM_DEFAULTS, type InputSpec } from './types';
+import { TEMPLATED_FIELDS, compileAction } from './kinds';
+import { modelAt } from './kinds/model-path';
 import { scenarioIssues } from './scenarios';
 
 export { formatIssues, formatPath, type PlanIssue };
@@ -127,7 +128,7 @@ function valueIssues(plan: Record<string, unknown>): PlanIssue[] {
     }
   }
   rawSteps(plan).forEach((step, i) => {
-    for (const field of ['with', 'ask', 'agent', 'decide', 'echo', 'forEach'] as const) issues.push(...jsonValueIssues(step[field], `steps[${i}].${field}`));
+    for (const field of [...TEMPLATED_FIELDS, 'forEach']) issues.push(...jsonValueIssues((step as Record<string, unknown>)[field], `steps[${i}].${field}`));
     const compensate = step.compensate as { with?: unknown } | undefined;
     if (compensate !== null && typeof compensate === 'object') issues.push(...jsonValueIssues(compensate.with, `steps[${i}].compensate.with`));
   });
@@ -258,24 +259,6 @@ function teamBudgetIssues(plan: CompiledPlan): PlanIssue[] {
 /** `scheme://…` or scp-like `user@host:path`: git fetches it; anything else is a path. */
 export function isRepositoryUrl(repo: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/:]+@[^/:]+:/.test(repo);
-}
-
-function compileAction(step: StepFile, baseDir: string): StepAction {
-  if (step.echo !== undefined) return { kind: 'echo', echo: step.echo };
-  if (step.ask) return { kind: 'ask', ask: step.ask };
-  if (step.decide) return { kind: 'decide', decide: { ...step.decide, ...(step.decide.model && { model: modelAt(step.decide.model, baseDir) }) } };
-  if (step.agent) {
-    const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, budget, ...rest } = step.agent;
-    const compiled = { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals: compileApprovals(approvals), approvalTimeout };
-    return { kind: 'agent', agent: { ...compiled, ...(budget && { budget: { warnAt: DEFAULT_WARN_AT, onBudget: 'ask' as const, ...budget } }) } };
-  }
-  return { kind: 'tool', tool: step.tool as string, with: step.with ?? {} };
-}
-
-/** A scripted model's scenario file is found beside the plan, wherever the worker runs. */
-function modelAt(model: string, baseDir: string): string {
-  const scripted = 'scripted:';
-  return model.startsWith(scripted) ? `${scripted}${path.resolve(baseDir, model.slice(scripted.length).trim())}` : model;
 }
 
 /** Asks wait for a human without limit unless they set their own timeout; plan defaults do not apply. */

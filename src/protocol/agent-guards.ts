@@ -4,6 +4,8 @@
  *  - never a silent success: a final answer that is a tool call written as text (the model-turn
  *    activity says so in `unparsedToolCall`) gets one correction; the second fails the step with
  *    ToolCallNotParsed, naming the fix;
+ *  - a `mustChange` step's answer before its change (the activity says so in `notChanged`) gets
+ *    one correction; the second fails the step with AgentMadeNoChange;
  *  - loops that stop: a turn making the same tool calls (names and arguments) as the two before it
  *    gets a note saying so; a fourth such turn fails the step with AgentLoopDetected.
  * Both are non-retryable: running the agent again from the start would repeat the same thing.
@@ -11,6 +13,7 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { ModelTurnResult, ToolCall as ModelToolCall } from '../providers/model-turn';
 import { canonical } from './canonical-json';
+import { noChangeCorrection, noChangeMessage } from './made-no-change';
 
 export { canonical } from './canonical-json';
 
@@ -19,6 +22,7 @@ export const REPEATS_BEFORE_NOTE = 3;
 
 export class TurnGuards {
   private unparsed = 0;
+  private noChange = 0;
   private lastCalls?: string;
   private repeats = 0;
 
@@ -26,9 +30,13 @@ export class TurnGuards {
    * A turn with no tool calls: the message to send the model instead of taking its text as the
    * answer, or undefined when it is an answer. Throws ToolCallNotParsed the second time.
    */
-  answer(turn: Pick<ModelTurnResult, 'unparsedToolCall'>): string | undefined {
+  answer(turn: Pick<ModelTurnResult, 'unparsedToolCall' | 'notChanged' | 'text'>): string | undefined {
     this.lastCalls = undefined;
     this.repeats = 0;
+    if (turn.notChanged) {
+      if (++this.noChange > 1) throw ApplicationFailure.nonRetryable(noChangeMessage(turn.text ?? '', turn.notChanged), 'AgentMadeNoChange');
+      return noChangeCorrection(turn.notChanged);
+    }
     const call = turn.unparsedToolCall;
     if (!call) return undefined;
     if (++this.unparsed > 1) {

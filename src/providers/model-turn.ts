@@ -16,6 +16,8 @@ import { contextTokens, fitToWindow, outputReserve, type Shortened } from './con
 import { type WrittenStyle, findUnparsedToolCall } from './unparsed-tool-call';
 import { FINISH_TOOL, type OfferedTool, finishTool } from './finish-tool';
 import { REQUIRED_GUIDE, requiredTurn, sentBack } from './required-turn';
+import { notChanged } from './required-guards';
+import { MAX_MUST_CHANGE } from '../protocol/made-no-change';
 
 const jsonObject = z.record(z.string(), z.unknown());
 // `error` is what modelTurn said of a call it returned; a caller may send the call back as it got it.
@@ -41,6 +43,8 @@ export const modelTurnRequestSchema = z.strictObject({
   maxOutputTokens: z.int().positive().optional(),
   /** Whose blob store holds tool results stored outside history (read by the activity before the call). */
   workspace: z.string().min(1).optional(),
+  /** The step's task is a change (its `mustChange`: any, or of each file listed): a final answer before it worked is not taken. */
+  mustChange: z.union([z.literal(true), z.array(z.string().min(1).max(4096)).min(1).max(MAX_MUST_CHANGE)]).optional(),
 });
 
 export type ModelTurnRequest = z.input<typeof modelTurnRequestSchema>;
@@ -64,6 +68,11 @@ export interface ModelTurnResult {
    * sends one correction, then fails with ToolCallNotParsed): the tool it names, and the fix.
    */
   unparsedToolCall?: { tool: string; style: WrittenStyle; fix: string };
+  /**
+   * A final answer of a `mustChange` step before its change (the agent loop sends one correction,
+   * then fails with AgentMadeNoChange): the files not yet written or changed, none when nothing changed at all.
+   */
+  notChanged?: string[];
   /**
    * Set by the activity when the turn was asked to stream: the attempt, the characters of text it
    * streamed, and those the model wrote as it streamed (more when the stream showed less).
@@ -131,7 +140,7 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
     const shortened = fit.shortened && { shortened: fit.shortened };
     if (finishing) {
       const server = callsBy.endpoint === undefined ? undefined : settings.compatible[callsBy.endpoint]?.baseURL;
-      const context = { outputSchema: req.outputSchema, label: `${id.provider}:${id.name}`, server, request: req };
+      const context = { outputSchema: req.outputSchema, label: `${id.provider}:${id.name}`, server, request: req, mustChange: req.mustChange };
       const afterSentBack = sentBack(req.messages);
       const first = await ask(afterSentBack);
       try {
@@ -169,6 +178,10 @@ export async function modelTurn(request: ModelTurnRequest, settings: ModelSettin
       if (!unparsed) throw err;
     }
     if (unparsed && turn.output === undefined) turn.unparsedToolCall = { ...unparsed, fix: toolCallsFix(id, settings, unparsed.style) };
+    else if (req.mustChange) {
+      const missing = notChanged(req.messages, req.mustChange);
+      if (missing) turn.notChanged = missing;
+    }
     return turn;
   } catch (err) {
     if (NoObjectGeneratedError.isInstance(err)) {

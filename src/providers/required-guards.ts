@@ -7,10 +7,12 @@
  *  - a finish too soon, twice at most, quoting the task: before any tool ran, or, when tools that
  *    change the workspace were offered, before one of them worked (it answered "0" to "count the
  *    files and write the number to count.txt"). A third finish is taken: some tasks need no tool,
- *    or no change;
+ *    or no change, unless the step says its task is a change (`mustChange`), which fails instead;
  *  - the first finish after the workspace changed, once, with the changes listed beside the task.
  */
+import path from 'node:path';
 import { canonical } from '../protocol/canonical-json';
+import { type MustChange, listed, stillToChange } from '../protocol/made-no-change';
 import { FINISH_TOOL } from './finish-tool';
 
 /** fs.read's window for a model (activities/tools/text-views.ts): the providers layer does not import the activities'. */
@@ -70,8 +72,30 @@ const FINISH_REFUSALS = 2;
 /** How much of the task a refused finish quotes back. */
 const TASK_QUOTED = 400;
 
-/** Why a `finish` now is too soon (said twice at most), or undefined. `offered`: the names of the step's tools. */
-export function finishTooSoon(messages: Message[], offered: string[]): string | undefined {
+/**
+ * What a `mustChange` step has still to change, or undefined when it is done: none listed when
+ * nothing has changed at all. A file counts as changed by an fs_write or fs_edit of it that worked,
+ * or by a command that worked and names it (cadre does not trace what a command writes).
+ */
+export function notChanged(messages: Message[], mustChange: MustChange): string[] | undefined {
+  const changes = workedCalls(messages).filter((c) => CHANGES.has(c.name));
+  if (mustChange === true) return changes.length > 0 ? undefined : [];
+  const written = new Set(changes.flatMap((c) => (c.name !== 'shell' && typeof c.args.path === 'string' ? [normal(c.args.path)] : [])));
+  const commands = changes.flatMap((c) => (c.name === 'shell' && typeof c.args.command === 'string' ? [c.args.command] : []));
+  const missing = mustChange.filter((file) => !written.has(normal(file)) && !commands.some((command) => command.includes(file) || command.includes(normal(file))));
+  return missing.length > 0 ? missing : undefined;
+}
+
+/** A workspace path as calls name it in many ways: `./a//b.txt` is `a/b.txt`. */
+function normal(file: string): string {
+  return path.posix.normalize(file.replace(/\\/g, '/')).replace(/^(\.\/)+/, '');
+}
+
+/**
+ * Why a `finish` now is too soon (said twice at most), or undefined. `offered`: the names of the
+ * step's tools; `mustChange`: the step says what its task changes, so a finish before that is never taken (required-turn.ts).
+ */
+export function finishTooSoon(messages: Message[], offered: string[], mustChange?: MustChange): string | undefined {
   if (offered.length === 0) return undefined;
   const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []));
   if (calls.filter((c) => c.name === FINISH_TOOL).length >= FINISH_REFUSALS) return undefined;
@@ -81,6 +105,11 @@ export function finishTooSoon(messages: Message[], offered: string[]): string | 
     return `not finished: ${what}, so nothing has been done.${theTask(messages)} Do it with the tools first, then call finish.`;
   }
   const changers = offered.filter((name) => CHANGES.has(name));
+  const missing = mustChange && notChanged(messages, mustChange);
+  if (missing) {
+    const todo = missing.length === 0 ? 'Write or edit the files it names, or run the command it asks for' : `Write or change ${listed(missing)}`;
+    return `not finished: this task is done only when the workspace has changed, and ${stillToChange(missing)}.${theTask(messages)} ${todo} (${changers.join(', ')}), then call finish.`;
+  }
   if (changers.length > 0 && !worked.some((c) => CHANGES.has(c.name))) {
     return `not finished: you have only read so far.${theTask(messages)} If it asks for a file to be written or changed, or a command to be run, do that now (${changers.join(', ')}), then call finish.`;
   }

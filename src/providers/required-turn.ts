@@ -4,7 +4,8 @@
  */
 import { ErrorTypes, permanent } from '../errors/application-failures';
 import { FINISH_TOOL, finishAnswer } from './finish-tool';
-import { type Call, type Message, finishTooSoon, repeated } from './required-guards';
+import { type Call, type Message, finishTooSoon, notChanged, repeated } from './required-guards';
+import { type MustChange, noChangeMessage } from '../protocol/made-no-change';
 
 /** What a turn returns (model-turn.ts's ModelTurnResult, whose module imports this one). */
 interface Turn {
@@ -28,6 +29,8 @@ interface Context {
   /** The endpoint's base URL, named when the server ignores what was asked. */
   server?: string;
   request: { messages: Message[]; tools?: { name: string }[] };
+  /** What the step's task changes: a finish before it fails AgentMadeNoChange once sent back twice. */
+  mustChange?: MustChange;
 }
 
 /**
@@ -56,9 +59,11 @@ export function requiredTurn(calls: Call[], result: Omit<Turn, 'toolCalls' | 'ou
   const again = call.error === undefined ? repeated(call, messages) : undefined;
   if (again !== undefined) return sentBack(again);
   if (call.name !== FINISH_TOOL || call.error !== undefined) return { ...said, toolCalls: [call], finishReason, usage };
-  const tooSoon = finishTooSoon(messages, (context.request.tools ?? []).map((t) => t.name));
+  const tooSoon = finishTooSoon(messages, (context.request.tools ?? []).map((t) => t.name), context.mustChange);
   if (tooSoon !== undefined) return sentBack(tooSoon);
   const answer = finishAnswer(call.args, context.outputSchema);
+  const missing = context.mustChange && notChanged(messages, context.mustChange);
+  if (missing) throw permanent(ErrorTypes.AgentMadeNoChange, noChangeMessage(answer.text, missing));
   listener?.textDelta(answer.text);
   return { text: answer.text, ...(answer.output !== undefined && { output: answer.output }), toolCalls: [], finishReason: 'stop', usage };
 }

@@ -12,7 +12,7 @@ import { PlanError, parsePlanText } from '../plan-format/load';
 import { formatBytes, shorten } from '../plan-format/text';
 import { CUSTOM_TOOL, TOOL_NAMES, isToolName } from '../plan-format/tools';
 import { approvalExampleIssues, approvalsSchema, compileApprovals } from '../plan-format/approvals';
-import { agentBudget } from '../plan-format/schema';
+import { agentBudget } from '../plan-format/fields';
 import { packageRoot } from '../package-root';
 import { roleSandboxSchema } from '../sandbox/schema';
 

@@ -88,11 +88,11 @@ test('every models section of cadre.config.yaml in the docs is one workers accep
   for (const block of shown) expect(() => parseModelsSection(block.code, named(block))).not.toThrow();
 });
 
-test('the step kind guide shows the echo kind as it is in the source', () => {
-  const source = readFileSync(path.join(root, 'src/workflows/plan/kinds/echo.ts'), 'utf8');
+test('the step kind guide shows both halves of the echo kind as they are in the source, each registered in its table', () => {
+  const halves = ['src/workflows/plan/kinds', 'src/plan-format/kinds'];
   const shown = blocks.filter((b) => b.file === 'docs/architecture.md' && b.code.includes("kind: 'echo'"));
-  expect(shown).toHaveLength(1);
-  expect({ lang: shown[0].lang, code: shown[0].code }).toEqual({ lang: 'ts', code: source });
+  expect(shown.map((b) => ({ lang: b.lang, code: b.code }))).toEqual(halves.map((dir) => ({ lang: 'ts', code: readFileSync(path.join(root, dir, 'echo.ts'), 'utf8') })));
+  for (const dir of halves) expect(readFileSync(path.join(root, dir, 'index.ts'), 'utf8')).toMatch(/echo: echoKind/);
 });
 
 /** GitHub's anchor for a heading: lower case, punctuation but `-` dropped, spaces as `-`. */

@@ -22,6 +22,13 @@ test('ten tasks with distinct ids, each offering file tools', () => {
   for (const t of TASKS) expect(t.tools).toEqual(expect.arrayContaining(['fs.read', 'fs.write']));
 });
 
+test('the files each plan says its step must change are the ones its prompt names, and the ones its solution writes', () => {
+  for (const t of TASKS) {
+    expect({ id: t.id, unnamed: t.changes.filter((file) => !t.prompt.includes(file)) }).toEqual({ id: t.id, unnamed: [] });
+    expect({ id: t.id, changes: [...t.changes].sort() }).toEqual({ id: t.id, changes: Object.keys(t.solution).sort() });
+  }
+});
+
 test.each(TASKS.map((t) => [t.id, t] as const))('%s: fails untouched, passes solved', (_id, t) => {
   expect(t.check(workspace(t))).toMatchObject({ ok: false });
   expect(t.check(workspace(t, t.solution))).toMatchObject({ ok: true });

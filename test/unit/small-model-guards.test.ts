@@ -5,9 +5,20 @@
  */
 import { type FitMessage, fitToWindow, outputReserve } from '../../src/providers/context-window';
 import type { ModelMessageInput } from '../../src/providers/model-turn';
-import { type Call as ToolCall, finishTooSoon, repeated } from '../../src/providers/required-guards';
+import { type Call as ToolCall, finishTooSoon, notChanged, repeated } from '../../src/providers/required-guards';
+import type { MustChange } from '../../src/protocol/made-no-change';
+import { requiredTurn } from '../../src/providers/required-turn';
 
 const call = (name: string, args: Record<string, unknown>, error?: string): ToolCall => ({ id: `${name}-${JSON.stringify(args)}`, name, args, ...(error && { error }) });
+/** What a call threw. */
+function failureOf(run: () => unknown): { type?: string; nonRetryable?: boolean; message?: string } {
+  try {
+    run();
+  } catch (err) {
+    return err as { type?: string; nonRetryable?: boolean; message?: string };
+  }
+  throw new Error('it did not throw');
+}
 const turn = (...calls: ToolCall[]): ModelMessageInput => ({ role: 'assistant', toolCalls: calls });
 
 describe('repeated calls', () => {
@@ -61,6 +72,45 @@ describe('a finish too soon', () => {
     // A change that failed is no change.
     const failedWrite: ModelMessageInput = { role: 'tool', toolCallId: write.id, toolName: 'fs_write', result: 'SyntaxBroken', isError: true };
     expect(finishTooSoon([turn(read), readResult, turn(write), failedWrite], tools)).toMatch(/only read so far/);
+  });
+
+  test('a step whose task is a change (mustChange: true) never takes a finish before one: sent back twice, then AgentMadeNoChange with the answer', () => {
+    const context = (messages: ModelMessageInput[], mustChange?: MustChange) => ({ label: 'openai-compatible:tiny', mustChange: mustChange ?? true, request: { messages, tools: tools.map((name) => ({ name })) } });
+    const finish = call('finish', { answer: 'The contents are not available.' });
+    const reply = { text: '', finishReason: 'tool-calls', usage: { inputTokens: 1, outputTokens: 1 } };
+    const first = requiredTurn([finish], reply, context([turn(read), readResult]));
+    expect(first.toolCalls[0].error).toMatch(/^not finished: this task is done only when the workspace has changed, and nothing has changed yet \(no file written or edited, no command run\)\. Write or edit/);
+    const told = turn(call('finish', { answer: '7' }, 'not finished: ...'));
+    expect(requiredTurn([finish], reply, context([turn(read), readResult, told])).toolCalls[0].error).toMatch(/^not finished: this task is done only when/);
+    expect(failureOf(() => requiredTurn([finish], reply, context([turn(read), readResult, told, told])))).toMatchObject({
+      type: 'AgentMadeNoChange',
+      nonRetryable: true,
+      message: expect.stringContaining('nothing has changed yet (no file written or edited, no command run); the step\'s task is a change (mustChange): its answer was "The contents are not available."'),
+    });
+    // Without mustChange the third finish is taken; with a change that worked, the finish goes to the review as before.
+    expect(requiredTurn([finish], reply, { ...context([turn(read), readResult, told, told]), mustChange: undefined }).text).toBe('The contents are not available.');
+    const write = call('fs_write', { path: 'count.txt', content: '7' });
+    expect(requiredTurn([finish], reply, context([turn(read), readResult, turn(write), told])).toolCalls[0].error).toMatch(/^not finished: check your work/);
+  });
+
+  test('mustChange naming files: each must be written or edited (any spelling of its path), or named by a command that worked', () => {
+    const worked = (c: ToolCall): ModelMessageInput[] => [turn(c), { role: 'tool', toolCallId: c.id, toolName: c.name, result: 'ok' }];
+    const files = ['total.txt', 'src/main.js'];
+    expect(notChanged([], files)).toEqual(files);
+    expect(notChanged(worked(call('fs_edit', { path: 'order.txt', old_text: 'a', new_text: 'b' })), files)).toEqual(files);
+    expect(notChanged(worked(call('fs_write', { path: './total.txt', content: '20' })), files)).toEqual(['src/main.js']);
+    expect(notChanged([...worked(call('fs_write', { path: './total.txt', content: '20' })), ...worked(call('fs_edit', { path: 'src//main.js', old_text: 'a', new_text: 'b' }))], files)).toBeUndefined();
+    expect(notChanged(worked(call('shell', { command: 'node stamp.js > total.txt' })), ['total.txt'])).toBeUndefined();
+    // A write that failed, or was sent back unrun, is no change.
+    const failed = call('fs_write', { path: 'total.txt', content: 'x' });
+    expect(notChanged([turn(failed), { role: 'tool', toolCallId: failed.id, isError: true }], ['total.txt'])).toEqual(['total.txt']);
+    expect(notChanged([turn(call('fs_write', { path: 'total.txt', content: 'x' }, 'not run: ...'))], ['total.txt'])).toEqual(['total.txt']);
+    expect(notChanged(worked(call('fs_read', { path: 'total.txt' })), true)).toEqual([]);
+    // The finish after the wrong file's edit is sent back naming the file still to write (Qwen2.5-Coder 1.5B edited order.txt for total.txt).
+    const task: ModelMessageInput = { role: 'user', content: 'Write the total to total.txt.' };
+    expect(finishTooSoon([task, ...worked(call('fs_edit', { path: 'order.txt', old_text: 'a', new_text: 'b' }))], ['fs_read', 'fs_write', 'fs_edit'], ['total.txt'])).toBe(
+      'not finished: this task is done only when the workspace has changed, and total.txt has not been written or changed yet. The task was: "Write the total to total.txt." Write or change total.txt (fs_write, fs_edit), then call finish.',
+    );
   });
 
   test('the first finish after a change is sent back once, with what changed beside the task; the next is taken', () => {

@@ -82,6 +82,21 @@ describe('TurnGuards', () => {
     expect(failure.message).toContain('set toolCalls: json for the endpoint (models.compatible.local.toolCalls)');
   });
 
+  test('a mustChange answer before its change is corrected once, naming the files still to change, then fails with AgentMadeNoChange quoting the answer', () => {
+    const guards = new TurnGuards();
+    expect(guards.answer({ text: 'done' })).toBeUndefined();
+    expect(guards.answer({ notChanged: [], text: 'The folder holds 7 files.' })).toBe(
+      'Not finished: this task is done only when the workspace has changed, and nothing has changed yet (no file written or edited, no command run). Make the change it asks for with your tools, then give your final answer.',
+    );
+    const failure = failureOf(() => guards.answer({ notChanged: ['total.txt', 'a.txt'], text: 'The contents are not available.' }));
+    expect(failure.type).toBe('AgentMadeNoChange');
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toBe(
+      'the agent answered after being told the task is not done, and total.txt and a.txt have not been written or changed yet; the step\'s task is a change (mustChange): its answer was "The contents are not available."',
+    );
+    expect(new TurnGuards().answer({ notChanged: ['total.txt'] })).toMatch(/and total\.txt has not been written or changed yet\. Make total\.txt with your tools/);
+  });
+
   test('the same calls three turns in a row get a note; a fourth fails with AgentLoopDetected', () => {
     const guards = new TurnGuards();
     const write = [{ name: 'fs_write', args: { path: 'a.txt', content: 'x' } }];

@@ -134,6 +134,10 @@ steps:
   - { id: c, decide: { prompt: "urgent?", choices: [yes] } }
   - { id: d, decide: { prompt: "{{ steps.c.output }}", choices: [a, b] }, with: { x: 1 } }
   - { id: e, agent: { prompt: go, propmt: typo } }
+  - { id: f, agent: { prompt: go, tools: [fs.read], mustChange: true } }
+  - { id: g, agent: { prompt: go, tools: [fs.read, fs.edit], mustChange: true } }
+  - { id: h, agent: { prompt: go, tools: [shell], mustChange: [a.txt, ../b.txt] } }
+  - { id: k, agent: { prompt: go, tools: [shell], mustChange: [] } }
 `),
     ).toEqual([
       'steps[0].agent.model: a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml',
@@ -145,6 +149,9 @@ steps:
       'steps[2].decide.choices: Too small: expected array to have >=2 items',
       'steps[3].with: "with" needs a "tool"',
       'steps[4].agent.propmt: unknown field "propmt" (did you mean "prompt"?)',
+      "steps[5].agent.mustChange: mustChange needs a tool that changes the workspace among the agent's tools: fs.write, fs.edit, shell",
+      'steps[7].agent.mustChange[1]: a file to change is a path inside the workspace: relative, without ".." or NUL bytes',
+      'steps[8].agent.mustChange: Too small: expected array to have >=1 items',
     ]);
     const ok = validatePlan(
       YAML.parse(`

@@ -205,6 +205,7 @@ export class AgentLoop {
           messages,
           ...(tools.length > 0 && { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) }),
           ...(this.spec.output && { outputSchema: this.spec.output }),
+          ...(this.spec.mustChange && { mustChange: this.spec.mustChange }),
           // Tool outputs stored outside history are read back by the activity, never into history.
           workspace: this.spec.storeWorkspace ?? this.spec.workspace,
           ...this.streamTo(),

@@ -9,6 +9,7 @@ import type { SandboxSpec } from '../../sandbox/profile';
 import type { OwnEvent } from '../common/run-stream';
 import type { Budget, BudgetSummary } from '../../protocol/budget';
 import type { BudgetOwner } from '../../protocol/budget-lease';
+import type { MustChange } from '../../protocol/made-no-change';
 import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
@@ -32,6 +33,8 @@ export interface LoopSpec {
   runBudget?: BudgetOwner;
   /** JSON Schema of a structured final answer. */
   output?: Record<string, unknown>;
+  /** The task is a change (of each file listed): no final answer is taken before it. */
+  mustChange?: MustChange;
   /** A decision: the final answer must name one of these. */
   choices?: string[];
   workspace: string;
