@@ -1,7 +1,8 @@
 /**
  * An MCP stdio server is contained as a shell call is, for its whole life: its own cgroup, joined
  * before it starts, caps its processes as one (root's rlimits do not: the kernel exempts root from
- * RLIMIT_NPROC), and no descriptor the worker inherited reaches it. Real bubblewrap, real servers.
+ * RLIMIT_NPROC), a role's narrowing reaches it, and no descriptor the worker inherited does. Real
+ * bubblewrap, real servers.
  */
 import { type StdioOptions, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -28,7 +29,7 @@ function probeProcesses(): number[] {
   });
 }
 
-test('a stdio server runs in a cgroup of its own, joined before it starts: its processes are capped as one', async () => {
+test('a stdio server runs in a cgroup of its own, joined before it starts: its processes are capped as one, a role narrowing them for its agents', async () => {
   const servers = new McpServers({ probe: server({ processes: 32 }), free: server() }, () => ({ profile: DEFAULT_PROFILE, secrets: NO_SECRETS }));
   try {
     const signal = new AbortController().signal;
@@ -43,6 +44,10 @@ test('a stdio server runs in a cgroup of its own, joined before it starts: its p
     // The positive control: the worker's own limits (4,096 processes) let the other server start all 100.
     const free = await servers.callTool('free', 'start_sleepers', { n: 100 }, signal);
     expect(free.value).toEqual({ started: 100 });
+    // A role's narrowing reaches the server: a call from its agent goes to an instance started under it.
+    const narrowed = await servers.callTool('free', 'start_sleepers', { n: 100 }, signal, [{ limits: { processes: 24 } }]);
+    expect((narrowed.value as { started: number }).started).toBeLessThan(24);
+    expect((await servers.callTool('free', 'start_sleepers', { n: 100 }, signal)).value).toEqual({ started: 100 });
   } finally {
     await servers.close();
   }

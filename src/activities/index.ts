@@ -221,7 +221,7 @@ export function createActivities(deps: ActivityDeps = {}) {
           const sandbox = { profile: effectiveProfile(worker.profile, request.sandbox), secrets: worker.secrets, log: (line: string) => ctx.log.debug(line), redact: (text: string) => worker.redactor.text(text), ...(deps.egressLookup && { lookup: deps.egressLookup }) };
           const params = store ? await readParams(request.params, store) : request.params;
           const found = isCustomTool(request.tool)
-            ? await customTools().call(request.tool, params, { workspace: request.workspace, stepId: request.stepId, attempt, signal: ctx.cancellationSignal })
+            ? await customTools().call(request.tool, params, { workspace: request.workspace, stepId: request.stepId, attempt, signal: ctx.cancellationSignal }, request.sandbox?.within)
             : await runTool(request.tool, params, {
                 workspace: request.workspace,
                 ...(request.worktree && { worktree: true }),

@@ -13,7 +13,8 @@ import { type WorkerSecrets, toolEnvironment } from '../../../sandbox/environmen
 import { SandboxUnavailable, prepareSandbox } from '../../../sandbox/executor';
 import { closingInherited } from '../../../sandbox/spawn';
 import { toLimits } from '../../../sandbox/schema';
-import { type SandboxProfile, effectiveProfile } from '../../../sandbox/profile';
+import { type SandboxNarrowing, type SandboxProfile, effectiveProfile, narrowProfile } from '../../../sandbox/profile';
+import { canonical } from '../../../protocol/canonical-json';
 
 export interface McpToolInfo {
   name: string;
@@ -43,7 +44,7 @@ export class McpServers {
   }
 
   async listTools(server: string): Promise<McpToolInfo[]> {
-    return this.withClient(server, async (client) => {
+    return this.withClient(server, [], async (client) => {
       const tools: McpToolInfo[] = [];
       let cursor: string | undefined;
       do {
@@ -55,8 +56,9 @@ export class McpServers {
     });
   }
 
-  async callTool(server: string, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallResult> {
-    return this.withClient(server, async (client) => {
+  /** `within`: a role's narrowings of the server's sandbox; a narrowed server is an instance of its own. */
+  async callTool(server: string, name: string, args: Record<string, unknown>, signal: AbortSignal, within: SandboxNarrowing[] = []): Promise<McpCallResult> {
+    return this.withClient(server, within, async (client) => {
       const result = await client.callTool({ name, arguments: args }, undefined, { signal, timeout: 10 * 60 * 1000, resetTimeoutOnProgress: true });
       const content = (result.content ?? []) as { type: string; text?: string }[];
       const texts = content.filter((c) => c.type === 'text').map((c) => c.text ?? '');
@@ -72,27 +74,30 @@ export class McpServers {
   }
 
   /** Runs `work` on the server's client; a failed connection or call drops the client so the next attempt reconnects. */
-  private async withClient<T>(server: string, work: (client: Client) => Promise<T>): Promise<T> {
+  private async withClient<T>(server: string, within: SandboxNarrowing[], work: (client: Client) => Promise<T>): Promise<T> {
     const config = this.servers[server];
     if (!config) throw permanent(ErrorTypes.UnknownTool, `no MCP server "${server}" in cadre.config.yaml (servers: ${this.names().join(', ') || 'none'})`);
-    let pending = this.clients.get(server);
+    // An HTTP server is not the worker's to contain: one client whatever the role.
+    const narrowed = 'command' in config ? within : [];
+    const key = narrowed.length === 0 ? server : `${server} within ${canonical(narrowed)}`;
+    let pending = this.clients.get(key);
     if (!pending) {
-      pending = connect(server, config, this.containment);
-      this.clients.set(server, pending);
+      pending = connect(server, config, this.containment, narrowed);
+      this.clients.set(key, pending);
     }
     try {
       return await work(await pending);
     } catch (err) {
       // The server answered (unknown tool, bad arguments): the connection is fine and the same call would fail again.
       if (isProtocolError(err)) throw permanent('McpToolError', `MCP server "${server}": ${(err as Error).message.split('\n')[0]}`);
-      this.clients.delete(server);
+      this.clients.delete(key);
       void pending.then((c) => c.close()).catch(() => undefined);
       throw transient('McpServerUnavailable', `MCP server "${server}": ${(err as Error).message.split('\n')[0]}`);
     }
   }
 }
 
-async function connect(server: string, config: McpServerConfig, containment: Containment): Promise<Client> {
+async function connect(server: string, config: McpServerConfig, containment: Containment, within: SandboxNarrowing[]): Promise<Client> {
   const client = new Client({ name: 'cadre', version: '0.1.0' });
   if (!('command' in config)) {
     // Its URL is the config's, written by people: that host and port are what the server may reach, and redirects are checked again.
@@ -106,7 +111,7 @@ async function connect(server: string, config: McpServerConfig, containment: Con
     box === 'none'
       ? { mode: 'none' as const }
       : { env: box?.env ?? [], read: [...(box?.read ?? []), config.cwd ?? process.cwd()], ...(box?.egress && { egress: toEgressPolicy(box.egress) }), ...(box?.limits && { limits: toLimits(box.limits) }) };
-  const serverProfile = effectiveProfile(profile, own);
+  const serverProfile = within.reduce(narrowProfile, effectiveProfile(profile, own));
   const env = toolEnvironment({ profile: serverProfile, secrets, extra: config.env ?? {} });
   if (serverProfile.mode === 'none') {
     await client.connect(new StdioClientTransport({ command: config.command, args: config.args ?? [], env, ...(config.cwd && { cwd: config.cwd }), stderr: 'inherit' }));

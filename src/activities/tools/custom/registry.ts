@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { CadreTool, ToolRunContext } from '../../../tools/define';
+import type { SandboxNarrowing } from '../../../sandbox/profile';
 import { ErrorTypes, permanent } from '../../../errors/application-failures';
 import type { CustomToolsConfig } from './config';
 import { type Containment, McpServers } from './mcp';
@@ -51,7 +52,8 @@ export class CustomTools {
     return chosen.map((t) => ({ name: modelToolName(`${server}__${t.name}`), tool: `${MCP_PREFIX}${server}/${t.name}`, description: t.description ?? '', inputSchema: t.inputSchema }));
   }
 
-  async call(tool: string, args: unknown, ctx: ToolRunContext): Promise<unknown> {
+  /** `within`: the calling agent's role narrowings, which an MCP stdio server is started under (one server per narrowing). */
+  async call(tool: string, args: unknown, ctx: ToolRunContext, within?: SandboxNarrowing[]): Promise<unknown> {
     if (tool.startsWith(TS_PREFIX)) {
       const found = await this.typescriptTool(tool);
       const parsed = found.parameters.safeParse(args);
@@ -62,7 +64,7 @@ export class CustomTools {
     }
     const { server, name } = mcpName(tool);
     if (typeof args !== 'object' || args === null || Array.isArray(args)) throw permanent(ErrorTypes.BadToolInput, `${tool} takes a JSON object of arguments`);
-    const result = await this.mcp.callTool(server, name, args as Record<string, unknown>, ctx.signal);
+    const result = await this.mcp.callTool(server, name, args as Record<string, unknown>, ctx.signal, within);
     if (result.isError) throw permanent('McpToolError', `${tool}: ${typeof result.value === 'string' ? result.value : JSON.stringify(result.value)}`);
     return result.value;
   }
