@@ -12,7 +12,9 @@ import path from 'node:path';
 import type { Diagnostics } from '../../src/protocol/definitions';
 import { git, tempRepository } from '../support/git-repo';
 import { compile, tempWorkspace } from '../support/harness';
-import { type CaseVerdict, shellCase } from './cases';
+import { type Case, type CaseVerdict, shellCase } from './cases';
+import { type Outside, homeSentinel, outsideDir } from './host';
+import { redTeamMcpServers, throughMcp } from './categories/mcp';
 import { leaksIn } from './evidence';
 import { type BatchResult, type RedTeamWorker, startRedTeamWorker } from './runner';
 import { Tally, failures } from './report';
@@ -37,7 +39,15 @@ let target: string;
 
 beforeAll(async () => {
   secrets = workerSecrets();
-  rt = await startRedTeamWorker({ modelKey: secrets.modelKey, secrets: secrets.all, deps: { secretEnv: [secrets.secretName], egressLookup: egressLookup({ ...names.control, ...names.egress }) } });
+  rt = await startRedTeamWorker({
+    modelKey: secrets.modelKey,
+    secrets: secrets.all,
+    deps: {
+      secretEnv: [secrets.secretName],
+      egressLookup: egressLookup({ ...names.control, ...names.egress }),
+      customTools: redTeamMcpServers({ processes: LIMITS.processes, memory: 256 * 1024 * 1024 }),
+    },
+  });
   t = await makeTargets(() => rt.harness.client, () => rt.harness.taskQueue, secrets);
   target = await t.startTarget();
 }, 60_000);
@@ -255,6 +265,31 @@ test('command rules: no way around a deny of rm, nothing rides along an allowed 
   tally.control(`rules: ${all.length - noEffect.size} of ${all.length} commands delete their victim when allowed${noEffect.size > 0 ? `; not: ${[...noEffect].map((id) => `${id} (it got: ${controlSaid(id)})`).join(', ')}` : ''}`);
   const verdicts = [...rm.verdicts, ...status.verdicts].map((v) => (noEffect.has(v.id) ? { ...v, ran: false, said: `the control shows this command deletes nothing even when allowed; ${v.said}` } : v));
   judge(verdicts);
+});
+
+test('an MCP stdio server running what it is asked: contained as a shell call is; the same attacks through a server with sandbox none escape', async () => {
+  const pick = (cases: Case[], id: string) => cases.find((c) => c.id === id) as Case;
+  const fsTargets = (outside: Outside, home: { file: string; sentinel: string }, tag: string) =>
+    fsCases({ outside, home, bystander: t.idle, bystanderEnv: t.bystanderEnv, planted: [], tag, restore: [], skipped: [] });
+  const processes = pick(resourceCases({ hostProcessesAdded: () => 0 }), 'res-processes');
+  const boxed = fsTargets(t.outside, t.home, `${t.tag}m`);
+  // The control's own victims: it does overwrite them.
+  const outside = outsideDir();
+  const home = homeSentinel();
+  try {
+    const loose = fsTargets(outside, home, `${t.tag}mc`);
+    const [run, control] = await Promise.all([
+      rt.run({ name: 'rt-mcp', tools: ['mcp:rtbox/run'], cases: throughMcp([...['fs-host-tmp', 'fs-outside-overwrite', 'fs-outside-read', 'fs-home-read'].map((id) => pick(boxed, id)), processes], 'rtbox') }),
+      rt.run({ name: 'rt-mcp-control', tools: ['mcp:rtloose/run'], cases: throughMcp([pick(loose, 'fs-outside-overwrite'), pick(loose, 'fs-home-read'), processes], 'rtloose') }),
+    ]);
+    const uncaught = control.verdicts.filter((v) => !v.ran || v.escapes.length === 0);
+    tally.control(`mcp: through a server with sandbox none, ${control.verdicts.length - uncaught.length} of ${control.verdicts.length} attacks escape${uncaught.length > 0 ? `; NOT: ${uncaught.map((v) => `${v.id} (${v.said})`).join(', ')}` : ''}`);
+    judge(run);
+    expect(uncaught.map((v) => v.id)).toEqual([]);
+  } finally {
+    outside.remove();
+    home.remove();
+  }
 });
 
 test('positive controls: with containment off, one case per category does escape', async () => {
