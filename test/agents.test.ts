@@ -525,12 +525,14 @@ steps:
 });
 
 describe('the local-model benchmark (bench/local-model.ts), on the fake server', () => {
-  test('its tasks run as agent steps and are judged by the workspace: a task done succeeds, a task claimed in words fails', async () => {
+  test('its tasks run as agent steps and are judged by the workspace: a task done succeeds, a task claimed over wrong work fails', async () => {
     const tasks = TASKS.filter((t) => t.id === 'edit-word' || t.id === 'config-port');
     // The tasks run in the benchmark's order: config-port, then edit-word.
     server.enqueue(
-      // config-port, claimed: the model says it wrote the file, and wrote nothing.
-      { text: 'I wrote 8443 to port.txt.', usage: { inputTokens: 400, outputTokens: 10 } },
+      // config-port, claimed: the model writes the wrong port and says it wrote the right one (its file is
+      // written, so its plan's mustChange lets the answer through: only the check sees the work is wrong).
+      { toolCalls: [{ id: 'p', name: 'fs_write', args: { path: 'port.txt', content: '8080' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 400, outputTokens: 10 } },
+      { text: 'I wrote 8443 to port.txt.', usage: { inputTokens: 450, outputTokens: 10 } },
       // edit-word, done: calls written as bare JSON objects, as Qwen2.5-Coder 1.5B writes them on llama.cpp.
       { toolCalls: [{ id: 'r', name: 'fs_read', args: { path: 'greeting.txt' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 400, outputTokens: 20 } },
       { toolCalls: [{ id: 'w', name: 'fs_write', args: { path: 'greeting.txt', content: 'Hello, cadre!\nWelcome to the cadre of tools.\n' } }], toolCallsAs: 'bare-json', usage: { inputTokens: 450, outputTokens: 30 } },
@@ -540,11 +542,11 @@ describe('the local-model benchmark (bench/local-model.ts), on the fake server',
     const transcripts = path.join(tempWorkspace(), 'transcripts');
     const results = await withAgents((h) => runTasks(h, { model: 'openai-compatible:json', tasks, maxTurns: 6, timeout: '2m', root: tempWorkspace(), transcripts, log: (line) => logged.push(line) }));
     expect(results.map(({ seconds: _seconds, load: _load, ...rest }) => rest)).toEqual([
-      { task: 'config-port', success: false, check: 'no port.txt', ended: 'completed', answer: 'I wrote 8443 to port.txt.', turns: 1, toolCalls: 0, unparsed: 0, inputTokens: 400, outputTokens: 10 },
+      { task: 'config-port', success: false, check: 'port.txt holds "8080"', ended: 'completed', answer: 'I wrote 8443 to port.txt.', turns: 2, toolCalls: 1, unparsed: 0, inputTokens: 850, outputTokens: 20 },
       { task: 'edit-word', success: true, check: 'greeting.txt is right', ended: 'completed', answer: 'Replaced World with cadre.', turns: 3, toolCalls: 2, unparsed: 0, inputTokens: 1350, outputTokens: 58 },
     ]);
-    expect(table(results).split('\n').at(-1)).toMatch(/^\| \*\*total\*\* \| \*\*1\/2\*\* \| {2}\| 4 \| 2 \| 1818 \| \d+ \|$/);
-    // The claim in words is counted as what it is: a silent success.
+    expect(table(results).split('\n').at(-1)).toMatch(/^\| \*\*total\*\* \| \*\*1\/2\*\* \| {2}\| 5 \| 3 \| 2278 \| \d+ \|$/);
+    // The claim over wrong work is counted as what it is: a silent success.
     expect(summary(results)).toMatch(/^cadre: 1\/2 done, 1 silent successes \(completed, work undone\), 0 replies that did not parse, median task [\d.]+ s$/);
     expect(logged).toContain('config-port: started');
     // Each task's transcript: the model's calls and what the tools answered, then the check.
