@@ -3,7 +3,7 @@
  * result reached the model), and a containment check, from outside wherever possible.
  */
 
-export const CATEGORIES = ['fs', 'git', 'control-plane', 'egress', 'secrets', 'resources', 'policy', 'rules', 'mcp'] as const;
+export const CATEGORIES = ['fs', 'git', 'control-plane', 'egress', 'secrets', 'resources', 'policy', 'rules', 'mcp', 'code'] as const;
 export type Category = (typeof CATEGORIES)[number];
 
 /** What the model got back for one call: the tool message's content, as sent. */

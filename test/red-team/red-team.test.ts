@@ -15,6 +15,7 @@ import { compile, tempWorkspace } from '../support/harness';
 import { type Case, type CaseVerdict, shellCase } from './cases';
 import { type Outside, homeSentinel, outsideDir } from './host';
 import { redTeamMcpServers, throughMcp } from './categories/mcp';
+import { codeCases, codeControl, codeTargets, prepareCode } from './categories/code';
 import { leaksIn } from './evidence';
 import { type BatchResult, type RedTeamWorker, startRedTeamWorker } from './runner';
 import { Tally, failures } from './report';
@@ -289,6 +290,25 @@ test('an MCP stdio server running what it is asked: contained as a shell call is
   } finally {
     outside.remove();
     home.remove();
+  }
+});
+
+test('code navigation reads nothing outside: symlinks, hard links, imports and folders out of the workspace', async () => {
+  const ct = codeTargets(t.tag);
+  const controlWs = tempWorkspace();
+  const tools = ['code.search', 'code.find_references', 'code.navigate_imports', 'code.trace_data_flow'];
+  try {
+    const control = codeControl(controlWs, ct);
+    const [run, controlRun] = await Promise.all([
+      rt.run({ name: 'rt-code', tools, cases: codeCases(ct), setup: (ws) => prepareCode(ws, ct) }),
+      rt.run({ name: 'rt-code-control', workspace: controlWs, tools, cases: [control], setup: (ws) => prepareCode(ws, ct) }),
+    ]);
+    const found = controlRun.verdicts[0];
+    tally.control(`code: the sentinel in a file of the workspace ${found.ran && found.escapes.length > 0 ? 'was found' : `WAS NOT FOUND (${found.said})`}`);
+    judge(run);
+    expect(found.escapes.length).toBeGreaterThan(0);
+  } finally {
+    ct.remove();
   }
 });
 
