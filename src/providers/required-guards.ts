@@ -108,7 +108,8 @@ export function finishTooSoon(messages: Message[], offered: string[], mustChange
   const missing = mustChange && notChanged(messages, mustChange);
   if (missing) {
     const todo = missing.length === 0 ? 'Write or edit the files it names, or run the command it asks for' : `Write or change ${listed(missing)}`;
-    return `not finished: this task is done only when the workspace has changed, and ${stillToChange(missing)}.${theTask(messages)} ${todo} (${changers.join(', ')}), then call finish.`;
+    const using = changers.length > 0 ? ` (${changers.join(', ')})` : '';
+    return `not finished: this task is done only when the workspace has changed, and ${stillToChange(missing)}.${theTask(messages)} ${todo}${using}, then call finish.`;
   }
   if (changers.length > 0 && !worked.some((c) => CHANGES.has(c.name))) {
     return `not finished: you have only read so far.${theTask(messages)} If it asks for a file to be written or changed, or a command to be run, do that now (${changers.join(', ')}), then call finish.`;
