@@ -1,6 +1,6 @@
 /**
  * A plan's budget under worker SIGKILLs (docs/budgets.md): a team worker and its subtask on a fake
- * model that never stops calling tools, the worker killed ten times while a model's reply streams
+ * model that never stops calling tools, the worker killed six times (ten with CADRE_FAULTS=full) while a model's reply streams
  * (the parent's turns and the subtask's), a new worker process taking over each time. The run ends
  * budget_exhausted within its cap, and its ledger holds exactly the usage of the replies the fake
  * server sent whole: a turn cut by a kill is counted once, by the attempt that finished it.
@@ -9,7 +9,8 @@ import { CadreClient } from '../../src/client/client';
 import { type FakeReply, startFakeModelServer } from '../support/fake-model-server';
 import { compile, kill, prepareWorkerProcess, startWorkerProcess, step, tempWorkspace, uniqueId } from '../support/harness';
 
-const KILLS = 10;
+/** 10 with CADRE_FAULTS=full; CI's 12 minutes take 6 (each kill costs about 15 s: a worker's start and the turn's retry). */
+const KILLS = process.env.CADRE_FAULTS === 'full' ? 10 : 6;
 const BUDGET = 12_000;
 const USAGE = { inputTokens: 400, outputTokens: 100 };
 
@@ -62,7 +63,7 @@ test(`${KILLS} worker kills while replies stream: the ledger is the usage of the
     await killing;
     const billed = server.delivered.reduce((sum, u) => sum + u.inputTokens + u.outputTokens, 0);
     const subtask = d.workers?.find((w) => w.step === 'work/sub-1');
-    process.stdout.write(`budget kills: ${kills}/${KILLS}, ${server.requests.length} requests, ${server.delivered.length} replies sent whole (${billed} tokens), ledger ${JSON.stringify(d.budget?.spent)}, subtask ${subtask?.state}, took ${Math.round((Date.now() - began) / 1000)} s\n`);
+    process.stdout.write(`budget kills: ${kills}/${KILLS}, ${server.requests.length} requests, ${server.requests.length - server.delivered.length} cut by a kill, ${server.delivered.length} replies sent whole (${billed} tokens), ledger ${JSON.stringify(d.budget?.spent)}, subtask ${subtask?.state}, took ${Math.round((Date.now() - began) / 1000)} s\n`);
     expect(kills).toBe(KILLS);
     expect(d.status).toBe('budget_exhausted');
     expect(step(d, 'prep').status).toBe('completed');
@@ -70,8 +71,12 @@ test(`${KILLS} worker kills while replies stream: the ledger is the usage of the
     // Nothing counted twice, nothing lost: the ledger is what the server billed, and within the cap.
     expect(d.budget).toMatchObject({ spent: { tokens: billed }, reserved: { tokens: 0 } });
     expect(billed).toBeLessThanOrEqual(BUDGET);
-    // Each killed reply was asked again: every request but the cut ones was answered whole.
-    expect(server.delivered).toHaveLength(server.requests.length - KILLS);
+    // Each reply a kill cut was asked again: every request but those was answered whole. A kill waits
+    // for the next worker process to be ready, which under load can come after its reply ended whole:
+    // then that reply counts like any other. Most kills must cut one, or this proves little.
+    const cut = server.requests.length - server.delivered.length;
+    expect(cut).toBeLessThanOrEqual(KILLS);
+    expect(cut).toBeGreaterThanOrEqual(KILLS / 2);
   } finally {
     await killing.catch(() => undefined);
     await kill(worker, 'SIGTERM');
