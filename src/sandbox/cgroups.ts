@@ -71,13 +71,14 @@ export function callCgroup(limits: ResourceLimits): CallCgroup | undefined {
   };
 }
 
+/** Names tried past ones taken before a slot is given up. */
+const NAME_TRIES = 1000;
+
 function makeSlot(limits: ResourceLimits): Slot | undefined {
-  const name = `${PREFIX}${++counter}`;
   const slot: Slot = [];
   try {
     for (const hierarchy of hierarchies ?? []) {
-      const dir = path.join(hierarchy.dir, name);
-      mkdirSync(dir);
+      const dir = path.join(hierarchy.dir, freshName(hierarchy.dir));
       slot.push(dir);
       setLimits(dir, hierarchy, limits);
     }
@@ -85,6 +86,23 @@ function makeSlot(limits: ResourceLimits): Slot | undefined {
   } catch {
     for (const dir of slot) tryRmdir(dir);
     return undefined;
+  }
+}
+
+/**
+ * A cgroup name made for this slot, in `dir`, skipping names another copy of this module in the
+ * same process already took (a test runner loads modules anew for each file, counting from 0 again,
+ * while the cgroups the last copy pooled stay until the process exits).
+ */
+function freshName(dir: string): string {
+  for (let tries = 0; ; tries++) {
+    const name = `${PREFIX}${++counter}`;
+    try {
+      mkdirSync(path.join(dir, name));
+      return name;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || tries >= NAME_TRIES) throw err;
+    }
   }
 }
 
