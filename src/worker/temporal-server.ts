@@ -4,14 +4,14 @@
  * image, for running the production topology without Docker (test/production-shape.test.ts).
  * TEMPORAL_SERVER_PATH / TEMPORAL_SQL_TOOL_PATH, then `temporal-server` / `temporal-sql-tool` on
  * PATH (their names in Temporal's images), then cadre's cache, then a build with Go into that
- * cache (`go install` from the Go module proxy: a few minutes, once). Found binaries must report
+ * cache (temporal-build.ts, from the Go module proxy: a few minutes, once). Found binaries must report
  * the expected version, so a cache from another version is rebuilt.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { cacheDir } from '../cache-dir';
-import { type FindOptions, goAvailable, goInstall, isExecutable, onPath } from './temporal-cli';
+import { buildTemporalBinaries } from './temporal-build';
+import { type FindOptions, goAvailable, isExecutable, onPath } from './temporal-cli';
 
 /** docker-compose.yml runs temporalio/auto-setup:1.29.1. */
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
@@ -19,13 +19,11 @@ export const TEMPORAL_SERVER_VERSION = '1.29.1';
 interface Binary {
   /** Its name in cadre's cache and in Temporal's images. */
   name: 'temporal-server' | 'temporal-sql-tool';
-  /** The Go package `go install` builds (into a binary named after its last path element). */
-  pkg: string;
   env: string;
 }
 
-const SERVER: Binary = { name: 'temporal-server', pkg: 'go.temporal.io/server/cmd/server', env: 'TEMPORAL_SERVER_PATH' };
-const SQL_TOOL: Binary = { name: 'temporal-sql-tool', pkg: 'go.temporal.io/server/cmd/tools/sql', env: 'TEMPORAL_SQL_TOOL_PATH' };
+const SERVER: Binary = { name: 'temporal-server', env: 'TEMPORAL_SERVER_PATH' };
+const SQL_TOOL: Binary = { name: 'temporal-sql-tool', env: 'TEMPORAL_SQL_TOOL_PATH' };
 
 export interface TemporalServerBinaries {
   /** `temporal-server --root <dir> --config <dir> --env <name> start`. */
@@ -67,19 +65,7 @@ export async function findTemporalServer(options: FindOptions = {}): Promise<Tem
   if (server && sqlTool) return { server, sqlTool };
   if (options.build === false || !goAvailable()) return undefined;
   const missing = [server ? undefined : SERVER, sqlTool ? undefined : SQL_TOOL].filter((b): b is Binary => b !== undefined);
-  const bin = path.dirname(cachedBinaryPath(SERVER.name));
-  // go install names binaries `server` and `sql`: build into a directory of this process's own,
-  // then move them into place under Temporal's names (a concurrent build never sees half a file).
-  const staging = path.join(bin, `.build-${process.pid}`);
-  mkdirSync(staging, { recursive: true });
-  const what = `the Temporal server ${TEMPORAL_SERVER_VERSION} (${missing.map((b) => b.name).join(', ')})`;
-  log(`building ${what} with Go into ${bin} (first run only, a few minutes)...`);
-  try {
-    await goInstall(missing.map((b) => `${b.pkg}@v${TEMPORAL_SERVER_VERSION}`), staging, what, log);
-    for (const binary of missing) renameSync(path.join(staging, path.basename(binary.pkg)), cachedBinaryPath(binary.name));
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
+  await buildTemporalBinaries(missing.map((b) => b.name), path.dirname(cachedBinaryPath(SERVER.name)), log);
   server ??= find(SERVER);
   sqlTool ??= find(SQL_TOOL);
   return server && sqlTool ? { server, sqlTool } : undefined;

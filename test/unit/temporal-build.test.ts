@@ -1,0 +1,78 @@
+/**
+ * The Go build of the temporal CLI and the server (src/worker/temporal-build.ts), with a stand-in
+ * `go` on PATH that records how it was called and writes the binaries `go build -o` would: the
+ * CLI's and the server's finders asked together make one build of all three, in the pinned module,
+ * and the binaries land under Temporal's names. The real build runs in CI on a fresh machine.
+ */
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildModuleDir, buildTemporalBinaries } from '../../src/worker/temporal-build';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-temporal-build-'));
+const calls = path.join(dir, 'calls.jsonl');
+const fakeBin = path.join(dir, 'fake-bin');
+const PATH = process.env.PATH;
+
+beforeAll(() => {
+  mkdirSync(fakeBin);
+  // Each call: its working directory and arguments; then one file per package into the -o folder (or a failure).
+  const go = `#!/usr/bin/env node
+const fs = require('node:fs');
+const args = process.argv.slice(2);
+fs.appendFileSync(${JSON.stringify(calls)}, JSON.stringify({ cwd: process.cwd(), args, cgo: process.env.CGO_ENABLED }) + '\\n');
+if (process.env.FAKE_GO_FAILS) { console.error('go: downloading go.temporal.io/server v1.29.1\\nverifying module: checksum mismatch'); process.exit(1); }
+const out = args[args.indexOf('-o') + 1];
+for (const pkg of args.slice(args.indexOf('-o') + 2)) fs.writeFileSync(out + pkg.split('/').pop(), 'binary of ' + pkg);
+`;
+  writeFileSync(path.join(fakeBin, 'go'), go);
+  chmodSync(path.join(fakeBin, 'go'), 0o755);
+  process.env.PATH = `${fakeBin}${path.delimiter}${PATH}`;
+});
+afterAll(() => {
+  process.env.PATH = PATH;
+});
+
+function recorded(): { cwd: string; args: string[]; cgo: string }[] {
+  return existsSync(calls) ? readFileSync(calls, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { cwd: string; args: string[]; cgo: string }) : [];
+}
+
+test('the module pins the CLI and the server it embeds, and names the three packages', () => {
+  const goMod = readFileSync(path.join(buildModuleDir(), 'go.mod'), 'utf8');
+  expect(goMod).toMatch(/^\s+github\.com\/temporalio\/cli v1\.5\.1$/m);
+  expect(goMod).toMatch(/^\s+go\.temporal\.io\/server v1\.29\.1$/m);
+  expect(readFileSync(path.join(buildModuleDir(), 'go.sum'), 'utf8')).toContain('github.com/temporalio/cli v1.5.1 h1:');
+});
+
+test('asked for together, the CLI and the server binaries are one go build in the pinned module, placed under their names', async () => {
+  const bin = path.join(dir, 'bin');
+  const lines: string[] = [];
+  await Promise.all([
+    buildTemporalBinaries(['temporal'], bin, (line) => lines.push(line)),
+    buildTemporalBinaries(['temporal-server', 'temporal-sql-tool'], bin, (line) => lines.push(line)),
+  ]);
+  const [call, ...more] = recorded();
+  expect(more).toEqual([]);
+  expect(call.cwd).toBe(buildModuleDir());
+  expect(call.cgo).toBe('0');
+  expect(call.args.slice(0, 3)).toEqual(['build', '-buildvcs=false', '-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=1.5.1']);
+  expect(call.args.slice(call.args.indexOf('-o') + 2)).toEqual(['github.com/temporalio/cli/cmd/temporal', 'go.temporal.io/server/cmd/server', 'go.temporal.io/server/cmd/tools/sql']);
+  // The staging folder is gone; the binaries are there under Temporal's names.
+  expect(readdirSync(bin).sort()).toEqual(['temporal', 'temporal-server', 'temporal-sql-tool']);
+  expect(readFileSync(path.join(bin, 'temporal-sql-tool'), 'utf8')).toBe('binary of go.temporal.io/server/cmd/tools/sql');
+  expect(lines[0]).toBe(`building temporal, temporal-server, temporal-sql-tool with Go into ${bin} (first run only, a few minutes)...`);
+  // Asked for later, a binary is a build of its own.
+  await buildTemporalBinaries(['temporal'], bin, () => undefined);
+  expect(recorded()).toHaveLength(2);
+});
+
+test("a failed build says Go's last lines and leaves nothing behind", async () => {
+  const bin = path.join(dir, 'bin-failed');
+  process.env.FAKE_GO_FAILS = '1';
+  try {
+    await expect(buildTemporalBinaries(['temporal-server'], bin, () => undefined)).rejects.toThrow(/failed:\ngo: downloading go\.temporal\.io\/server v1\.29\.1\nverifying module: checksum mismatch/);
+  } finally {
+    delete process.env.FAKE_GO_FAILS;
+  }
+  expect(readdirSync(bin)).toEqual([]);
+});
