@@ -41,6 +41,8 @@ export interface TaskRunOptions {
   maxTurns: number;
   /** The agent step's timeout (a duration, e.g. 30m). */
   timeout: string;
+  /** Each step runs its task's verify command before its answer is taken. */
+  verify?: boolean;
   /** Where each task's workspace is made. */
   root: string;
   /** Where to write each task's transcript (`<task>.txt`: the model's turns and the tools' results), if anywhere. */
@@ -94,10 +96,10 @@ export async function runTasks(h: { client: CadreClient; taskQueue: string }, op
 /**
  * One agent step with the task's prompt and tools; its retry would run the whole agent again, so
  * none. Every task asks for a change of the files its prompt names, which the step lists as a plan
- * author would (`mustChange`).
+ * author would (`mustChange`); with `verify`, the step checks what its prompt states as well.
  */
 function taskPlan(task: BenchTask, ws: string, options: TaskRunOptions) {
-  const agent = { prompt: task.prompt, model: options.model, tools: task.tools, maxTurns: options.maxTurns, mustChange: task.changes };
+  const agent = { prompt: task.prompt, model: options.model, tools: task.tools, maxTurns: options.maxTurns, mustChange: task.changes, ...(options.verify && { verify: task.verify }) };
   const plan = {
     name: `local-model-${task.id}`,
     workspace: ws,

@@ -24,6 +24,12 @@ export interface BenchTask {
   tools: string[];
   /** The files its prompt names to write or change: its plan's `mustChange`, as the prompt's author would list them. */
   changes: string[];
+  /**
+   * A shell command checking what the prompt states, as its author would write the step's `verify`
+   * (`--verify`): it knows what the prompt says, never an answer the prompt leaves to the model
+   * (the port, the total, the count), so it is weaker than `check` where the prompt is.
+   */
+  verify: string;
   /** The workspace before the agent starts: path → content. */
   files: Record<string, string>;
   /** Files that make a right end state (written over `files`). */
@@ -83,6 +89,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Read notes.txt and write a one-line summary of it to summary.txt. The summary must name the version number.',
     tools: FS,
     changes: ['summary.txt'],
+    verify: `[ "$(grep -c . summary.txt)" = 1 ]`,
     files: { 'notes.txt': NOTES },
     solution: { 'summary.txt': 'Version 2.4 (Kestrel) ships Friday 14 March with dark mode and a fix for file names with spaces.\n' },
     check: (ws) => {
@@ -99,6 +106,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Which port does the [server] section of config.ini set? Write only that number to port.txt.',
     tools: FS,
     changes: ['port.txt'],
+    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' port.txt`,
     files: { 'config.ini': '[db]\nhost = 10.0.0.5\nport = 5432\n\n[server]\nhost = 0.0.0.0\nport = 8443\nworkers = 4\n' },
     solution: { 'port.txt': '8443\n' },
     check: (ws) => equals(ws, 'port.txt', '8443'),
@@ -108,6 +116,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'In greeting.txt, replace the word World with cadre everywhere, and keep everything else as it is.',
     tools: FS,
     changes: ['greeting.txt'],
+    verify: `! grep -q World greeting.txt && grep -q cadre greeting.txt`,
     files: { 'greeting.txt': 'Hello, World!\nWelcome to the World of tools.\n' },
     solution: { 'greeting.txt': 'Hello, cadre!\nWelcome to the cadre of tools.\n' },
     check: (ws) => equals(ws, 'greeting.txt', 'Hello, cadre!\nWelcome to the cadre of tools.'),
@@ -117,6 +126,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Create the file settings.json holding a JSON object whose "name" is the string "cadre" and whose "port" is the number 8080.',
     tools: FS,
     changes: ['settings.json'],
+    verify: `node -e 'const s = require("./settings.json"); process.exit(s.name === "cadre" && s.port === 8080 ? 0 : 1)'`,
     files: {},
     solution: { 'settings.json': '{ "name": "cadre", "port": 8080 }\n' },
     check: (ws) => {
@@ -137,6 +147,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Add the line "water the plants" at the end of todo.txt, keeping the lines that are already there.',
     tools: FS,
     changes: ['todo.txt'],
+    verify: `[ "$(grep . todo.txt | tail -n 1)" = 'water the plants' ]`,
     files: { 'todo.txt': 'buy bread\ncall Sam\n' },
     solution: { 'todo.txt': 'buy bread\ncall Sam\nwater the plants\n' },
     check: (ws) => {
@@ -151,6 +162,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'order.txt says how many pears were ordered, and prices.txt gives the price of one of each fruit. Write the total cost of the order, only the number, to total.txt.',
     tools: FS,
     changes: ['total.txt'],
+    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' total.txt`,
     files: { 'prices.txt': 'apple 3\npear 4\nplum 2\n', 'order.txt': 'pears: 5\n' },
     solution: { 'total.txt': '20\n' },
     check: (ws) => equals(ws, 'total.txt', '20'),
@@ -160,6 +172,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Run `node stamp.js` and write exactly what it prints to stamp.txt.',
     tools: FS_SHELL,
     changes: ['stamp.txt'],
+    verify: `[ "$(node stamp.js)" = "$(cat stamp.txt)" ]`,
     files: { 'stamp.js': STAMP },
     solution: { 'stamp.txt': `${createHash('sha256').update('cadre-local-model-bench').digest('hex').slice(0, 16)}\n` },
     check: (ws) => {
@@ -172,6 +185,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'How many .txt files are in the folder data? Write only the number to count.txt.',
     tools: FS_SHELL,
     changes: ['count.txt'],
+    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' count.txt`,
     files: Object.fromEntries([
       ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => [`data/${name}.txt`, `${name}\n`]),
       ...['readme', 'notes', 'todo'].map((name) => [`data/${name}.md`, `# ${name}\n`]),
@@ -184,6 +198,7 @@ export const TASKS: BenchTask[] = [
     prompt: '`node test.js` fails. Find the bug in math.js and fix it so that the test passes. Do not change test.js.',
     tools: FS_SHELL,
     changes: ['math.js'],
+    verify: `node test.js`,
     files: { 'math.js': MATH, 'test.js': MATH_TEST },
     solution: { 'math.js': MATH.replace('a - b', 'a + b') },
     check: (ws) => {
@@ -197,6 +212,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Rename the function calc to computeTotal in util.js and main.js: its definition, its export, its import and its call. `node main.js` must still print 11.',
     tools: FS_SHELL,
     changes: ['util.js', 'main.js'],
+    verify: `! grep -qw calc util.js main.js && [ "$(node main.js)" = 11 ]`,
     files: { 'util.js': UTIL, 'main.js': MAIN },
     solution: { 'util.js': UTIL.replace(/calc/g, 'computeTotal'), 'main.js': MAIN.replace(/calc/g, 'computeTotal') },
     check: (ws) => {

@@ -15,6 +15,8 @@
  *                                  file-transcripts/<task>.txt (what the model said and the tools answered)
  *     --peer mini-swe-agent        run the same tasks through mini-swe-agent too (installed into a venv
  *                                  under cadre's cache on first use) and print both columns
+ *     --verify                     each step checks its work with the task's verify command (what its
+ *                                  prompt states) before its answer is taken, failures sent back
  *     --keep                       keep the tasks' workspaces (their folder is printed)
  *
  * Prints progress on stderr, then the results as a Markdown table (per task: success, how the step
@@ -38,7 +40,7 @@ function log(line: string): void {
   process.stderr.write(`bench: ${((Date.now() - benchStartMs) / 1000).toFixed(1)}s ${line}\n`);
 }
 
-const USAGE = 'usage: npm run bench:local-model -- --url http://127.0.0.1:8080/v1 --model <name> [--tool-calls required|native|json|xml|qwen] [--tasks a,b] [--max-turns 12] [--timeout 30m] [--label text] [--out file] [--peer mini-swe-agent] [--keep]';
+const USAGE = 'usage: npm run bench:local-model -- --url http://127.0.0.1:8080/v1 --model <name> [--tool-calls required|native|json|xml|qwen] [--tasks a,b] [--max-turns 12] [--timeout 30m] [--label text] [--out file] [--peer mini-swe-agent] [--verify] [--keep]';
 
 function options() {
   const { values } = parseArgs({
@@ -54,6 +56,7 @@ function options() {
       out: { type: 'string' },
       peer: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      verify: { type: 'boolean', default: false },
     },
   });
   const fail = (problem: string): never => {
@@ -73,7 +76,7 @@ function options() {
   const tasks = TASKS.filter((t) => wanted.includes(t.id));
   const out = values.out ?? resultsFile('local-model');
   if (values.peer !== undefined && values.peer !== 'mini-swe-agent') fail(`--peer can be mini-swe-agent, not ${values.peer}`);
-  return { url, model, toolCalls, maxTurns, timeout: values.timeout, tasks, apiKeyEnv: values['api-key-env'], label: values.label, out, transcripts: out.replace(/\.json$/, '') + '-transcripts', peer: values.peer, keep: values.keep };
+  return { url, model, toolCalls, maxTurns, timeout: values.timeout, tasks, apiKeyEnv: values['api-key-env'], label: values.label, out, transcripts: out.replace(/\.json$/, '') + '-transcripts', peer: values.peer, keep: values.keep, verify: values.verify };
 }
 
 async function main(): Promise<void> {
@@ -94,9 +97,9 @@ async function main(): Promise<void> {
   const loadAtStart = os.loadavg()[0];
   const startedAt = new Date().toISOString();
   try {
-    log(`${opts.tasks.length} tasks on ${opts.model} at ${opts.url}, toolCalls ${opts.toolCalls}`);
+    log(`${opts.tasks.length} tasks on ${opts.model} at ${opts.url}, toolCalls ${opts.toolCalls}${opts.verify ? ', each step verified by its task\'s command' : ''}`);
     const results = await worker.runUntil(
-      runTasks({ client, taskQueue }, { model: 'openai-compatible:bench', tasks: opts.tasks, maxTurns: opts.maxTurns, timeout: opts.timeout, root: path.join(tmp, 'tasks'), transcripts: opts.transcripts, log }),
+      runTasks({ client, taskQueue }, { model: 'openai-compatible:bench', tasks: opts.tasks, maxTurns: opts.maxTurns, timeout: opts.timeout, verify: opts.verify, root: path.join(tmp, 'tasks'), transcripts: opts.transcripts, log }),
     );
     const timeoutMs = durationMs(opts.timeout);
     const peer = opts.peer ? await runPeerTasks({ url: opts.url, model: opts.model, tasks: opts.tasks, maxTurns: opts.maxTurns, timeoutMs, root: path.join(tmp, 'peer'), log }) : undefined;
@@ -107,6 +110,7 @@ async function main(): Promise<void> {
       toolCalls: opts.toolCalls,
       ...(opts.label && { label: opts.label }),
       maxTurns: opts.maxTurns,
+      verify: opts.verify,
       startedAt,
       machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGiB: Math.round(os.totalmem() / 2 ** 30), loadAverage1m: { atStart: round(loadAtStart), atEnd: round(os.loadavg()[0]), meanOverTasks: round(mean(results.map((r) => r.load))) } },
       totals: totals(results),

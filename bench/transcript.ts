@@ -21,13 +21,13 @@ export interface Transcript {
 
 export async function agentTranscript(client: Client, workflowId: string): Promise<Transcript> {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const scheduled = new Map<string, { type: string; input: unknown }>();
+  const scheduled = new Map<string, { type: string; id: string; input: unknown }>();
   const lines: string[] = [];
   let unparsed = 0;
   for (const event of events) {
     const s = event.activityTaskScheduledEventAttributes;
     if (s) {
-      scheduled.set(String(event.eventId), { type: s.activityType?.name ?? '?', input: decoded(s.input?.payloads?.[0]) });
+      scheduled.set(String(event.eventId), { type: s.activityType?.name ?? '?', id: s.activityId ?? '', input: decoded(s.input?.payloads?.[0]) });
       continue;
     }
     const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes;
@@ -46,7 +46,9 @@ export async function agentTranscript(client: Client, workflowId: string): Promi
       for (const call of turn?.toolCalls ?? []) lines.push(`call ${call.name} ${shown(JSON.stringify(call.args))}${call.error ? `\n  (cannot run: ${call.error})` : ''}`);
     } else if (activity.type === 'runTool') {
       const output = (result as { output?: unknown } | undefined)?.output;
-      lines.push(`--- ${(activity.input as { tool?: string }).tool ?? 'tool'}: ${failure ? `error: ${failure}` : shown(typeof output === 'string' ? output : JSON.stringify(output))}`);
+      // The step's verify runs as a shell call of its own (workflows/agent/verify-gate.ts).
+      const tool = /\/verify\.\d+$/.test(activity.id) ? 'verify' : ((activity.input as { tool?: string }).tool ?? 'tool');
+      lines.push(`--- ${tool}: ${failure ? `error: ${failure}` : shown(typeof output === 'string' ? output : JSON.stringify(output))}`);
     }
   }
   return { text: lines.join('\n'), unparsed };

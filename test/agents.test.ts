@@ -403,6 +403,53 @@ output: "{{ steps.count.output }}"
     });
   });
 
+  test('verify: the plan\'s check runs in the sandbox before an answer is taken; each failure goes back with its exit code and output, the passing check lets the answer through, and failures past verify.attempts fail the step AgentVerifyFailed', async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: verify
+steps:
+  - id: fix
+    agent: { prompt: "Write fixed to state.txt.", model: "openai-compatible:native", tools: [fs.read, fs.write], verify: "grep -x fixed state.txt || { echo state.txt holds: $(cat state.txt 2>/dev/null); exit 4; }" }
+  - id: never
+    dependsOn: [fix]
+    onFailure: skip
+    agent: { prompt: "Say ok.", model: "openai-compatible:native", tools: [fs.read], verify: { command: "echo still broken >&2; exit 3", attempts: 1 } }
+output: "{{ steps.fix.output }}"
+`,
+      ws,
+    );
+    const write = (content: string) => ({ toolCalls: [{ id: content, name: 'fs_write', args: { path: 'state.txt', content } }] });
+    // fix: an answer before any work, a wrong write, then the right one; never: two answers against a check that cannot pass.
+    server.enqueue({ text: 'Done.' }, write('fixd'), { text: 'Done.' }, write('fixed'), { text: 'Fixed.' }, { text: 'ok' }, { text: 'ok again' });
+    await withAgents(async (h) => {
+      const id = await startPlan(h, plan);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(d.output).toBe('Fixed.');
+      expect(readFileSync(path.join(ws, 'state.txt'), 'utf8')).toBe('fixed');
+      expect(step(d, 'fix').agent).toMatchObject({ turns: 5, toolCalls: 2 });
+      const told = server.requests.map((r) => messagesOf(r).flatMap((m) => (m.role === 'user' && String(m.content).startsWith('Not finished: the check') ? [String(m.content)] : [])));
+      expect(told.map((t) => t.length)).toEqual([0, 1, 1, 2, 2, 0, 1]);
+      // The model reads the exit code and what the check printed, from the workspace as it was then.
+      expect(told[1][0]).toMatch(/^Not finished: the check `grep -x fixed state\.txt \|\| .*` failed \(exit code 4\), so the task is not done yet\.\nstdout:\nstate\.txt holds:\n/);
+      expect(told[1][0]).toContain('(2 more failures are sent back; the next fails the step)');
+      expect(told[3][1]).toMatch(/failed \(exit code 4\).*\nstdout:\nstate\.txt holds: fixd\n/s);
+      expect(told[6][0]).toMatch(/failed \(exit code 3\).*\nstderr:\nstill broken\n.*\(0 more failures are sent back; the next fails the step\)/s);
+      expect(step(d, 'never').status).toBe('skipped');
+      expect(step(d, 'never').error).toBe('AgentVerifyFailed: the check `echo still broken >&2; exit 3` still failed (exit code 3) after the agent was told 1 time; it said: stderr:\nstill broken');
+      // Each run of the check is audited as the tool `verify`, without its output.
+      const checks = auditLines(id).filter((l) => l.tool === 'verify' && l.event === 'tool.finished');
+      expect(checks.map((l) => [l.step, l.outcome, l.errorType])).toEqual([
+        ['fix', 'error', 'ShellExit'],
+        ['fix', 'error', 'ShellExit'],
+        ['fix', 'ok', undefined],
+        ['never', 'error', 'ShellExit'],
+        ['never', 'error', 'ShellExit'],
+      ]);
+    });
+  });
+
   test('a server whose context holds 2,048 tokens never receives more: the oldest tool results are shortened, saying so; a prompt that cannot fit fails ModelContextTooLong', async () => {
     const tiny = await startFakeModelServer();
     tiny.contextTokens = 2048;

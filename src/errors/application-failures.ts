@@ -65,6 +65,8 @@ export const ErrorTypes = {
   ModelOutputCut: 'ModelOutputCut',
   /** A step whose task is a change (mustChange) answered, after being told, with no write, edit or command that worked. */
   AgentMadeNoChange: 'AgentMadeNoChange',
+  /** An agent step's verify command still failed after its failures were sent back to the agent. */
+  AgentVerifyFailed: 'AgentVerifyFailed',
   /** The model's final answer does not match the requested output schema. */
   StructuredOutputInvalid: 'StructuredOutputInvalid',
   /** A team role file that cannot be read or is not a valid role. */

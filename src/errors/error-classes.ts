@@ -108,6 +108,7 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
   SyntaxBroken: { class: 'permanent', kind: 'invalid_request', actions: ['fix the syntax error the message names, then write again'] },
   ModelOutputCut: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise maxOutputTokens for the endpoint (models.compatible in cadre.config.yaml), or ask for less at once'] },
   AgentMadeNoChange: { class: 'permanent', kind: 'requirement', actions: ['read the agent\'s answer: a task it cannot do, or a model too weak for it', 'name the files to change in the prompt, or use a stronger model'] },
+  AgentVerifyFailed: { class: 'permanent', kind: 'requirement', actions: ['read the check\'s output in the message: work the agent could not finish, or a check that cannot pass', 'raise verify.attempts, narrow the prompt, or use a stronger model'] },
   StructuredOutputInvalid: { class: 'permanent', kind: 'invalid_output', actions: ['loosen the output schema or the instructions'] },
   RolesInvalid: { class: 'user_resolvable', kind: 'config', actions: ['fix the team role file', 'resume the worker'] },
   ScriptMismatch: { class: 'permanent', kind: 'invalid_request', actions: ['fix the scripted model\'s scenario'] },

@@ -1,5 +1,6 @@
 import type { Budget, PlanBudget } from '../protocol/budget';
 import type { MustChange } from '../protocol/made-no-change';
+import type { Verify } from '../protocol/verify';
 import type { SandboxNarrowing, SandboxSpec } from '../sandbox/profile';
 import type { CommandRuleSet } from '../commands/rule-set';
 import type { RunLimitValues } from './limits';
@@ -69,6 +70,8 @@ export interface AgentSpec {
   approvalTimeout: string;
   /** The task is a change (of each file listed): an answer before it fails (AgentMadeNoChange). */
   mustChange?: MustChange;
+  /** A command that must pass before its answer is taken (protocol/verify.ts). */
+  verify?: Verify;
   /** Its role's narrowing of the run's sandbox (set from the role file, never by a plan or a model). */
   roleSandbox?: SandboxNarrowing;
 }

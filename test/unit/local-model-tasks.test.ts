@@ -3,6 +3,7 @@
  * untouched workspace and on a few near misses, and passes on a right end state, so a success in
  * the benchmark's table is the workspace's, not the model's word.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +33,12 @@ test('the files each plan says its step must change are the ones its prompt name
 test.each(TASKS.map((t) => [t.id, t] as const))('%s: fails untouched, passes solved', (_id, t) => {
   expect(t.check(workspace(t))).toMatchObject({ ok: false });
   expect(t.check(workspace(t, t.solution))).toMatchObject({ ok: true });
+});
+
+test.each(TASKS.map((t) => [t.id, t] as const))('%s: its verify command fails untouched, passes solved', (_id, t) => {
+  const verify = (ws: string) => spawnSync('/bin/sh', ['-c', t.verify], { cwd: ws, stdio: 'ignore', timeout: 20_000 }).status;
+  expect(verify(workspace(t))).not.toBe(0);
+  expect(verify(workspace(t, t.solution))).toBe(0);
 });
 
 test('near misses fail: a test made to pass, a partial edit, a copy for a summary, a number among words, a string port', () => {

@@ -138,6 +138,8 @@ steps:
   - { id: g, agent: { prompt: go, tools: [fs.read, fs.edit], mustChange: true } }
   - { id: h, agent: { prompt: go, tools: [shell], mustChange: [a.txt, ../b.txt] } }
   - { id: k, agent: { prompt: go, tools: [shell], mustChange: [] } }
+  - { id: m, agent: { prompt: go, verify: "  " } }
+  - { id: n, agent: { prompt: go, verify: { command: "npm test", attempts: 21, timeout: soon } } }
 `),
     ).toEqual([
       'steps[0].agent.model: a model is provider:model, e.g. openai:gpt-4o-mini or scripted:./scenario.yaml',
@@ -152,6 +154,9 @@ steps:
       "steps[5].agent.mustChange: mustChange needs a tool that changes the workspace among the agent's tools: fs.write, fs.edit, shell",
       'steps[7].agent.mustChange[1]: a file to change is a path inside the workspace: relative, without ".." or NUL bytes',
       'steps[8].agent.mustChange: Too small: expected array to have >=1 items',
+      'steps[9].agent.verify: verify needs a command',
+      'steps[10].agent.verify.attempts: Too big: expected number to be <=20',
+      'steps[10].agent.verify.timeout: bad duration "soon": use a number with ms, s, m, h or d (e.g. 30s, 5m)',
     ]);
     const ok = validatePlan(
       YAML.parse(`
@@ -160,11 +165,18 @@ steps:
   - { id: fetch, tool: shell, with: { command: "cat mail.txt" } }
   - { id: triage, decide: { prompt: "Urgent? {{ steps.fetch.output.stdout }}", choices: [urgent, routine] } }
   - { id: reply, when: "steps.triage.output == 'urgent'", agent: { prompt: "Draft a reply", tools: [fs.write], approvals: { fs.write: ask } } }
+  - { id: fix, agent: { prompt: "Fix it", tools: [fs.edit], verify: " npm test " } }
+  - { id: lint, agent: { prompt: "Lint it", tools: [fs.edit], verify: { command: npx eslint ., attempts: 0 } } }
 `),
       { baseDir: '/work' },
     );
     if (!ok.ok) throw new Error(formatIssues(ok.issues));
-    expect(ok.plan.steps.map((s) => s.needs)).toEqual([[], ['fetch'], ['triage']]);
+    expect(ok.plan.steps.map((s) => s.needs)).toEqual([[], ['fetch'], ['triage'], [], []]);
+    // A verify command alone takes the defaults: three failures sent back, ten minutes a run.
+    expect(ok.plan.steps.slice(3).map((s) => s.action.kind === 'agent' && s.action.agent.verify)).toEqual([
+      { command: 'npm test', attempts: 3, timeout: '10m' },
+      { command: 'npx eslint .', attempts: 0, timeout: '10m' },
+    ]);
     expect(ok.plan.steps[2].action).toEqual({
       kind: 'agent',
       agent: { prompt: 'Draft a reply', tools: ['fs.write'], maxTurns: 20, approvals: { 'fs.write': 'ask' }, approvalTimeout: '24h' },

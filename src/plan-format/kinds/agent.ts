@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DEFAULT_WARN_AT } from '../../protocol/budget';
 import { MAX_MUST_CHANGE } from '../../protocol/made-no-change';
+import { DEFAULT_VERIFY_ATTEMPTS, DEFAULT_VERIFY_TIMEOUT, MAX_VERIFY_ATTEMPTS } from '../../protocol/verify';
 import { approvalsSchema, compileApprovals } from '../approvals';
 import { agentBudget, duration, modelName } from '../fields';
 import { MAX_STEP_ID_LENGTH } from '../limits';
@@ -18,6 +19,13 @@ const changedFile = z
   .min(1)
   .max(4096)
   .refine((file) => !file.includes('\0') && !file.startsWith('/') && !file.split(/[\\/]/).includes('..'), 'a file to change is a path inside the workspace: relative, without ".." or NUL bytes');
+
+/** A command that must pass before the agent's answer is taken (protocol/verify.ts). */
+const verifyCommand = z.string().trim().min(1, 'verify needs a command').max(8192);
+const verifySchema = z.union([
+  verifyCommand,
+  z.strictObject({ command: verifyCommand, attempts: z.int().min(0).max(MAX_VERIFY_ATTEMPTS).optional(), timeout: duration.optional() }),
+]);
 
 export const agentSchema = z
   .strictObject({
@@ -40,6 +48,8 @@ export const agentSchema = z
     approvalTimeout: duration.optional(),
     /** The task is a change (true), or a change of each file listed: an answer before it fails the step (AgentMadeNoChange). */
     mustChange: z.union([z.boolean(), z.array(changedFile).min(1).max(MAX_MUST_CHANGE)]).optional(),
+    /** A command (its tests) that must pass before the answer is taken: its failures go back to the agent, then fail the step (AgentVerifyFailed). */
+    verify: verifySchema.optional(),
   })
   .refine((a) => a.mustChange === undefined || a.mustChange === false || a.role !== undefined || (a.tools ?? []).some((t) => CHANGING_TOOLS.includes(t)), {
     path: ['mustChange'],
@@ -50,8 +60,17 @@ export const agentKind = planKind({
   kind: 'agent',
   fields: { agent: agentSchema },
   compile: ({ agent }, baseDir) => {
-    const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, budget, mustChange, ...rest } = agent;
-    const compiled = { ...rest, ...(rest.model && { model: modelAt(rest.model, baseDir) }), tools, maxTurns, approvals: compileApprovals(approvals), approvalTimeout, ...(mustChange && { mustChange }) };
+    const { tools = [], maxTurns = DEFAULT_AGENT_TURNS, approvals = {}, approvalTimeout = DEFAULT_APPROVAL_TIMEOUT, budget, mustChange, verify, ...rest } = agent;
+    const compiled = {
+      ...rest,
+      ...(rest.model && { model: modelAt(rest.model, baseDir) }),
+      tools,
+      maxTurns,
+      approvals: compileApprovals(approvals),
+      approvalTimeout,
+      ...(mustChange && { mustChange }),
+      ...(verify !== undefined && { verify: typeof verify === 'string' ? { command: verify, attempts: DEFAULT_VERIFY_ATTEMPTS, timeout: DEFAULT_VERIFY_TIMEOUT } : { attempts: DEFAULT_VERIFY_ATTEMPTS, timeout: DEFAULT_VERIFY_TIMEOUT, ...verify } }),
+    };
     return { kind: 'agent', agent: { ...compiled, ...(budget && { budget: { warnAt: DEFAULT_WARN_AT, onBudget: 'ask' as const, ...budget } }) } };
   },
   templated: ['agent'],

@@ -26,6 +26,7 @@ import { refusedTurn } from '../../budget/ledger';
 import { BudgetLease } from './budget-lease';
 import { turnBudget } from '../../budget/lease';
 import type { HostRoute } from '../common/host-route';
+import { VerifyGate } from './verify-gate';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
@@ -62,6 +63,8 @@ export class AgentLoop {
   readonly ledger?: BudgetLedger;
   /** Its lease on its plan's budget, when the plan has one. */
   readonly lease?: BudgetLease;
+  /** Its step's check, run before a final answer is taken. */
+  private readonly verify?: VerifyGate;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -82,6 +85,7 @@ export class AgentLoop {
       this.ledger = new BudgetLedger(spec.budget, spec.label, this.waits, () => hooks.waitsChanged(), warn, spec.budgetCarried);
     }
     if (spec.runBudget) this.lease = new BudgetLease(spec.runBudget.owner, spec.label);
+    if (spec.verify) this.verify = new VerifyGate({ ...spec, verify: spec.verify }, (event) => this.record(event));
   }
 
   /** Tools running now. */
@@ -134,8 +138,9 @@ export class AgentLoop {
           continue;
         }
         const answer = this.finalAnswer(turn);
-        if (answer.done) return answer.output;
-        messages.push({ role: 'user', content: answer.retry });
+        const unmet = answer.done ? await this.verify?.unmet() : answer.retry;
+        if (answer.done && unmet === undefined) return answer.output;
+        if (unmet !== undefined) messages.push({ role: 'user', content: unmet });
         continue;
       }
       silentTurns = 0;

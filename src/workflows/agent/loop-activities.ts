@@ -49,14 +49,14 @@ export function toolset(route?: HostRoute) {
   return hostActivities(TOOLSET_OPTIONS, route);
 }
 
-/** One tool call's activity, its id naming the step and the call. */
-export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', route?: HostRoute) {
+/** One tool call's activity, its id naming the step and the call; `once`: a run whose failure is an answer (a step's verify), never retried. */
+export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', route?: HostRoute, once?: { timeout: Duration }) {
   return hostActivities({
     activityId: `${label}/${callId}`,
     summary: `${label}: ${tool}`,
-    scheduleToCloseTimeout: '10m',
+    scheduleToCloseTimeout: once?.timeout ?? '10m',
     heartbeatTimeout,
-    retry: { maximumAttempts: 3, initialInterval: '1s' },
+    retry: once ? { maximumAttempts: 1 } : { maximumAttempts: 3, initialInterval: '1s' },
   }, route);
 }
 

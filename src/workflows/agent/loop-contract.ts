@@ -10,6 +10,7 @@ import type { OwnEvent } from '../common/run-stream';
 import type { Budget, BudgetSummary } from '../../protocol/budget';
 import type { BudgetOwner } from '../../protocol/budget-lease';
 import type { MustChange } from '../../protocol/made-no-change';
+import type { Verify } from '../../protocol/verify';
 import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
@@ -35,6 +36,8 @@ export interface LoopSpec {
   output?: Record<string, unknown>;
   /** The task is a change (of each file listed): no final answer is taken before it. */
   mustChange?: MustChange;
+  /** A command that must pass before a final answer is taken (verify-gate.ts). */
+  verify?: Verify;
   /** A decision: the final answer must name one of these. */
   choices?: string[];
   workspace: string;
