@@ -27,7 +27,8 @@ export interface BenchTask {
   /**
    * A shell command checking what the prompt states, as its author would write the step's `verify`
    * (`--verify`): it knows what the prompt says, never an answer the prompt leaves to the model
-   * (the port, the total, the count), so it is weaker than `check` where the prompt is.
+   * (the port, the total, the count), so it is weaker than `check` where the prompt is; and it says
+   * why it failed, as a test does.
    */
   verify: string;
   /** The workspace before the agent starts: path → content. */
@@ -89,7 +90,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Read notes.txt and write a one-line summary of it to summary.txt. The summary must name the version number.',
     tools: FS,
     changes: ['summary.txt'],
-    verify: `[ "$(grep -c . summary.txt)" = 1 ]`,
+    verify: `n=$(grep -c . summary.txt) && [ "$n" = 1 ] || { echo "summary.txt has $n lines, not one"; exit 1; }`,
     files: { 'notes.txt': NOTES },
     solution: { 'summary.txt': 'Version 2.4 (Kestrel) ships Friday 14 March with dark mode and a fix for file names with spaces.\n' },
     check: (ws) => {
@@ -106,7 +107,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Which port does the [server] section of config.ini set? Write only that number to port.txt.',
     tools: FS,
     changes: ['port.txt'],
-    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' port.txt`,
+    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' port.txt || { echo "port.txt does not hold only a number"; exit 1; }`,
     files: { 'config.ini': '[db]\nhost = 10.0.0.5\nport = 5432\n\n[server]\nhost = 0.0.0.0\nport = 8443\nworkers = 4\n' },
     solution: { 'port.txt': '8443\n' },
     check: (ws) => equals(ws, 'port.txt', '8443'),
@@ -116,7 +117,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'In greeting.txt, replace the word World with cadre everywhere, and keep everything else as it is.',
     tools: FS,
     changes: ['greeting.txt'],
-    verify: `! grep -q World greeting.txt && grep -q cadre greeting.txt`,
+    verify: `! grep -n World greeting.txt && grep -q cadre greeting.txt || { echo "greeting.txt still has World on the lines above, or no cadre"; exit 1; }`,
     files: { 'greeting.txt': 'Hello, World!\nWelcome to the World of tools.\n' },
     solution: { 'greeting.txt': 'Hello, cadre!\nWelcome to the cadre of tools.\n' },
     check: (ws) => equals(ws, 'greeting.txt', 'Hello, cadre!\nWelcome to the cadre of tools.'),
@@ -147,7 +148,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Add the line "water the plants" at the end of todo.txt, keeping the lines that are already there.',
     tools: FS,
     changes: ['todo.txt'],
-    verify: `[ "$(grep . todo.txt | tail -n 1)" = 'water the plants' ]`,
+    verify: `last=$(grep . todo.txt | tail -n 1) && [ "$last" = 'water the plants' ] || { echo "the last line of todo.txt is: $last"; exit 1; }`,
     files: { 'todo.txt': 'buy bread\ncall Sam\n' },
     solution: { 'todo.txt': 'buy bread\ncall Sam\nwater the plants\n' },
     check: (ws) => {
@@ -162,7 +163,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'order.txt says how many pears were ordered, and prices.txt gives the price of one of each fruit. Write the total cost of the order, only the number, to total.txt.',
     tools: FS,
     changes: ['total.txt'],
-    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' total.txt`,
+    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' total.txt || { echo "total.txt does not hold only a number"; exit 1; }`,
     files: { 'prices.txt': 'apple 3\npear 4\nplum 2\n', 'order.txt': 'pears: 5\n' },
     solution: { 'total.txt': '20\n' },
     check: (ws) => equals(ws, 'total.txt', '20'),
@@ -172,7 +173,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Run `node stamp.js` and write exactly what it prints to stamp.txt.',
     tools: FS_SHELL,
     changes: ['stamp.txt'],
-    verify: `[ "$(node stamp.js)" = "$(cat stamp.txt)" ]`,
+    verify: `[ "$(node stamp.js)" = "$(cat stamp.txt)" ] || { echo "stamp.txt does not hold what node stamp.js prints"; exit 1; }`,
     files: { 'stamp.js': STAMP },
     solution: { 'stamp.txt': `${createHash('sha256').update('cadre-local-model-bench').digest('hex').slice(0, 16)}\n` },
     check: (ws) => {
@@ -185,7 +186,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'How many .txt files are in the folder data? Write only the number to count.txt.',
     tools: FS_SHELL,
     changes: ['count.txt'],
-    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' count.txt`,
+    verify: `grep -Eqx '[[:space:]]*[0-9]+[[:space:]]*' count.txt || { echo "count.txt does not hold only a number"; exit 1; }`,
     files: Object.fromEntries([
       ...['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => [`data/${name}.txt`, `${name}\n`]),
       ...['readme', 'notes', 'todo'].map((name) => [`data/${name}.md`, `# ${name}\n`]),
@@ -212,7 +213,7 @@ export const TASKS: BenchTask[] = [
     prompt: 'Rename the function calc to computeTotal in util.js and main.js: its definition, its export, its import and its call. `node main.js` must still print 11.',
     tools: FS_SHELL,
     changes: ['util.js', 'main.js'],
-    verify: `! grep -qw calc util.js main.js && [ "$(node main.js)" = 11 ]`,
+    verify: `! grep -nw calc util.js main.js && [ "$(node main.js)" = 11 ] || { echo "calc is still on the lines above, or node main.js does not print 11"; exit 1; }`,
     files: { 'util.js': UTIL, 'main.js': MAIN },
     solution: { 'util.js': UTIL.replace(/calc/g, 'computeTotal'), 'main.js': MAIN.replace(/calc/g, 'computeTotal') },
     check: (ws) => {

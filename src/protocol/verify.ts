@@ -64,7 +64,8 @@ function shown(run: VerifyRun): string {
     const text = run[name]?.trim();
     return text ? [`${name}:\n${clipEnd(text, OUTPUT_SHOWN)}`] : [];
   });
-  return streams.length > 0 ? streams.join('\n') : run.message;
+  if (streams.length > 0) return streams.join('\n');
+  return run.exitCode === undefined ? run.message : 'It printed nothing.';
 }
 
 function clipEnd(text: string, max: number): string {

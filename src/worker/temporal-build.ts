@@ -3,7 +3,7 @@
  * module in deploy/temporal-build, whose go.mod and go.sum pin both. The CLI embeds the same
  * server, so in one module the binaries share their packages: built there, one after another with
  * Go's build cache, the three take 151 s on 2 cores where two `go install`s side by side, each
- * resolving its own dependency versions, took 277-368 s (docs/testing.md).
+ * resolving its own dependency versions, took 277-368 s (docs/operations.md).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
