@@ -10,7 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { modelSettings } from '../src/providers/config';
 import { auditFile } from '../src/store/audit-files';
 import { auditSinks } from '../src/worker/audit-log';
-import type { Diagnostics } from '../src/protocol/definitions';
+import { type Diagnostics, agentDiagnosticsQuery } from '../src/protocol/definitions';
 import { type FakeModelServer, type RecordedRequest, type TextToolCallStyle, fakeTokens, startFakeModelServer } from './support/fake-model-server';
 import { windowOf } from '../src/activities/tools/text-views';
 import { runCadre, testServerEnv } from './support/cli';
@@ -414,7 +414,7 @@ steps:
   - id: never
     dependsOn: [fix]
     onFailure: skip
-    agent: { prompt: "Say ok.", model: "openai-compatible:native", tools: [fs.read], verify: { command: "echo still broken >&2; exit 3", attempts: 1 } }
+    agent: { prompt: "Say ok.", model: "openai-compatible:native", tools: [fs.read], verify: { command: "sleep 1; echo still broken >&2; exit 3", attempts: 1 } }
 output: "{{ steps.fix.output }}"
 `,
       ws,
@@ -424,6 +424,13 @@ output: "{{ steps.fix.output }}"
     server.enqueue({ text: 'Done.' }, write('fixd'), { text: 'Done.' }, write('fixed'), { text: 'Fixed.' }, { text: 'ok' }, { text: 'ok again' });
     await withAgents(async (h) => {
       const id = await startPlan(h, plan);
+      // While it runs, the check is among the agent's running tools (cadre status lists them).
+      const agent = h.client.client.workflow.getHandle(`${id}/never`);
+      const running = async (): Promise<string[]> => (await agent.query(agentDiagnosticsQuery).catch(() => undefined))?.running ?? [];
+      for (let tries = 0; !(await running()).includes('verify'); tries++) {
+        if (tries > 300) throw new Error('the check never showed as running');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');
       expect(d.output).toBe('Fixed.');
@@ -437,7 +444,7 @@ output: "{{ steps.fix.output }}"
       expect(told[3][1]).toMatch(/failed \(exit code 4\).*\nstdout:\nstate\.txt holds: fixd\n/s);
       expect(told[6][0]).toMatch(/failed \(exit code 3\).*\nstderr:\nstill broken\n.*\(0 more failures are sent back; the next fails the step\)/s);
       expect(step(d, 'never').status).toBe('skipped');
-      expect(step(d, 'never').error).toBe('AgentVerifyFailed: the check `echo still broken >&2; exit 3` still failed (exit code 3) after the agent was told 1 time; it said: stderr:\nstill broken');
+      expect(step(d, 'never').error).toBe('AgentVerifyFailed: the check `sleep 1; echo still broken >&2; exit 3` still failed (exit code 3) after the agent was told 1 time; it said: stderr:\nstill broken');
       // Each run of the check is audited as the tool `verify`, without its output.
       const checks = auditLines(id).filter((l) => l.tool === 'verify' && l.event === 'tool.finished');
       expect(checks.map((l) => [l.step, l.outcome, l.errorType])).toEqual([

@@ -59,6 +59,33 @@ test('a worker finishes only by saying so: completing with its result, seen by t
   });
 });
 
+test("a worker's completing waits for its step's verify: a failing check sends it back to running with the output, and it completes once the check passes", async () => {
+  const ws = tempWorkspace();
+  const model = scenario('verified', [
+    say('completing', 'done', { result: 'first' }),
+    { expect: { lastRole: 'user', lastContains: 'no done.txt yet' }, reply: { toolCalls: [{ name: 'fs_write', args: { path: 'done.txt', content: 'ok' } }] } },
+    say('completing', 'wrote done.txt', { result: 'second' }),
+  ]);
+  const agent = `{ role: architect, prompt: write done.txt, model: "${model}", tools: [fs.write], verify: "test -f done.txt || { echo no done.txt yet; exit 1; }" }`;
+  const plan = compile(`name: team-verify\nteam: {}\noutput: "{{ steps.architect.output }}"\nsteps:\n  - { id: architect, agent: ${agent} }\n`, ws);
+  await withWorker(async (h) => {
+    const id = await startPlan(h, plan);
+    const d = await waitUntil(h, id, (x) => x.status !== 'running');
+    expect(d.status).toBe('completed');
+    expect(d.output).toBe('second');
+    const agentId = step(d, 'architect').agent?.workflowId as string;
+    const a: AgentDiagnostics = await h.client.client.workflow.getHandle(agentId).query(agentDiagnosticsQuery);
+    expect(a.transitions.map((t) => `${t.from}>${t.to}: ${t.reason}`)).toEqual([
+      'initializing>running: started',
+      'running>completing: done',
+      'completing>running: its verify check failed',
+      'running>completing: wrote done.txt',
+      'completing>completed: done',
+    ]);
+    expect(d.workers).toEqual([expect.objectContaining({ workflowId: agentId, state: 'completed', fingerprint: a.fingerprint })]);
+  });
+});
+
 test('a worker that stops without signalling is reminded, then blocked (never completed) until a person answers', async () => {
   const ws = tempWorkspace();
   const silent = { reply: { text: 'I think that is all.' } };

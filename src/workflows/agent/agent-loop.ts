@@ -85,7 +85,7 @@ export class AgentLoop {
       this.ledger = new BudgetLedger(spec.budget, spec.label, this.waits, () => hooks.waitsChanged(), warn, spec.budgetCarried);
     }
     if (spec.runBudget) this.lease = new BudgetLease(spec.runBudget.owner, spec.label);
-    if (spec.verify) this.verify = new VerifyGate({ ...spec, verify: spec.verify }, (event) => this.record(event));
+    if (spec.verify) this.verify = new VerifyGate({ ...spec, verify: spec.verify }, { record: (event) => this.record(event), running: this.running, progressed: () => hooks.progressed?.() });
   }
 
   /** Tools running now. */
@@ -156,8 +156,12 @@ export class AgentLoop {
         }),
       );
       messages.push(...results.map((r) => r.message));
-      const final = results.find((r) => r.final);
-      if (final?.final) return final.final.output;
+      const final = results.find((r) => r.final)?.final;
+      const unmet = final && (await this.verify?.unmet());
+      if (final && unmet === undefined) return final.output;
+      // A team worker that said it was done, and whose check failed, works on.
+      if (unmet !== undefined) this.hooks.reopened?.('its verify check failed');
+      if (unmet !== undefined) messages.push({ role: 'user', content: unmet });
       if (repeating !== undefined) messages.push({ role: 'user', content: repeating });
     }
   }

@@ -213,6 +213,9 @@ class AgentRun {
     const { team } = this.input;
     if (!team || this.input.action.kind !== 'agent') return hooks;
     hooks.progressed = () => this.stuck.progressed();
+    hooks.reopened = (reason) => {
+      if (this.reporter.state === 'completing') this.reporter.move('running', reason);
+    };
     const sandbox = this.sandbox();
     const ctx: TeamWorkerContext = {
       team,

@@ -72,6 +72,8 @@ export interface LoopHooks {
   waitsChanged(): void;
   /** Tools the workflow answers, offered beside the spec's. */
   workflowTools?: WorkflowTool[];
+  /** A workflow tool's final answer was not taken (its step's verify failed): the agent works on. */
+  reopened?(reason: string): void;
   /** The loop moved on: a model turn came back, a tool call started or ended. */
   progressed?(): void;
   /**

@@ -21,7 +21,12 @@ export class VerifyGate {
 
   constructor(
     private readonly spec: LoopSpec & { verify: Verify },
-    private readonly record: (event: Omit<AuditEvent, 'at' | 'step'>) => void,
+    private readonly loop: {
+      record(event: Omit<AuditEvent, 'at' | 'step'>): void;
+      /** The loop's tools running now, which `cadre status` lists: the check is one while it runs. */
+      running: Map<string, string>;
+      progressed(): void;
+    },
   ) {}
 
   /** Undefined when the check passes; else what to tell the model. Throws once the failures sent back are used up, or when the command cannot run at all. */
@@ -29,7 +34,9 @@ export class VerifyGate {
     const { spec } = this;
     const callId = `verify.${++this.runs}`;
     const started = nowMs();
-    this.record({ event: 'tool.started', call: callId, tool: 'verify' });
+    this.loop.record({ event: 'tool.started', call: callId, tool: 'verify' });
+    this.loop.running.set(callId, 'verify');
+    this.loop.progressed();
     try {
       await toolActivities(spec.label, 'verify', callId, spec.toolHeartbeatTimeout, spec.route, { timeout: spec.verify.timeout as Duration }).runTool({
         tool: 'shell',
@@ -41,18 +48,21 @@ export class VerifyGate {
         ...(spec.storeWorkspace && { storeWorkspace: spec.storeWorkspace }),
         ...(spec.sandbox && { sandbox: spec.sandbox }),
       });
-      this.record({ event: 'tool.finished', call: callId, tool: 'verify', durationMs: nowMs() - started, outcome: 'ok' });
+      this.loop.record({ event: 'tool.finished', call: callId, tool: 'verify', durationMs: nowMs() - started, outcome: 'ok' });
       return undefined;
     } catch (err) {
       if (isCancellation(err)) throw err;
       const timedOut = err instanceof Error && err.cause instanceof TimeoutFailure;
       const failure = asFailure(err);
-      this.record({ event: 'tool.finished', call: callId, tool: 'verify', durationMs: nowMs() - started, outcome: timedOut ? 'timed_out' : 'error', errorType: timedOut ? 'VerifyTimedOut' : (failure.type ?? 'Error') });
+      this.loop.record({ event: 'tool.finished', call: callId, tool: 'verify', durationMs: nowMs() - started, outcome: timedOut ? 'timed_out' : 'error', errorType: timedOut ? 'VerifyTimedOut' : (failure.type ?? 'Error') });
       // A command that never ran (no sandbox, a bad directory) is not the agent's to fix; one that hangs may be.
       if (!timedOut && failure.type !== SHELL_EXIT) throw err;
       const run = timedOut ? { message: `it did not end within ${spec.verify.timeout} (verify.timeout)` } : ranAndFailed(failure);
       if (++this.failures > spec.verify.attempts) throw ApplicationFailure.nonRetryable(verifyFailedMessage(spec.verify, run), 'AgentVerifyFailed');
       return verifyCorrection(spec.verify, run, this.failures);
+    } finally {
+      this.loop.running.delete(callId);
+      this.loop.progressed();
     }
   }
 }
