@@ -166,6 +166,18 @@ steps:
     });
   });
 
+  test("a command that exits non-zero runs once: its exit goes back to the model, never retried, so its side effects are not repeated", async () => {
+    const ws = tempWorkspace();
+    const plan = compile(`name: agent-shell-exit\nsteps:\n  - { id: a, agent: { prompt: go, model: "openai:gpt-4o-mini", tools: [shell] } }\n`, ws);
+    server.enqueue({ toolCalls: [{ id: 'append', name: 'shell', args: { command: 'echo ran >> runs.txt; exit 7' } }] }, { text: 'it failed' });
+    await withAgents(async (h) => {
+      const d = await h.client.result(await startPlan(h, plan));
+      expect(d.status).toBe('completed');
+      expect(readFileSync(path.join(ws, 'runs.txt'), 'utf8')).toBe('ran\n');
+      expect(toolResults(server.requests[1]).append).toContain('command exited with code 7');
+    });
+  });
+
   test('structured output: a matching answer is the output; one that does not match fails the step at once, saying so', async () => {
     const ws = tempWorkspace();
     const schema = `{ type: object, properties: { urgent: { type: boolean }, reason: { type: string } }, required: [urgent, reason], additionalProperties: false }`;

@@ -49,16 +49,24 @@ export function toolset(route?: HostRoute) {
   return hostActivities(TOOLSET_OPTIONS, route);
 }
 
-/** One tool call's activity, its id naming the step and the call; `once`: a run whose failure is an answer (a step's verify), never retried. */
-export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', route?: HostRoute, once?: { timeout: Duration }) {
+/**
+ * One tool call's activity, its id naming the step and the call; `timeout`: a step's verify's own.
+ * A command's non-zero exit is the model's (or the check's) to read, never retried: running it
+ * again would repeat what it did (`echo x >> log; false` wrote three lines). A worker that dies
+ * under a call is retried.
+ */
+export function toolActivities(label: string, tool: string, callId: string, heartbeatTimeout: Duration = '10s', route?: HostRoute, timeout: Duration = '10m') {
   return hostActivities({
     activityId: `${label}/${callId}`,
     summary: `${label}: ${tool}`,
-    scheduleToCloseTimeout: once?.timeout ?? '10m',
+    scheduleToCloseTimeout: timeout,
     heartbeatTimeout,
-    retry: once ? { maximumAttempts: 1 } : { maximumAttempts: 3, initialInterval: '1s' },
+    retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [SHELL_EXIT] },
   }, route);
 }
+
+/** The shell tool's failure for a command that ran and exited non-zero. */
+export const SHELL_EXIT = 'ShellExit';
 
 /** The ApplicationFailure in an error's causes (an activity's, a child's), or one made from the error. */
 export function asFailure(err: unknown): ApplicationFailure {

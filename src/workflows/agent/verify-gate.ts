@@ -1,19 +1,16 @@
 /**
  * An agent step's `verify` (protocol/verify.ts) in the agent loop: before a final answer is taken,
- * the plan's command runs once (a `shell` call of the plan's, in the step's sandbox and workspace,
- * never retried: its failure is the answer). Passing, the answer stands; failing, the model is
+ * the plan's command runs once (a `shell` call of the plan's, in the step's sandbox and workspace;
+ * its exit is the answer, never retried, while a worker that dies under it is). Passing, the answer stands; failing, the model is
  * told why and goes on, until the failures sent back are used up and the step fails.
  */
-import type { Duration } from '@temporalio/common';
+import { type Duration, TimeoutType } from '@temporalio/common';
 import { ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
 import { type Verify, type VerifyRun, verifyCorrection, verifyFailedMessage } from '../../protocol/verify';
 import type { AuditEvent } from './audit';
 import type { LoopSpec } from './loop-contract';
-import { AGENT_INLINE_LIMIT, asFailure, toolActivities } from './loop-activities';
+import { AGENT_INLINE_LIMIT, SHELL_EXIT, asFailure, toolActivities } from './loop-activities';
 import { nowMs } from '../common/clock';
-
-/** The shell tool's own failure for a command that ran and exited non-zero. */
-const SHELL_EXIT = 'ShellExit';
 
 export class VerifyGate {
   private runs = 0;
@@ -38,7 +35,7 @@ export class VerifyGate {
     this.loop.running.set(callId, 'verify');
     this.loop.progressed();
     try {
-      await toolActivities(spec.label, 'verify', callId, spec.toolHeartbeatTimeout, spec.route, { timeout: spec.verify.timeout as Duration }).runTool({
+      await toolActivities(spec.label, 'verify', callId, spec.toolHeartbeatTimeout, spec.route, spec.verify.timeout as Duration).runTool({
         tool: 'shell',
         params: { command: spec.verify.command },
         workspace: spec.workspace,
@@ -52,7 +49,8 @@ export class VerifyGate {
       return undefined;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const timedOut = err instanceof Error && err.cause instanceof TimeoutFailure;
+      // Out of time is the check's failure; a worker that died on its every attempt (heartbeats) is not.
+      const timedOut = err instanceof Error && err.cause instanceof TimeoutFailure && err.cause.timeoutType === TimeoutType.SCHEDULE_TO_CLOSE;
       const failure = asFailure(err);
       this.loop.record({ event: 'tool.finished', call: callId, tool: 'verify', durationMs: nowMs() - started, outcome: timedOut ? 'timed_out' : 'error', errorType: timedOut ? 'VerifyTimedOut' : (failure.type ?? 'Error') });
       // A command that never ran (no sandbox, a bad directory) is not the agent's to fix; one that hangs may be.
