@@ -64,6 +64,11 @@ test('the feature-team example: architect plans, two workers in parallel worktre
       expect.arrayContaining(['fetchJson retries network errors and 5xx, 3 attempts', 'tests for fetchJson retries', 'fetchJson']),
     );
     expect(readFileSync(path.join(repo, 'http.js'), 'utf8')).toContain('const ATTEMPTS = 3;');
+    // The implementer's done waited for its verify, run once in its worktree, which passed.
+    const events = (await h.client.client.workflow.getHandle(impl.agent?.workflowId as string).fetchHistory()).events ?? [];
+    const checks = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityId?.endsWith('/verify.1'));
+    expect(checks).toHaveLength(1);
+    expect(events.some((e) => e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === checks[0].eventId?.toString())).toBe(true);
     expect(existsSync(path.join(repo, 'http.test.js'))).toBe(true);
     expect(d.worktrees?.map((w) => w.state)).toEqual(['removed', 'removed']);
     const report = readFileSync(path.join(ws, 'REPORT.md'), 'utf8');
