@@ -159,9 +159,11 @@ export class AgentLoop {
       const final = results.find((r) => r.final)?.final;
       const unmet = final && (await this.verify?.unmet());
       if (final && unmet === undefined) return final.output;
-      // A team worker that said it was done, and whose check failed, works on.
-      if (unmet !== undefined) this.hooks.reopened?.('its verify check failed');
-      if (unmet !== undefined) messages.push({ role: 'user', content: unmet });
+      if (unmet !== undefined) {
+        // A team worker that said it was done, and whose check failed, works on.
+        this.hooks.reopened?.('its verify check failed');
+        messages.push({ role: 'user', content: unmet });
+      }
       if (repeating !== undefined) messages.push({ role: 'user', content: repeating });
     }
   }
