@@ -39,6 +39,8 @@ export interface FakeReply {
   chunkDelayMs?: number;
   /** Streaming only: send this many text chunks (or all, if fewer), then destroy the socket: a stream broken mid-way. */
   cutAfterChunks?: number;
+  /** Called when this reply has been sent whole (it is then in `delivered`). */
+  onDelivered?: () => void;
 }
 
 export interface FakeError {
@@ -141,7 +143,10 @@ export async function startFakeModelServer(options: FakeServerOptions = {}): Pro
       }
       if ('status' in next) return send(res, next.status, next.body ?? { error: { message: `status ${next.status}` } }, next.headers);
       const billed = { inputTokens: next.usage?.inputTokens ?? 0, outputTokens: next.usage?.outputTokens ?? 0 };
-      res.once('finish', () => fake.delivered.push(billed));
+      res.once('finish', () => {
+        fake.delivered.push(billed);
+        next.onDelivered?.();
+      });
       const required = body.tool_choice === 'required' && !fake.ignoreToolChoice;
       const forced = required ? asRequired(next, body) : undefined;
       if (typeof forced === 'string') return send(res, 500, { error: { message: forced } });
