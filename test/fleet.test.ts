@@ -191,10 +191,17 @@ steps:
   - { id: after, dependsOn: [hold], tool: shell, with: { command: "pwd" } }
   - id: agent
     agent: { prompt: "Write agent.txt.", model: "scripted:${workspace}/agent-script.yaml", tools: [fs.write], approvals: { fs.write: ask }, maxTurns: 3 }
+  - id: loop
+    dependsOn: [hold]
+    forEach: [${Array.from({ length: 1001 }, (_, n) => n).join(', ')}]
+    as: n
+    concurrency: 50
+    tool: fs.write
+    with: { path: "items/{{ n }}.txt", content: "{{ n }}" }
 `;
 
 describe('a host that goes away', () => {
-  test('a path workspace waits for its lost host, naming it, and cadre move gives up on it for a host that holds the workspace', async () => {
+  test('a path workspace waits for its lost host, naming it (for the run, its agent and its forEach chunks), and cadre move gives up on it for a host that holds the workspace', async () => {
     const root = realpathSync(tempWorkspace());
     const shared = uniqueId('lost');
     const [alpha, beta, gamma] = [uniqueId('alpha'), uniqueId('beta'), uniqueId('gamma')];
@@ -228,14 +235,15 @@ describe('a host that goes away', () => {
       await first.stop();
       await client.answer(id, 'hold', 'yes');
       await client.approve(id, asked.waiting.find((w) => w.kind === 'approval')!.id);
+      // The run's next step, its agent and the forEach's two chunks (child workflows: they tell the run) each find alpha gone.
+      const hostWaits = [`agent/host:${alpha}`, `host:${alpha}`, `loop[0-999]/host:${alpha}`, `loop[1000-1000]/host:${alpha}`];
       const lost = await until('the run waiting for its host', async () => {
         const d = await client.diagnostics(id);
-        return d.waiting.filter((w) => w.kind === 'host').length === 2 ? d : undefined;
+        return d.waiting.filter((w) => w.kind === 'host').length === 4 ? d : undefined;
       }, 60_000);
       expect(lost.status).toBe('waiting');
-      expect(lost.waiting.map((w) => [w.id, w.prompt]).sort()).toEqual(
-        [`agent/host:${alpha}`, `host:${alpha}`].map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]),
-      );
+      expect(lost.waiting.map((w) => [w.id, w.prompt]).sort()).toEqual(hostWaits.map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]));
+      expect(lost.steps.find((s) => s.id === 'loop')?.status).toBe('waiting');
       const listed = await runCadre(['list', '--status', 'waiting', '--json'], root, testServerEnv());
       expect(JSON.parse(listed.stdout).map((r: { workflowId: string }) => r.workflowId)).toContain(id);
       expect((await runCadre(['status', id], root, testServerEnv())).stdout).toContain(`cadre move ${id} --to <host>`);
@@ -247,24 +255,31 @@ describe('a host that goes away', () => {
       // A host that holds the same folder (its disk restored elsewhere) takes the run and its agent.
       workers.push(await startCadreWorker([], root, env(gamma, alphaRoot)));
       const moved = await runCadre(['move', id, '--to', gamma, '--json'], root, testServerEnv());
-      expect(JSON.parse(moved.stdout)).toEqual({ workflowId: id, from: alpha, to: gamma, agents: 1 });
+      expect(JSON.parse(moved.stdout)).toEqual({ workflowId: id, from: alpha, to: gamma, agents: 1, chunks: 2 });
       const done = await until('the moved run completed', async () => {
         const d = await client.diagnostics(id);
         return d.status === 'completed' || d.status === 'failed' ? d : undefined;
       });
       expect(done).toMatchObject({ status: 'completed', host: gamma, hostMoves: [{ from: alpha, to: gamma }], waiting: [] });
       expect(readFileSync(path.join(repo, 'agent.txt'), 'utf8')).toBe('by the agent');
-      // The run's stream said it, for itself and its agent.
-      expect((await streamed).sort()).toEqual([`agent/host:${alpha}`, `host:${alpha}`].map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]));
+      expect(readdirSync(path.join(repo, 'items'))).toHaveLength(1001);
+      // The run's stream said it, for itself, its agent and its chunks.
+      expect((await streamed).sort()).toEqual(hostWaits.map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]));
       // What waited for alpha ran on gamma: the step alpha died in (again), the step after the ask, and the agent's approved call and last turn.
       // Moving never failed a workflow task (an activity scheduled again takes an id of its own).
       const { events } = await client.client.workflow.getHandle(id).fetchHistory();
       expect((events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes?.failure?.message)).toEqual([]);
       const ran = (await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool');
       expect(ran).toEqual([['runTool', gamma], ['runTool', gamma]]);
-      expect(done.steps.map((s) => [s.id, s.status])).toEqual([['slow', 'completed'], ['hold', 'completed'], ['after', 'completed'], ['agent', 'completed']]);
+      expect(done.steps.map((s) => [s.id, s.status])).toEqual([['slow', 'completed'], ['hold', 'completed'], ['after', 'completed'], ['agent', 'completed'], ['loop', 'completed']]);
       const agent = await activitiesCompleted(client, `${id}/agent`);
       expect(agent.slice(-2)).toEqual([['runTool', gamma], ['modelTurn', gamma]]);
+      // Every item was written on gamma: alpha was dead before the chunks started (whether it polls, any host answers).
+      for (const chunk of [`${id}/loop/0`, `${id}/loop/1`]) {
+        const items = await activitiesCompleted(client, chunk);
+        expect(items.filter(([type]) => type === 'runTool').length).toBe(chunk.endsWith('/0') ? 1000 : 1);
+        expect(items.filter(([type, on]) => type !== 'hostPolling' && on !== gamma)).toEqual([]);
+      }
       expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([gamma]);
       // Both histories replay; the first recording is kept under test/histories for replay.test.ts.
       for (const [workflowId, name] of [[id, 'run-plan-host-moved'], [`${id}/agent`, 'agent-task-host-moved']]) {

@@ -242,19 +242,19 @@ export class CadreClient {
 
   /**
    * `cadre move`: the run gives up on its host for `to`, which must hold its workspace; then each of
-   * its agents still running is told (Temporal's RootWorkflowId finds them). Returns the hosts and how many agents were told.
+   * its agents and forEach chunks still running is told (Temporal's RootWorkflowId finds them). Returns the hosts and how many of each were told.
    */
-  async moveHost(workflowId: string, to: string): Promise<{ from: string; to: string; agents: number }> {
+  async moveHost(workflowId: string, to: string): Promise<{ from: string; to: string; agents: number; chunks: number }> {
     const moved = await this.update(workflowId, () => this.client.workflow.getHandle(workflowId).executeUpdate(moveHostUpdate, { args: [{ to }] }));
     const { taskQueue } = await this.client.workflow.getHandle(workflowId).describe();
     const queues = { from: hostTaskQueue(moved.from, taskQueue), to: hostTaskQueue(moved.to, taskQueue) };
-    let agents = 0;
+    const told = { agents: 0, chunks: 0 };
     for await (const run of this.client.workflow.list({ query: `RootWorkflowId = ${JSON.stringify(workflowId)} AND ExecutionStatus = "Running"` })) {
       if (run.workflowId === workflowId) continue;
       await this.client.workflow.getHandle(run.workflowId, run.runId).signal(hostMovedSignal, queues);
-      agents++;
+      told[run.type === 'runItems' ? 'chunks' : 'agents']++;
     }
-    return { ...moved, agents };
+    return { ...moved, ...told };
   }
 
   async resume(workflowId: string): Promise<void> {

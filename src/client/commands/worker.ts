@@ -157,11 +157,11 @@ export function registerWorkerCommands(program: Command): void {
     .description('give up on the host a run waits for: its workspace activities go to another host that holds the workspace')
     .addHelpText('after', '\nExamples:\n  cadre move plan-triage-1a2b3c --to build-2')
     .requiredOption('--to <host>', 'the host to move to (`cadre workers` lists them)')
-    .option('--json', 'print {workflowId, from, to, agents} as JSON')
+    .option('--json', 'print {workflowId, from, to, agents, chunks} as JSON')
     .action(async (id: string, opts: { to: string; json?: boolean }) => {
       await withRun(id, async (client) => {
         const moved = await client.moveHost(id, opts.to);
-        out(opts.json ? JSON.stringify({ workflowId: id, ...moved }) : `moved ${id} from host ${moved.from} to host ${moved.to}${moved.agents > 0 ? ` (and its ${moved.agents} running agents)` : ''}`);
+        out(opts.json ? JSON.stringify({ workflowId: id, ...moved }) : `moved ${id} from host ${moved.from} to host ${moved.to}${toldOfMove(moved)}`);
       });
     });
 
@@ -177,4 +177,10 @@ export function registerWorkerCommands(program: Command): void {
         if (report.present.length > 0) out(`already present: ${report.present.join(', ')}`);
       });
     });
+}
+
+/** ` (and its 1 running agent and 2 forEach chunks)`: the run's children that were told of a move. */
+function toldOfMove({ agents, chunks }: { agents: number; chunks: number }): string {
+  const parts = [...(agents > 0 ? [`${agents} running agent${agents === 1 ? '' : 's'}`] : []), ...(chunks > 0 ? [`${chunks} forEach chunk${chunks === 1 ? '' : 's'}`] : [])];
+  return parts.length === 0 ? '' : ` (and its ${parts.join(' and ')})`;
 }

@@ -153,10 +153,7 @@ export class AgentSteps {
       if (summary) started(summary);
       throw err;
     } finally {
-      for (const [id, owner] of this.owners) {
-        if (owner === workflowId) this.waits.close(id);
-      }
-      this.changed(workflowId);
+      this.release(workflowId);
     }
   }
 
@@ -177,7 +174,24 @@ export class AgentSteps {
     this.changed(workflowId);
   }
 
-  /** The hosts the run's agents wait for, unreachable. */
+  /**
+   * A child that is not an agent (a forEach chunk) whose waits the run shows as its step's, as an
+   * agent's: a chunk waiting for an unreachable host. Returns what to call when it ends.
+   */
+  follow(workflowId: string, step: string): () => void {
+    this.children.set(workflowId, step);
+    return () => this.release(workflowId);
+  }
+
+  /** A child ended: what it waited for is over. */
+  private release(workflowId: string): void {
+    for (const [id, owner] of this.owners) {
+      if (owner === workflowId) this.waits.close(id);
+    }
+    this.changed(workflowId);
+  }
+
+  /** The hosts the run's agents and chunks wait for, unreachable. */
   hostsLost(): string[] {
     return this.waits.list().flatMap((w) => (isHostWait(w.id) ? [hostOfWait(w.id)] : []));
   }

@@ -96,6 +96,7 @@ export class ForEachSteps {
         ...this.host.sandbox(),
         ...(this.host.host.route && { route: this.host.host.route }),
         isPaused: () => this.host.paused,
+        follow: (workflowId, id) => this.host.agents.follow(workflowId, id),
         progress: (completed, attempts) => {
           record.items = { total: length, completed };
           record.attempts += attempts;

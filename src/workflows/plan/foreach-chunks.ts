@@ -14,7 +14,7 @@ import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
-import { PATCH_CHUNK_TASK_TIMEOUT, PATCH_HOST_STORED_VALUES, type PlanPatches } from './plan-patches';
+import { PATCH_CHUNK_HOST_WAITS, PATCH_CHUNK_TASK_TIMEOUT, PATCH_HOST_STORED_VALUES, type PlanPatches } from './plan-patches';
 import type { HostRoute } from '../common/host-route';
 
 /**
@@ -40,6 +40,8 @@ export interface ChunkedLoopHost {
   /** The host the run's workspace is bound to: its chunks' tools go there too. */
   route?: HostRoute;
   isPaused(): boolean;
+  /** Shows a running chunk's waits (an unreachable host) as the step's; returns what to call when it ends. */
+  follow(workflowId: string, step: string): () => void;
   /** Called whenever a chunk ends: items completed so far, and tool attempts the chunk made. */
   progress(completed: number, attempts: number): void;
 }
@@ -95,6 +97,7 @@ export class ChunkedLoop {
           paused: false,
           ...(previous && { previous }),
           ...(this.host.route && patched(PATCH_HOST_STORED_VALUES) && this.host.route.chunkInput()),
+          ...(this.host.route && patched(PATCH_CHUNK_HOST_WAITS) && { hostWaits: true as const }),
         };
         const result = await this.runChunk(chunk, input);
         this.results.set(chunk, result);
@@ -116,12 +119,14 @@ export class ChunkedLoop {
       ...(this.host.patches.has(PATCH_CHUNK_TASK_TIMEOUT) && { workflowTaskTimeout: CHUNK_TASK_TIMEOUT }),
     });
     this.running.add(handle);
+    const unfollow = input.hostWaits ? this.host.follow(handle.workflowId, this.step.id) : undefined;
     try {
       // A pause that came while the child was starting.
       if (this.host.isPaused()) void handle.signal(itemsPausedSignal, true);
       return await handle.result();
     } finally {
       this.running.delete(handle);
+      unfollow?.();
     }
   }
 

@@ -49,6 +49,9 @@ export const PATCH_WORKSPACE_HOSTS = 'workspace-hosts';
 /** A run bound to a host that does not poll alone reads its stored values (and its forEach chunks run) on that host; before, where the run ran. Asked only there. */
 export const PATCH_HOST_STORED_VALUES = 'host-stored-values';
 
+/** A forEach chunk that finds its host unreachable tells its run, which shows the wait as the step's (foreach-chunks.ts). Asked only when bound. */
+export const PATCH_CHUNK_HOST_WAITS = 'chunk-host-waits';
+
 const PATCH_PLAN_BASELINE = 'plan-baseline';
 const PATCH_PLAN_BASELINE_2 = 'plan-baseline-2';
 

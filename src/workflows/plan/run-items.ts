@@ -5,7 +5,7 @@
  * stored as one list: the parent's history holds a reference per chunk, not an output per item.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { ApplicationFailure, TemporalFailure, condition, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, TemporalFailure, condition, defineSignal, getExternalWorkflowHandle, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Stored, StoredRef } from '../../plan-format/refs';
 import { hasDeferred } from '../../plan-format/refs';
 import { resolveTemplates } from '../../plan-format/templates';
@@ -15,7 +15,7 @@ import { runsLocally } from './step-options';
 import { listItems } from '../../plan-format/stored-items';
 import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { checkInput, count, flag, map, shape, text } from '../../protocol/input-checks';
-import { hostMovedSignal } from '../../protocol/definitions';
+import { type Waiting, agentWaitsSignal, hostMovedSignal } from '../../protocol/definitions';
 import { HostRoute } from '../common/host-route';
 
 /** Item outputs bigger than this go to the blob store at once, so a chunk's own history stays small. */
@@ -41,6 +41,8 @@ export interface RunItemsInput {
   hostQueue?: string;
   hostLostAfterMs?: number;
   hostSolo?: true;
+  /** Tell the run when the host is unreachable and when that ends (runs since chunk-host-waits). */
+  hostWaits?: true;
 }
 
 export interface ChunkResult {
@@ -92,7 +94,12 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
   const done = input.previous ? [...input.previous.done].map((c) => c === '1') : new Array<boolean>(count).fill(false);
   const outputs = new Map<number, unknown>();
   const ids = new ActivityIds(() => true);
-  const route = input.hostQueue === undefined ? undefined : new HostRoute({ taskQueue: input.hostQueue, ...(input.hostLostAfterMs !== undefined && { lostAfterMs: input.hostLostAfterMs }), solo: input.hostSolo === true });
+  const route: HostRoute | undefined =
+    input.hostQueue === undefined
+      ? undefined
+      : new HostRoute({ taskQueue: input.hostQueue, ...(input.hostLostAfterMs !== undefined && { lostAfterMs: input.hostLostAfterMs }), solo: input.hostSolo === true }, () => {
+          if (input.hostWaits) tellRun(route?.waiting(`${step.id}[${start}-${start + count - 1}]`));
+        });
   // `cadre move` tells every running workflow of the run (anyone can send signals: only a move from where it is applies).
   setHandler(hostMovedSignal, (moved) => {
     if (typeof moved?.to === 'string' && moved.from === route?.taskQueue) route.move(moved.to);
@@ -152,4 +159,15 @@ async function runItem(input: RunItemsInput, scope: Record<string, unknown>, lab
     inlineLimit: ITEM_INLINE_BYTES,
     ...(input.sandbox && { sandbox: input.sandbox }),
   });
+}
+
+/**
+ * Tells the plan run what the chunk waits for (an unreachable host, or nothing now), as an agent
+ * does: the run shows it as the step's wait. A run that has ended cannot be told, and need not be.
+ */
+function tellRun(wait: Waiting | undefined): void {
+  const parent = workflowInfo().parent;
+  if (!parent) return;
+  const signal = { workflowId: workflowInfo().workflowId, waits: wait ? [wait] : [] };
+  getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(agentWaitsSignal, signal).catch(() => undefined);
 }
