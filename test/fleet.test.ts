@@ -19,6 +19,7 @@ import YAML from 'yaml';
 import { validatePlan } from '../src/plan-format/validate';
 import { git, tempRepository } from './support/git-repo';
 import { until } from './support/until';
+import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
 
 describe('hosts', () => {
   test('a host is named by CADRE_HOST, else the machine; a name that cannot be part of a queue is refused', () => {
@@ -162,7 +163,7 @@ describe('workspace affinity', () => {
     }
   });
 
-  test('a workspace no host holds fails the run before any step, naming the workspace and the host', async () => {
+  test('a workspace no host holds fails the run before any step, naming the workspace and the host; a session with tools answers its message with why', async () => {
     const root = realpathSync(tempWorkspace());
     const shared = uniqueId('nowhere');
     const host = uniqueId('solo');
@@ -176,6 +177,8 @@ describe('workspace affinity', () => {
       expect(d.status).toBe('failed');
       expect(d.reason).toBe(`workspace ${root} is on no host of the fleet: workspace ${root} is not on host ${host} (its workspaces are under ${path.join(root, 'mine')}), the only host polling`);
       expect(d.steps.map((s) => s.status)).toEqual(['pending']);
+      const session = await runCadre(['send', uniqueId('nowhere-session'), 'hello', '--tools', 'shell'], root, { ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_MODEL: 'scripted:none.yaml' });
+      expect(session).toMatchObject({ code: 1, stderr: expect.stringContaining(`workspace ${root} is on no host of the fleet: workspace ${root} is not on host ${host}`) });
     } finally {
       await worker.stop();
     }
@@ -288,6 +291,69 @@ describe('a host that goes away', () => {
         const file = path.join(__dirname, 'histories', `${name}.json`);
         if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
       }
+    } finally {
+      await client.close();
+      await Promise.all(workers.slice(1).map((w) => w.stop()));
+    }
+  });
+});
+
+/** A session's offline model: a command for each message, then its reply. */
+const SESSION_SCRIPT = `turns:
+  - reply: { toolCalls: [{ name: shell, args: { command: "echo one > first.txt" } }] }
+  - reply: { text: "one" }
+  - reply: { toolCalls: [{ name: shell, args: { command: "echo two > second.txt" } }] }
+  - reply: { text: "two" }
+`;
+
+describe('a session in a fleet', () => {
+  test('a session with tools is bound to the host that holds its workspace; when that host dies its next message waits, naming it, until cadre move', async () => {
+    const root = realpathSync(tempWorkspace());
+    const shared = uniqueId('session');
+    const [alpha, beta, gamma] = [uniqueId('alpha'), uniqueId('beta'), uniqueId('gamma')];
+    const [alphaRoot, betaRoot] = [path.join(root, 'alpha'), path.join(root, 'beta')];
+    const repo = path.join(alphaRoot, 'repo');
+    mkdirSync(repo, { recursive: true });
+    mkdirSync(betaRoot);
+    writeFileSync(path.join(repo, 'session-script.yaml'), SESSION_SCRIPT);
+    const env = (host: string, workspaces: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: workspaces, CADRE_HOST_LOST_AFTER: '3s' });
+    const [first, second] = await Promise.all([startCadreWorker([], root, env(alpha, alphaRoot)), startCadreWorker([], root, env(beta, betaRoot))]);
+    const workers = [first, second];
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    const id = uniqueId('fleet-session');
+    const start = sessionInput({ tools: ['shell'], workspace: repo, model: `scripted:${path.join(repo, 'session-script.yaml')}` });
+    try {
+      expect(await sendMessage(client, id, 'write the first file', start, { taskQueue: shared })).toMatchObject({ reply: 'one' });
+      expect(await sessionDiagnostics(client, id)).toMatchObject({ host: alpha, waiting: [] });
+      // Its model turn and its command ran on alpha, while beta polled too (whether a host holds the workspace, any host answers).
+      const ran = await activitiesCompleted(client, id);
+      expect(ran.map(([type]) => type)).toEqual(expect.arrayContaining(['modelTurn', 'runTool']));
+      expect(ran.filter(([type, on]) => type !== 'locateWorkspace' && on !== alpha)).toEqual([]);
+      expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([alpha]);
+
+      first.child.kill('SIGKILL');
+      await first.stop();
+      const reply = sendMessage(client, id, 'write the second file', start, { taskQueue: shared });
+      const lost = await until('the session waiting for its host', async () => {
+        const d = await sessionDiagnostics(client, id);
+        return d.waiting.length > 0 ? d : undefined;
+      }, 60_000);
+      expect(lost.waiting).toEqual([expect.objectContaining({ id: `session/host:${alpha}`, kind: 'host', prompt: expect.stringContaining(`host ${alpha} unreachable`) })]);
+      const refused = await runCadre(['move', id, '--to', beta], root, testServerEnv());
+      expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining(`host ${beta} cannot take the run: workspace ${repo} is not on host ${beta}`) });
+      workers.push(await startCadreWorker([], root, env(gamma, alphaRoot)));
+      const moved = await runCadre(['move', id, '--to', gamma], root, testServerEnv());
+      expect(moved).toMatchObject({ code: 0, stdout: `moved ${id} from host ${alpha} to host ${gamma}\n` });
+      expect(await reply).toMatchObject({ reply: 'two' });
+      expect(readFileSync(path.join(repo, 'second.txt'), 'utf8')).toBe('two\n');
+      expect(await sessionDiagnostics(client, id)).toMatchObject({ host: gamma, hostMoves: [{ from: alpha, to: gamma }], waiting: [] });
+      const after = (await activitiesCompleted(client, id)).slice(ran.length);
+      expect(after.filter(([type, on]) => type !== 'hostPolling' && on !== gamma)).toEqual([]);
+      await endSession(client, id);
+      const history = await client.client.workflow.getHandle(id).fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
+      const file = path.join(__dirname, 'histories', 'session-host-moved.json');
+      if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
     } finally {
       await client.close();
       await Promise.all(workers.slice(1).map((w) => w.stop()));

@@ -95,6 +95,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-worktrees',
       'session-after-continue',
       'session-first-run',
+      'session-host-moved',
       'session-own-events-after-continue',
       'session-own-events-first-run',
       'session-streamed-after-continue',

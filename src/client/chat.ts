@@ -31,7 +31,8 @@ export async function chat(client: CadreClient, sessionId: string, start: Sessio
       if (line === '/status') {
         const d = await sessionDiagnostics(client, sessionId);
         const budget = d.budget ? `; budget: ${describeSpend(d.budget.limits, d.budget.spent)}` : '';
-        io.out(`${d.answered} answered, ${d.inContext} in context (${d.summarised} summarised, ${d.dropped} dropped), run ${d.run}, ${d.turns} model turns, ${d.toolCalls} tool calls${budget}`);
+        const host = d.host ? `; on host ${d.host}${d.waiting.some((w) => w.kind === 'host') ? ', unreachable' : ''}` : '';
+        io.out(`${d.answered} answered, ${d.inContext} in context (${d.summarised} summarised, ${d.dropped} dropped), run ${d.run}, ${d.turns} model turns, ${d.toolCalls} tool calls${budget}${host}`);
         continue;
       }
       try {

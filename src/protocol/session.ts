@@ -4,7 +4,8 @@ import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow'
 import type { Approvals } from '../plan-format/types';
 import type { RunLimitValues } from '../plan-format/limits';
 import type { ModelMessageInput } from '../providers/model-turn';
-import type { RunUsage, Waiting } from './definitions';
+import type { HostMove, RunUsage, Waiting } from './definitions';
+import type { WorkspaceHost } from '../activities/workspace-host';
 import type { TokenUsage } from './usage';
 import type { Budget, BudgetLimits, BudgetSummary } from './budget';
 
@@ -31,6 +32,9 @@ export interface SessionInput {
   limits?: Partial<RunLimitValues>;
   /** Caps on what the whole session spends, over all its replies and runs (docs/budgets.md); warnAt 0.8 and onBudget ask unless given. */
   budget?: BudgetLimits & Partial<Pick<Budget, 'warnAt' | 'onBudget'>>;
+  /** The host its workspace is bound to (a fleet), and how it moved: carried across continue-as-new. */
+  host?: WorkspaceHost;
+  hostMoves?: HostMove[];
 }
 
 export interface SessionState {
@@ -77,6 +81,9 @@ export interface SessionDiagnostics {
   /** This run of the session's use of Temporal's per-run limits (it continues as new well before any). */
   limits?: RunUsage;
   budget?: BudgetSummary;
+  /** The host its workspace is bound to, in a fleet whose session has tools (docs/operations.md). */
+  host?: string;
+  hostMoves?: HostMove[];
 }
 
 export const sendUpdate = defineUpdate<SendResult, [{ text: string }]>('send');

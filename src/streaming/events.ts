@@ -72,6 +72,8 @@ export const streamEventSchema = z.discriminatedUnion('type', [
 ]);
 
 export type StreamEvent = z.infer<typeof streamEventSchema>;
+/** An event as a workflow publishes it: its stream adds the time. */
+export type OwnEvent = StreamEvent extends infer E ? (E extends StreamEvent ? Omit<E, 'at'> : never) : never;
 export type StreamEventType = StreamEvent['type'];
 /**
  * An event as a reader sees it: with its place in its stream, and which stream that is when it is

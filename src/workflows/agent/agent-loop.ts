@@ -20,7 +20,7 @@ import type { StreamTarget } from '../../protocol/stream';
 import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
-import { TurnEvents } from './turn-events';
+import { TurnEvents } from '../../streaming/turn-events';
 import { BudgetLedger } from './budget-ledger';
 import { refusedTurn } from '../../budget/ledger';
 import { BudgetLease } from './budget-lease';

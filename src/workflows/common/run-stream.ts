@@ -22,13 +22,12 @@ import {
 import { STREAM_PAGE_EVENTS, STREAM_TOPIC, type StreamPage, type StreamRead, streamQuery } from '../../protocol/stream';
 import { UPDATES_IN_FLIGHT, UPDATES_PER_RUN } from '../../plan-format/limits';
 import type { Waiting } from '../../protocol/definitions';
-import type { StreamEvent } from '../../streaming/events';
+import type { OwnEvent } from '../../streaming/events';
 import { nowMs } from './clock';
 import type { RunLimits } from './run-limits';
 
 export type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
-/** An event as the workflow publishes it: the time is added here. */
-export type OwnEvent = StreamEvent extends infer E ? (E extends StreamEvent ? Omit<E, 'at'> : never) : never;
+export type { OwnEvent } from '../../streaming/events';
 
 /** Items held in memory: past HIGH, the oldest are dropped down to KEEP (readers that far behind start at the oldest kept). */
 const HIGH = 3000;

@@ -18,12 +18,13 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ModelMessageInput } from '../../activities';
 import { DEFAULT_AGENT_TURNS, DEFAULT_APPROVAL_TIMEOUT } from '../../plan-format/types';
 import { AgentLoop, asFailure } from '../agent/agent-loop';
-import { answerUpdate } from '../../protocol/definitions';
+import { answerUpdate, moveHostUpdate } from '../../protocol/definitions';
+import { WorkspaceHostBinding } from '../plan/workspace-host';
 import { type SendResult, type SessionDiagnostics, type SessionInput, type SessionState, endSessionSignal, sendUpdate, sessionDiagnosticsQuery } from '../../protocol/session';
 import { sessionForkSourceQuery } from '../../protocol/forks';
+import { SUMMARY_SYSTEM, nextUser, summaryRequest, validateMessage } from '../../protocol/session-messages';
 import { sizeOf } from '../common/sizes';
 import { checkInput, count, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
 import { DEFAULT_WARN_AT } from '../../protocol/budget';
@@ -38,14 +39,12 @@ export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
  * from the activities.
  */
 const PATCH_SESSION_EVENTS = 'session-own-events';
-/** A message is text a person typed or pasted: longer input belongs in a file the agent reads. */
-export const MAX_MESSAGE_CHARS = 32 * 1024;
+/** A session with tools binds its workspace to the host that holds it, as a plan run does; sessions recorded earlier were not bound. */
+const PATCH_SESSION_HOSTS = 'session-hosts';
 /** Messages beyond `keep` are folded this many at a time, so summaries are not made every turn. */
 const FOLD_BATCH = 20;
 /** What the kept messages may weigh: continue-as-new carries them, and its input has Temporal's 2 MB limit. */
 const MAX_CONTEXT_BYTES = 1024 * 1024;
-const SUMMARY_SYSTEM =
-  'You keep the memory of a long conversation. Write a short summary (at most 300 words) of the earlier summary and the messages given: facts, decisions, names, numbers and open questions. No preamble.';
 
 const SESSION_INPUT = shape({
   tools: listOf(text),
@@ -60,6 +59,8 @@ const SESSION_INPUT = shape({
   streamState: optional(map),
   limits: optional(map),
   budget: optional(shape({ tokens: optional(count), toolCalls: optional(count), cost: optional(count), warnAt: optional(count), onBudget: optional(oneOf('ask', 'stop')) })),
+  host: optional(shape({ host: text, taskQueue: text })),
+  hostMoves: optional(listOf(shape({ from: text, to: text, at: text }))),
 });
 
 export async function session(input: SessionInput): Promise<SessionDiagnostics> {
@@ -76,7 +77,13 @@ class Session {
   private readonly state: SessionState;
   /** What earlier runs of the session counted; this run's loop counts from zero. */
   private readonly before: Pick<SessionState, 'turns' | 'toolCalls' | 'usage'>;
-  private readonly loop: AgentLoop;
+  /** Made once the session knows where its workspace is: its model turns and tools go to that host. */
+  private loop?: AgentLoop;
+  private readonly makeLoop: () => AgentLoop;
+  /** The host the workspace is bound to, in a fleet (plan/workspace-host.ts). */
+  private readonly host = new WorkspaceHostBinding(() => this.publish());
+  /** A new session with tools, on this code: it binds its workspace before its first reply. */
+  private readonly binds: boolean;
   private readonly inbox: Pending[] = [];
   private readonly replies = new Map<number, SendResult | { error: ApplicationFailure }>();
   private received = 0;
@@ -98,7 +105,7 @@ class Session {
     this.state = input.state ?? { messages: [], dropped: 0, summarised: 0, answered: 0, runs: 0, turns: 0, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0 } };
     this.state.runs += 1;
     this.before = { turns: this.state.turns, toolCalls: this.state.toolCalls, usage: { ...this.state.usage } };
-    this.loop = new AgentLoop(
+    this.makeLoop = () => new AgentLoop(
       {
         label: 'session',
         ...(input.model !== undefined && { model: input.model }),
@@ -110,9 +117,19 @@ class Session {
         stream: { workflowId: workflowInfo().workflowId, turnBase: this.before.turns },
         // Any client may send a budget without warnAt or onBudget: the defaults a plan's agent gets.
         ...(input.budget && { budget: { warnAt: DEFAULT_WARN_AT, onBudget: 'ask' as const, ...input.budget }, ...(this.state.budget && { budgetCarried: this.state.budget }) }),
+        ...(this.host.route && { route: this.host.route }),
       },
       { changed: () => this.publish(), waitsChanged: () => this.publish(), ...streamHooks },
     );
+    // Where its tools run (docs/operations.md, A fleet): a continued session is where it was; a new one
+    // with tools binds its workspace as a plan run does. Sessions recorded before made their loop here,
+    // and its patch markers must come before the first message's acceptance as they did.
+    if (input.host) {
+      this.host.restore(input.host);
+      this.host.moves.push(...(input.hostMoves ?? []));
+    }
+    this.binds = input.host === undefined && input.tools.length > 0 && patched(PATCH_SESSION_HOSTS);
+    if (!this.binds) this.loop = this.makeLoop();
     onUpdate(
       this.limits,
       sendUpdate,
@@ -127,9 +144,13 @@ class Session {
       },
       { validator: (message) => validateMessage(message?.text, this.ending) },
     );
-    onUpdate(this.limits, answerUpdate, ({ waitId, value }) => (this.loop.waits.accept(waitId, value), { accepted: true as const }), {
-      validator: (answer) => this.loop.waits.validate(answer?.waitId, answer?.value),
+    onUpdate(this.limits, answerUpdate, ({ waitId, value }) => (this.agent.waits.accept(waitId, value), { accepted: true as const }), {
+      validator: (answer) => {
+        if (!this.loop) throw ApplicationFailure.nonRetryable('the session is starting: nothing waits for an answer yet', 'AnswerRejected');
+        this.loop.waits.validate(answer?.waitId, answer?.value);
+      },
     });
+    onUpdate(this.limits, moveHostUpdate, ({ to }) => this.host.moveTo(to, input.workspace), { validator: (move) => this.host.checkMove(move?.to) });
     onSignal(this.limits, endSessionSignal, () => {
       this.ending = true;
     });
@@ -138,11 +159,15 @@ class Session {
       const started = { ...this.input };
       delete started.state;
       delete started.streamState;
+      // A fork binds its workspace itself.
+      delete started.host;
+      delete started.hostMoves;
       return { input: started, state: this.state };
     });
   }
 
   async run(): Promise<SessionDiagnostics> {
+    if (this.binds) await this.bind();
     this.publish();
     for (;;) {
       await condition(() => this.inbox.length > 0 || this.ending);
@@ -161,12 +186,32 @@ class Session {
     }
   }
 
+  /** Binds the workspace to the host that holds it, then makes the loop whose activities go there. */
+  private async bind(): Promise<void> {
+    try {
+      await this.host.bind(this.input.workspace);
+    } catch (err) {
+      if (!(err instanceof ApplicationFailure)) throw err;
+      // No host holds the workspace: each message sent so far gets the reason as its reply, and the session fails with it.
+      this.ending = true;
+      for (const { id } of this.inbox.splice(0)) this.replies.set(id, { error: err });
+      await condition(allHandlersFinished);
+      throw err;
+    }
+    this.loop = this.makeLoop();
+  }
+
+  private get agent(): AgentLoop {
+    if (!this.loop) throw new Error('the session has no agent loop before it starts');
+    return this.loop;
+  }
+
   private async answer({ id, text }: Pending): Promise<void> {
-    this.loop.record({ event: 'message.received', chars: text.length });
+    this.agent.record({ event: 'message.received', chars: text.length });
     const messages = this.state.messages;
     messages.push({ role: 'user', content: text });
     try {
-      const output = await this.loop.respond(messages, this.system());
+      const output = await this.agent.respond(messages, this.system());
       this.state.answered += 1;
       this.replies.set(id, { reply: typeof output === 'string' ? output : JSON.stringify(output), message: this.state.answered, inContext: messages.length, run: this.state.runs, offset: this.stream.offset });
     } catch (err) {
@@ -197,7 +242,7 @@ class Session {
     this.stream.detach();
     await condition(() => allHandlersFinished() || this.inbox.length > 0);
     if (this.inbox.length > 0) return this.stream.resume();
-    await continueAsNew<typeof session>({ ...this.input, state: this.state, streamState: this.stream.carried() });
+    await continueAsNew<typeof session>({ ...this.input, state: this.state, streamState: this.stream.carried(), ...this.host.carried(false) });
   }
 
   /** Keeps the last `keep` messages (whole exchanges: a tool result stays with its call) and folds the rest. */
@@ -217,7 +262,7 @@ class Session {
       return;
     }
     try {
-      const turn = await this.loop.complete([{ role: 'user', content: summaryRequest(this.state.summary, folded) }], SUMMARY_SYSTEM);
+      const turn = await this.agent.complete([{ role: 'user', content: summaryRequest(this.state.summary, folded) }], SUMMARY_SYSTEM);
       this.state.summary = turn.text ?? this.state.summary;
       this.state.summarised += folded.length;
     } catch (err) {
@@ -241,11 +286,12 @@ class Session {
 
   private syncCounts(): void {
     const { turns, toolCalls, usage } = this.before;
-    this.state.turns = turns + this.loop.turns;
-    this.state.toolCalls = toolCalls + this.loop.toolCalls;
-    this.state.usage = { inputTokens: usage.inputTokens + this.loop.usage.inputTokens, outputTokens: usage.outputTokens + this.loop.usage.outputTokens };
+    const loop = this.agent;
+    this.state.turns = turns + loop.turns;
+    this.state.toolCalls = toolCalls + loop.toolCalls;
+    this.state.usage = { inputTokens: usage.inputTokens + loop.usage.inputTokens, outputTokens: usage.outputTokens + loop.usage.outputTokens };
     // The ledger goes with the state: into the next run (continue-as-new), and into a fork of the session.
-    if (this.loop.ledger) this.state.budget = this.loop.ledger.summary();
+    if (loop.ledger) this.state.budget = loop.ledger.summary();
   }
 
   private diagnostics(): SessionDiagnostics {
@@ -259,10 +305,12 @@ class Session {
       toolCalls: this.state.toolCalls,
       usage: { ...this.state.usage },
       queued: this.inbox.length,
-      waiting: this.loop.waiting(),
+      waiting: this.loop?.waiting() ?? [],
       ending: this.ending,
       limits: this.limits.usage(),
-      ...(this.loop.ledger && { budget: this.loop.ledger.summary() }),
+      ...(this.loop?.ledger && { budget: this.loop.ledger.summary() }),
+      ...(this.host.host && { host: this.host.host.host }),
+      ...(this.host.moves.length > 0 && { hostMoves: [...this.host.moves] }),
     };
   }
 
@@ -275,35 +323,9 @@ class Session {
       `- in context: ${d.inContext} messages${d.summarised ? `, ${d.summarised} summarised` : ''}${d.dropped ? `, ${d.dropped} dropped` : ''}`,
       `- run ${d.run} of the session (it continues as new to keep history short)`,
       `- ${d.turns} model turns, ${d.toolCalls} tool calls, ${d.usage.inputTokens + d.usage.outputTokens} tokens`,
-      ...d.waiting.map((w) => `- waiting for approval \`${w.id}\`: \`cadre approve ${workflowInfo().workflowId} ${w.id}\``),
+      ...(d.host ? [`- on host ${d.host}${d.hostMoves ? ` (moved from ${d.hostMoves.map((m) => m.from).join(', ')})` : ''}`] : []),
+      ...d.waiting.map((w) => (w.kind === 'host' ? `- ${w.prompt}` : `- waiting for approval \`${w.id}\`: \`cadre approve ${workflowInfo().workflowId} ${w.id}\``)),
     ];
     setCurrentDetails(lines.join('\n'));
   }
-}
-
-function validateMessage(text: unknown, ending: boolean): void {
-  const reject = (message: string) => {
-    throw ApplicationFailure.nonRetryable(message, 'MessageRejected');
-  };
-  if (ending) reject('the session is ending; start another');
-  if (typeof text !== 'string' || text.trim() === '') reject('a message is non-empty text');
-  if ((text as string).length > MAX_MESSAGE_CHARS) reject(`the message has ${(text as string).length} characters; at most ${MAX_MESSAGE_CHARS} (put long text in a file the agent can read)`);
-}
-
-/** The first user message at or after `from`: folding there keeps tool results with their calls. */
-function nextUser(messages: ModelMessageInput[], from: number): number {
-  let i = Math.max(0, from);
-  while (i < messages.length && messages[i].role !== 'user') i++;
-  return i;
-}
-
-/** The folded messages as text for the summariser: roles and words, long tool results cut. */
-function summaryRequest(previous: string | undefined, folded: ModelMessageInput[]): string {
-  const line = (m: ModelMessageInput): string => {
-    if (m.role === 'user') return `user: ${m.content}`;
-    if (m.role === 'assistant') return `assistant: ${m.content ?? ''}${m.toolCalls?.length ? ` [called ${m.toolCalls.map((c) => c.name).join(', ')}]` : ''}`;
-    const result = typeof m.result === 'string' ? m.result : JSON.stringify(m.result);
-    return `tool ${m.toolName}: ${(result ?? '').slice(0, 2000)}`;
-  };
-  return [previous ? `Earlier summary: ${previous}` : 'There is no earlier summary.', '', 'Messages:', ...folded.map(line)].join('\n');
 }

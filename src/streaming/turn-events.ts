@@ -4,10 +4,10 @@
  * (docs/streaming.md); the model-turn activity publishes only the text as it comes, with its
  * attempt's `message_start`. Results are redacted by the activities before they return.
  */
-import type { ModelTurnResult } from '../../activities';
-import { isStored, describeStored } from '../../plan-format/refs';
-import { previewArgs, toolResultPreview } from '../../protocol/stream';
-import type { OwnEvent } from '../common/run-stream';
+import type { ModelTurnResult } from '../activities';
+import { isStored, describeStored } from '../plan-format/refs';
+import { previewArgs, toolResultPreview } from '../protocol/stream';
+import type { OwnEvent } from './events';
 
 export class TurnEvents {
   constructor(
