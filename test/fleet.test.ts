@@ -298,6 +298,64 @@ describe('a host that goes away', () => {
   });
 });
 
+/** Local steps (fs.*) around a wait: the run is bound while its host polls alone, and another joins during the wait. */
+const JOINED_PLAN = (workspace: string) => `name: joined
+workspace: ${workspace}
+steps:
+  - { id: first, tool: fs.write, with: { path: first.txt, content: "one" } }
+  - { id: hold, dependsOn: [first], ask: { question: "Go on?", choices: [yes] } }
+  - { id: second, dependsOn: [hold], tool: fs.write, with: { path: second.txt, content: "two" } }
+`;
+
+describe('a host that joins later', () => {
+  test("a run bound to a lone host runs its local steps there; when a host that joined later runs its workflow task, they go to the host's queue", async () => {
+    const root = realpathSync(tempWorkspace());
+    const shared = uniqueId('joined');
+    const [alpha, beta] = [uniqueId('alpha'), uniqueId('beta')];
+    const [alphaRoot, betaRoot] = [path.join(root, 'alpha'), path.join(root, 'beta')];
+    const repo = path.join(alphaRoot, 'repo');
+    mkdirSync(repo, { recursive: true });
+    mkdirSync(betaRoot);
+    writeFileSync(path.join(root, 'joined.yaml'), JOINED_PLAN(repo));
+    const env = (host: string, workspaces: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: workspaces, CADRE_HOST_LOST_AFTER: '3s' });
+    const workers = [await startCadreWorker([], root, env(alpha, alphaRoot))];
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    const id = uniqueId('joined-run');
+    try {
+      expect(await runCadre(['run', 'joined.yaml', '--id', id, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
+      await until('the run waiting for its answer', async () => ((await client.diagnostics(id)).waiting.length === 1 ? true : undefined));
+      // Bound while alpha polled alone: its first step ran as a local activity, so no activity of it is in history.
+      expect(await client.diagnostics(id)).toMatchObject({ host: alpha });
+      expect((await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool')).toEqual([]);
+      // Beta joins and alpha stops: the run's next workflow task is beta's, and so would be its local activity.
+      workers.push(await startCadreWorker([], root, env(beta, betaRoot)));
+      await workers[0].stop();
+      await client.answer(id, 'hold', 'yes');
+      const waiting = await until('the step waiting for alpha', async () => {
+        const d = await client.diagnostics(id);
+        return d.waiting.some((w) => w.kind === 'host') ? d : undefined;
+      }, 60_000);
+      expect(waiting.waiting.map((w) => w.id)).toEqual([`host:${alpha}`]);
+      workers.push(await startCadreWorker([], root, env(alpha, alphaRoot)));
+      const done = await until('the run completed', async () => {
+        const d = await client.diagnostics(id);
+        return d.status === 'completed' || d.status === 'failed' ? d : undefined;
+      }, 60_000);
+      expect(done).toMatchObject({ status: 'completed', host: alpha, waiting: [] });
+      expect(readFileSync(path.join(repo, 'second.txt'), 'utf8')).toBe('two');
+      // The second step ran on alpha, as an activity on its queue, after beta's worker refused it.
+      expect((await activitiesCompleted(client, id)).filter(([type]) => type === 'runTool')).toEqual([['runTool', alpha]]);
+      const { events } = await client.client.workflow.getHandle(id).fetchHistory();
+      const refused = (events ?? []).filter((e) => e.markerRecordedEventAttributes?.failure?.applicationFailureInfo?.type === 'NotOnHost');
+      expect(refused).toHaveLength(1);
+      expect((events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    } finally {
+      await client.close();
+      await Promise.all(workers.slice(1).map((w) => w.stop()));
+    }
+  });
+});
+
 /** A session's offline model: a command for each message, then its reply. */
 const SESSION_SCRIPT = `turns:
   - reply: { toolCalls: [{ name: shell, args: { command: "echo one > first.txt" } }] }

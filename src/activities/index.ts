@@ -24,12 +24,12 @@ import { type SilenceWatch, lastSignOfLife, watchForSilence } from './liveness';
 import { type PlanDocumentRequest, compilePlanDocument } from './plan-document';
 import { runTool } from './tools/run-tool';
 import { readFork } from './fork';
-import { type WorkerHost, hostPolling, locateWorkspace } from './workspace-host';
+import { type WorkerHost, checkOnHost, hostPolling, locateWorkspace } from './workspace-host';
 import { type CheckpointRequest, type CloneRequest, cloneWorkspace, checkpointWorkspace, inClone, removeClone } from './workspace-clone';
 import { AnalyticsWriter } from '../analytics/writer';
 import { type AnalyticsTarget, analyticsTarget } from '../analytics/database';
 import type { RecordOutcome, RunAnalyticsPart } from '../analytics/types';
-import { type StoreOptions, lazyStore, readParams, valueActivities } from './values';
+import { type ConditionRequest, type StoreOptions, type ValueRequest, lazyStore, readParams, valueActivities } from './values';
 import { type SandboxDeps, lazyContainment } from './sandbox-settings';
 import { configFile } from './models';
 import type { SandboxSpec } from '../sandbox/profile';
@@ -72,6 +72,8 @@ export interface ToolRequest {
   stream?: StreamTarget;
   /** An agent's call: results for its model to read (fs tools answer in text, windows of numbered lines). */
   forModel?: boolean;
+  /** A local activity's: the host the run is bound to, which must be this worker's (workspace-host.ts). */
+  onHost?: string;
 }
 
 export interface ToolResult {
@@ -114,8 +116,11 @@ export function createActivities(deps: ActivityDeps = {}) {
   const customTools = lazyCustomTools(deps, containment);
   // Its background writes log through the worker's logger (JSON lines when not on a terminal).
   const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
+  const values = valueActivities(deps);
   return {
-    ...valueActivities(deps),
+    // Local activities of a run bound to a lone host check they run on it (onHost).
+    resolveValue: (request: ValueRequest & { onHost?: string }) => (checkOnHost(deps.host, request.onHost), values.resolveValue(request)),
+    evaluateCondition: (request: ConditionRequest & { onHost?: string }) => (checkOnHost(deps.host, request.onHost), values.evaluateCondition(request)),
     // Which host holds a run's workspace (workspace-host.ts), asked on the shared queue.
     locateWorkspace: ({ workspace }: { workspace: string }) => locateWorkspace(deps.host, workspace),
     hostPolling: ({ taskQueue, lostAfterMs }: { taskQueue: string; lostAfterMs: number }) => hostPolling(taskQueue, lostAfterMs),
@@ -209,6 +214,7 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     runTool: (request: ToolRequest): Promise<ToolResult> =>
       heartbeating(async () => {
+        checkOnHost(deps.host, request.onHost);
         const ctx = Context.current();
         const attempt = ctx.info.attempt;
         const call = toolCall(ctx.info);

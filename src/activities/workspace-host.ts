@@ -51,6 +51,16 @@ export async function locateWorkspace(host: WorkerHost | undefined, workspace: s
   throw transient(ErrorTypes.WorkspaceNotHere, notHere);
 }
 
+/**
+ * A local activity of a run bound to a lone host runs wherever the run's workflow task ran: on a
+ * host that joined later it must not touch a disk that is not the workspace's (`onHost`, the host
+ * the run is bound to). The run then sends the call to the host's own queue.
+ */
+export function checkOnHost(host: WorkerHost | undefined, onHost: string | undefined): void {
+  if (onHost === undefined || host?.name === onHost) return;
+  throw permanent(ErrorTypes.NotOnHost, `the run is bound to host ${onHost}, and this worker is ${host ? `host ${host.name}` : 'no host'}`);
+}
+
 /** This host, as a run bound to it records it: whether it polls alone, and its settings. */
 export async function hostOf(host: WorkerHost): Promise<WorkspaceHost> {
   const hosts = await hostsPolling();

@@ -23,6 +23,11 @@ export const ErrorTypes = {
   WorkspaceMissing: 'WorkspaceMissing',
   /** The workspace is not on the host that took the activity (a fleet): retried, where another host may take it. */
   WorkspaceNotHere: 'WorkspaceNotHere',
+  /**
+   * A local activity of a run bound to a lone host ran on another host's worker (one that joined
+   * later took the run's workflow task): the run sends it, and its later ones, to the host's queue.
+   */
+  NotOnHost: 'NotOnHost',
   /** A template read a value that is not there (and gave no default). */
   MissingValue: 'MissingValue',
   /** A value stored outside history cannot be read (gone, changed, another machine's store). */

@@ -86,6 +86,7 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
   // The plan's workspace is absent on this worker: no reset brings a repository back.
   WorkspaceMissing: { class: 'user_resolvable', kind: 'workspace', actions: ['create or mount the workspace on this worker', 'resume the worker'] },
   WorkspaceNotHere: { class: 'transient', kind: 'workspace', actions: ['start a worker on the host that holds the workspace', 'check CADRE_WORKSPACES on each host'] },
+  NotOnHost: { class: 'transient', kind: 'workspace', actions: ['none: the run sends the call to the host that holds its workspace'] },
   MissingValue: { class: 'permanent', kind: 'invalid_request', actions: ['give the value a default or fix the reference'] },
   StoredValue: { class: 'permanent', kind: 'stored_value', actions: ['run the step again where its value is stored'] },
   GitBusy: { class: 'infrastructure', kind: 'git', actions: RESET_WORKTREE },

@@ -15,6 +15,7 @@ import { createActivities } from '../../src/activities';
 import { CODE_THREAD, codeThreadStarted, codeThreadState, evictCodeThread, inCodeThread, prewarmCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
 import { warmProjects } from '../../src/activities/tools/code/warm';
 import { runTool } from '../../src/activities/tools/run-tool';
+import { until } from '../support/until';
 
 const defaults = { ...CODE_THREAD };
 afterEach(async () => {
@@ -56,8 +57,11 @@ describe("the code tools' thread", () => {
     expect((await codeThreadState()).projects).toEqual([]);
     // With the workspace, the service is built while the toolset's answer goes back (and the model takes its turn).
     await agentToolset({ tools: ['code.find_references'], workspace: ws });
-    let state = await codeThreadState();
-    for (let i = 0; i < 100 && state.projects.length === 0; i++) state = await codeThreadState();
+    // Under a loaded machine's CI the build can take seconds: polled by time, not by a count of polls.
+    const state = await until('the workspace service built ahead', async () => {
+      const seen = await codeThreadState();
+      return seen.projects.length > 0 ? seen : undefined;
+    }, 30_000, 20);
     expect(state.projects.map((p) => p.root)).toEqual([ws]);
     // A workspace that is not there: nothing built, nothing thrown (the first call will say why).
     await agentToolset({ tools: ['code.find_references'], workspace: path.join(ws, 'missing') });

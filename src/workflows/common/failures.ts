@@ -53,7 +53,8 @@ function describe(err: unknown): StepError {
   return { message: err instanceof Error ? err.message : String(err), timedOut, attempts };
 }
 
-function findCause(err: unknown, test: (e: Error) => boolean): Error | undefined {
+/** The first error in `err`'s chain of causes that passes `test`. */
+export function findCause(err: unknown, test: (e: Error) => boolean): Error | undefined {
   let cursor: unknown = err;
   for (let depth = 0; cursor instanceof Error && depth < 10; depth++) {
     if (test(cursor)) return cursor;

@@ -10,11 +10,15 @@
  */
 import { type ActivityOptions, type Duration, TimeoutType } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
-import { ActivityFailure, type ActivityInterfaceFor, CancellationScope, TimeoutFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, type ActivityInterfaceFor, ApplicationFailure, CancellationScope, TimeoutFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { Waiting } from '../../protocol/definitions';
 import { HOST_LOST_AFTER_MS, hostOfQueue, hostWaitId } from '../../protocol/host-liveness';
 import { isoAt, nowMs } from './clock';
+import { findCause } from './failures';
+
+/** A local activity that ran on another host's worker (activities/workspace-host.ts). */
+const NOT_ON_HOST = 'NotOnHost';
 
 /** How long a routed activity waits on an unreachable host's queue before it is scheduled there again. */
 const UNREACHABLE_WAIT_MS = 10 * 60 * 1000;
@@ -98,6 +102,22 @@ export class HostRoute {
     this.unreachableSinceMs = undefined;
     for (const [scope, queue] of this.pending) if (queue !== taskQueue) scope.cancel();
     this.changed();
+  }
+
+  /**
+   * A call that may run as a local activity while the host polls alone (`local`, told the host it
+   * must run on), else on the host's queue (`routed`). A local activity runs on whichever worker ran
+   * the workflow task: when a host that joined later ran it, the call goes to the host's queue, and
+   * so does every later one (the host no longer polls alone).
+   */
+  viaLocal<T>(local: (onHost: { onHost: string }) => Promise<T>, routed: () => Promise<T>): Promise<T> {
+    if (!this.alone) return routed();
+    // Scheduled at once, with no await before it: commands keep their recorded order.
+    return local({ onHost: this.host }).catch((err: unknown) => {
+      if (!findCause(err, (e) => e instanceof ApplicationFailure && e.type === NOT_ON_HOST)) throw err;
+      this.alone = false;
+      return routed();
+    });
   }
 
   /** Runs one activity on the host's queue, through its going away and the run's moving. */

@@ -79,11 +79,8 @@ export function callTool(call: StepToolCall): Promise<ToolResult> {
 }
 
 function schedule(call: StepToolCall): Promise<ToolResult> {
-  const { step, timeout, label } = call;
-  const activities = call.local
-    ? proxyLocalActivities<Activities>(localToolOptions(step, timeout, label))
-    : hostActivities({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) }, call.route);
-  const result = activities.runTool({
+  const { step, timeout, label, route } = call;
+  const request = {
     tool: call.tool,
     params: call.params,
     workspace: call.workspace,
@@ -91,7 +88,11 @@ function schedule(call: StepToolCall): Promise<ToolResult> {
     ...(call.worktree && { worktree: true }),
     ...(call.inlineLimit !== undefined && { inlineLimit: call.inlineLimit }),
     ...(call.sandbox && { sandbox: call.sandbox }),
-  });
+  };
+  const routed = () => hostActivities({ ...call.ids.next(label), ...toolActivityOptions(step, timeout, label) }, route).runTool(request);
+  const local = (onHost?: { onHost: string }) => proxyLocalActivities<Activities>(localToolOptions(step, timeout, label)).runTool({ ...request, ...onHost });
+  // A run bound to a lone host runs its cheap tools locally, on that host (host-route.ts).
+  const result = !call.local ? routed() : route ? route.viaLocal(local, routed) : local();
   // People chose `sandbox: none`; the audit log keeps that it was used. A handler of its own, so
   // the step's continuation runs exactly when it did before (commands keep their recorded order).
   if (call.auditsProcessToolsOnly && !startsProcesses(call.tool)) return result;
@@ -125,7 +126,16 @@ const STORED_OPTIONS = { scheduleToCloseTimeout: '1m', retry: { maximumAttempts:
  * The stored-value activities (the workspace's blob store): local ones where the run runs, or, when
  * other hosts poll too, activities on the workspace's host (runs since patch host-stored-values).
  */
-export function storedValues(route?: HostRoute) {
-  if (route === undefined || route.solo || !patched(PATCH_HOST_STORED_VALUES)) return proxyLocalActivities<Activities>(STORED_OPTIONS);
-  return hostActivities(STORED_OPTIONS, route);
+export function storedValues(route?: HostRoute): Pick<Activities, 'resolveValue' | 'evaluateCondition'> {
+  const local = proxyLocalActivities<Activities>(STORED_OPTIONS);
+  if (route === undefined) return local;
+  // On a lone host, locally on it (host-route.ts: a host that joined later sends them to the host's queue).
+  if (route.solo) {
+    const routed = hostActivities(STORED_OPTIONS, route);
+    return {
+      resolveValue: (request) => route.viaLocal((onHost) => local.resolveValue({ ...request, ...onHost }), () => routed.resolveValue(request)),
+      evaluateCondition: (request) => route.viaLocal((onHost) => local.evaluateCondition({ ...request, ...onHost }), () => routed.evaluateCondition(request)),
+    };
+  }
+  return patched(PATCH_HOST_STORED_VALUES) ? hostActivities(STORED_OPTIONS, route) : local;
 }
