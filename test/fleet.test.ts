@@ -441,7 +441,7 @@ const SLEEPY_AGENT = `turns:
 `;
 
 describe('a workspace cloned from a repository', () => {
-  test('the plan names a repository (a URL as it is, a path resolved) and a branch; what cannot be cloned or is not yet supported is refused', () => {
+  test('the plan names a repository (a URL as it is, a path resolved) and a branch; what cannot be cloned is refused', () => {
     const issues = (workspace: string, steps = '  - { id: a, tool: shell, with: { command: pwd } }\n') => {
       const result = validatePlan(YAML.parse(`name: p\nworkspace: ${workspace}\nsteps:\n${steps}`), { baseDir: '/plans' });
       return result.ok ? result.plan : result.issues.map((i) => `${i.path}: ${i.message}`);
@@ -551,7 +551,8 @@ describe('a workspace cloned from a repository', () => {
       // The lost host comes back: it removes its clone of the run, which went on elsewhere with all of that clone's work.
       const back = await startCadreWorker([], root, env(lost));
       workers.push(back);
-      await until('the returning host pruned its clone', () => (back.stderr().includes('removed 1 clone(s) of runs that ended or moved on') ? true : undefined), 30_000);
+      // A loaded machine (CI's five test files at once) has taken over 30 s to start a worker and prune.
+      await until('the returning host pruned its clone', () => (back.stderr().includes('removed 1 clone(s) of runs that ended or moved on') ? true : undefined), 90_000);
       expect(existsSync(slow.clone!.path)).toBe(false);
       expect(readdirSync(path.join(root, lost, 'worktrees'))).toEqual([]);
       // The first steps ran once, on the lost host; what came after their push ran on the other host; no workflow task failed.
@@ -570,6 +571,86 @@ describe('a workspace cloned from a repository', () => {
       await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
       const file = path.join(__dirname, 'histories', 'run-plan-clone-moved.json');
       if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
+    } finally {
+      await client.close();
+      await Promise.all(workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null).map((w) => w.stop()));
+    }
+  });
+});
+
+/** A team in a workspace cloned from a repository: each worker in a worktree of the clone. */
+const CLONED_TEAM_PLAN = (origin: string, root: string) => `name: cloned-team
+workspace: { repo: ${origin}, ref: main }
+team: {}
+steps:
+  - id: lead
+    worktree: { repo: ".", task: lead }
+    agent: { prompt: "Write lead.txt.", model: "scripted:${root}/lead-script.yaml", tools: [fs.write] }
+  - id: dev
+    dependsOn: [lead]
+    worktree: { repo: ".", task: dev }
+    agent: { prompt: "Sleep, then write dev.txt.", model: "scripted:${root}/dev-script.yaml", tools: [shell] }
+`;
+
+const LEAD_SCRIPT = `turns:
+  - reply: { toolCalls: [{ name: fs_write, args: { path: lead.txt, content: "planned" } }] }
+  - reply: { toolCalls: [{ name: signal_state, args: { state: completing, reason: planned, result: { ok: true } } }] }
+`;
+
+const DEV_SCRIPT = `turns:
+  - reply: { toolCalls: [{ name: shell, args: { command: "sleep 4 && echo built > dev.txt" } }] }
+  - reply: { toolCalls: [{ name: signal_state, args: { state: completing, reason: built, result: { ok: true } } }] }
+`;
+
+describe('a team in a workspace cloned from a repository', () => {
+  test("each worker's work is pushed when it ends; when the host is lost, the run moves and only the worker whose work was not pushed runs again", async () => {
+    const root = realpathSync(tempWorkspace());
+    const { repo } = tempRepository();
+    const origin = path.join(root, 'origin.git');
+    git(root, 'clone', '--quiet', '--bare', repo, origin);
+    const shared = uniqueId('cloned-team');
+    const hosts = [uniqueId('alpha'), uniqueId('beta')];
+    writeFileSync(path.join(root, 'lead-script.yaml'), LEAD_SCRIPT);
+    writeFileSync(path.join(root, 'dev-script.yaml'), DEV_SCRIPT);
+    writeFileSync(path.join(root, 'team.yaml'), CLONED_TEAM_PLAN(origin, root));
+    const env = (host: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: path.join(root, host), CADRE_HOST_LOST_AFTER: '3s' });
+    const workers = await Promise.all(hosts.map((host) => startCadreWorker([], root, env(host))));
+    const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
+    const id = uniqueId('cloned-team-run');
+    try {
+      expect(await runCadre(['run', 'team.yaml', '--id', id, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
+      // Killed in the dev worker's 4 s command: its agent has started, and said it runs.
+      const dev = await until('the dev worker running', async () => {
+        const d = await client.diagnostics(id);
+        return d.workers?.some((w) => w.step === 'dev' && w.state === 'running') ? d : undefined;
+      });
+      await new Promise((r) => setTimeout(r, 1500));
+      const [lost, other] = dev.host === hosts[0] ? hosts : [hosts[1], hosts[0]];
+      // The lead's work is on its task's branch at the remote before the dev worker starts.
+      const branch = (task: string) => `${dev.clone!.branch.replace(/^cadre\/run\//, 'cadre/worktree/')}/${task}`;
+      expect(git(origin, 'show', `${branch('lead')}:lead.txt`)).toBe('planned');
+      const dying = workers[hosts.indexOf(lost)];
+      dying.child.kill('SIGKILL');
+      await dying.stop();
+      const done = await until('the team run completed on the other host', async () => {
+        const d = await client.diagnostics(id).catch(() => undefined);
+        return d?.status === 'completed' || d?.status === 'failed' ? d : undefined;
+      }, 120_000);
+      expect(done).toMatchObject({ status: 'completed', host: other, hostMoves: [{ from: lost, to: other, reason: 'lost' }], waiting: [] });
+      expect(done.steps.map((s) => [s.id, s.status, s.note])).toEqual([
+        ['lead', 'completed', undefined],
+        ['dev', 'completed', `ran again on host ${other}: host ${lost} was lost before the step's work was pushed`],
+      ]);
+      expect(git(origin, 'show', `${branch('dev')}:dev.txt`)).toBe('built');
+      // The lead ran once, on the lost host; the dev worker that ran again did its work on the other.
+      expect((await activitiesCompleted(client, `${id}/lead`)).filter(([type]) => type === 'runTool')).toEqual([['runTool', lost]]);
+      expect(done.steps.find((s) => s.id === 'dev')?.agent?.workflowId).toBe(`${id}/dev#2`);
+      expect((await activitiesCompleted(client, `${id}/dev#2`)).filter(([type]) => type === 'runTool')).toEqual([['runTool', other]]);
+      expect((await client.client.workflow.getHandle(`${id}/dev`).describe()).status.name).toBe('CANCELLED');
+      expect(done.workers?.map((w) => [w.step, w.state]).sort()).toEqual([['dev', 'cancelled'], ['dev', 'completed'], ['lead', 'completed']]);
+      const history = await client.client.workflow.getHandle(id).fetchHistory();
+      expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.CADRE_TEST_BUNDLE as string }, sinks: auditSinks(tempWorkspace()) }, history, id);
     } finally {
       await client.close();
       await Promise.all(workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null).map((w) => w.stop()));

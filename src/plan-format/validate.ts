@@ -152,17 +152,15 @@ function inputDefaultIssues(inputs: unknown): PlanIssue[] {
 /**
  * In a workspace cloned from a repository, a worktree is one of the clone (`repo: "."`), which any
  * host the run moves to can make again from its pushed branch: another repository is on one disk
- * only. A team's workers need a repository on the host's disk before the run starts: not yet.
+ * only. A team's workers are steps like any other: each one's work is pushed when it ends.
  */
 function clonedWorkspaceIssues(plan: CompiledPlan): PlanIssue[] {
   if (!plan.source) return [];
-  const worktrees = plan.steps.flatMap((step, index) =>
+  return plan.steps.flatMap((step, index) =>
     step.worktree && step.worktree.repo !== CLONE_REPO
       ? [{ path: `steps[${index}].worktree.repo`, message: 'in a workspace cloned from a repository (workspace: { repo }), a worktree is one of the clone: give repo: "."' }]
       : [],
   );
-  const team = 'a team is not yet supported in a workspace cloned from a repository (workspace: { repo }): give the plan a path workspace';
-  return plan.team ? [{ path: 'team', message: team }, ...worktrees] : worktrees;
 }
 
 /** Steps that share a worktree (same repo and task) must agree on what it starts from and when it goes. */

@@ -44,7 +44,8 @@ export async function environmentProblems(plan: CompiledPlan, probe: Environment
   const hosts = new Map<string, string>();
   for (const [i, step] of plan.steps.entries()) {
     const at = `steps[${i}]`;
-    problems.push(...worktreeProblems(step, at, writers));
+    // A worktree of a clone (`repo: "."`) is made from the clone the host makes.
+    if (!plan.source) problems.push(...worktreeProblems(step, at, writers));
     if (step.action.kind !== 'tool') continue;
     const params = step.action.with;
     if (step.action.tool === 'shell') problems.push(...(await shellStepProblems({ plan, params, at, writers: writers(step.id), env: probe.env })));

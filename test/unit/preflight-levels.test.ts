@@ -99,6 +99,18 @@ describe('a workspace or worktree repository that is missing', () => {
     expect(await findings([shell('init', 'git init -q repo'), { ...shell('a', 'true'), worktree }])).toEqual([['CADRE-E202', 'error', 'steps[1].worktree.repo']]);
     expect(await findings([shell('init', 'git init -q repo'), { ...shell('a', 'true', { dependsOn: ['init'] }), worktree }])).toEqual([['CADRE-E202', 'warning', 'steps[1].worktree.repo']]);
   });
+
+  test("a workspace cloned from a repository, and a worktree of the clone, exist only once a host clones it: not looked for here", async () => {
+    const cloned = { workspace: { repo: 'https://example.com/app.git' } };
+    // `.` is the clone's, not where cadre runs: here, a folder that is no repository.
+    const cwd = process.cwd();
+    process.chdir(workspace());
+    try {
+      expect(await findings([{ ...shell('a', 'true'), worktree: { repo: '.', task: 't' } }], cloned)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
 });
 
 test('a problem is an error unless said otherwise', () => {

@@ -124,7 +124,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     );
     if (this.plan.team) {
       const track = (workflowId: string, step: string, role: string) => this.agents.track(workflowId, step, { role });
-      this.team = new Team(this.plan.team, this.plan.workspace, this.plan.sandbox, track, () => this.changed(), this.limits, () => this.agents.childInput(), () => this.host.route);
+      this.team = new Team(this.plan.team, () => this.plan.workspace, this.plan.sandbox, track, () => this.changed(), this.limits, () => this.agents.childInput(), () => this.host.route);
     }
     // Spent, the budget stops the run: it ends budget_exhausted.
     this.budget = runBudget(this, carry?.budget, (reason) => ((this.abortReason ??= reason), (this.abortedByBudget = true)));

@@ -42,7 +42,8 @@ export class Team {
 
   constructor(
     private readonly spec: TeamSpec,
-    private readonly workspace: string,
+    /** The run's workspace: a clone's folder changes when the run moves to another host. */
+    private readonly workspace: () => string,
     private readonly sandbox: SandboxSpec | undefined,
     private readonly track: (workflowId: string, step: string, role: string) => void,
     private readonly changed: () => void,
@@ -67,7 +68,7 @@ export class Team {
   /** The roles, read once per run (history keeps them, so a replay sees the same). */
   roles(): Promise<TeamRole[]> {
     // The workspace's roles/ folder is read on the host that holds it (a fleet).
-    this.roleList ??= hostActivities(ROLE_FILE_OPTIONS, this.route()).teamRoles({ workspace: this.workspace });
+    this.roleList ??= hostActivities(ROLE_FILE_OPTIONS, this.route()).teamRoles({ workspace: this.workspace() });
     return this.roleList;
   }
 
@@ -155,7 +156,7 @@ export class Team {
             step: label,
             action: { kind: 'agent', agent },
             prompt,
-            workspace: this.workspace,
+            workspace: this.workspace(),
             team: await this.worker(target, [...q.chain, target], 0),
             ...(this.sandbox && { sandbox: this.sandbox }),
             ...this.childInput(),
