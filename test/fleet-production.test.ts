@@ -15,6 +15,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { CadreClient } from '../src/client/client';
+import { sessionDiagnostics } from '../src/client/sessions';
 import type { CompiledPlan } from '../src/plan-format/types';
 import type { Diagnostics } from '../src/protocol/definitions';
 import { SEARCH_ATTRIBUTES } from '../src/protocol/definitions';
@@ -199,10 +200,24 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
       runs.push(...plans.map(([run]) => run));
       say(`${runs.length} plan runs started, ${Date.now() - began} ms in`);
       writeFileSync(path.join(root, 'session-script.yaml'), SESSION_SCRIPT);
-      const sessions = Array.from({ length: SESSIONS }, () => uniqueId('fleet-session'));
+      // Sessions with a tool, each bound to the host that holds its workspace: a's, or b's (killed and started again).
+      const sessions = Array.from({ length: SESSIONS }, (_, i) => {
+        const holder = i % 2 === 0 ? 'a' : 'b';
+        const workspace = path.join(root, holder, `session-${i}`);
+        mkdirSync(workspace, { recursive: true });
+        return { id: uniqueId('fleet-session'), holder, workspace };
+      });
       const sessionEnv = { ...env(), CADRE_MODEL: `scripted:${path.join(root, 'session-script.yaml')}` };
-      const send = (text: string, reply: string) => Promise.all(sessions.map(async (id) => expect(await runCadre(['send', id, text], root, sessionEnv)).toMatchObject({ code: 0, stdout: `${reply}\n` })));
-      const firstMessages = send('hello', 'first reply').then(() => say(`${SESSIONS} sessions answered, ${Date.now() - began} ms in`));
+      const send = (text: string, reply: string) =>
+        Promise.all(
+          sessions.map(async ({ id, workspace }) =>
+            expect(await runCadre(['send', id, text, '--tools', 'shell', '--workspace', workspace], root, sessionEnv)).toMatchObject({ code: 0, stdout: `${reply}\n` }),
+          ),
+        );
+      const firstMessages = send('hello', 'first reply').then(async () => {
+        for (const session of sessions) expect(await sessionDiagnostics(client, session.id)).toMatchObject({ host: session.holder });
+        say(`${SESSIONS} sessions answered, each on the host that holds its workspace, ${Date.now() - began} ms in`);
+      });
 
       // Host c is killed while it holds work: every path run bound, a chain of c's and a clone on c in their long step.
       const held = until('every run bound to its host, and host c in the middle of a chain and of a clone', async () => {
@@ -254,7 +269,7 @@ describe('a fleet in production shape: three hosts on the real server and Postgr
       // No step completed on a surviving host ran again there.
       const histories = new Map<string, HistoryEvent[]>();
       for (const run of runs) for (const [id, events] of await runHistories(client.client, run.id)) histories.set(id, events);
-      for (const id of sessions) histories.set(id, (await client.client.workflow.getHandle(id).fetchHistory()).events ?? []);
+      for (const { id } of sessions) histories.set(id, (await client.client.workflow.getHandle(id).fetchHistory()).events ?? []);
       let ranAgain = 0;
       const reruns: string[] = [];
       for (const [run, d] of runs.map((r, i) => [r, finals[i]] as const)) {
