@@ -52,6 +52,9 @@ const CHANGES = scaled(10, 2);
 const RESULTS_FILE = resultsFile('code-navigation');
 const COLD_TARGET_MS = 1_500;
 const WARM_P95_TARGET_MS = 100;
+/** Issue 38: the second query (the first warm round, right after the service was built) and the first after an edit. */
+const SECOND_TARGET_MS = 100;
+const AFTER_EDIT_TARGET_MS = 150;
 
 function log(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
@@ -338,6 +341,9 @@ async function main(): Promise<void> {
     }
 
     const warmMainThreadMaxGapMs = warmLoop.stop();
+    // The calls right after the one that built the service: what they still build shows here.
+    const second = Object.fromEntries(Object.entries(warm).map(([q, v]) => [q, round(v[0])]));
+    log(`second calls (the first warm round): ${JSON.stringify(second)}`);
 
     // Changes made as a command makes them (plain writes), each followed by a query that must see it.
     const refs = counts.find_references;
@@ -369,6 +375,7 @@ async function main(): Promise<void> {
       agentServiceReadyMs: percentiles(agentReady),
       mainThreadMaxGapMs: { cold: percentiles(coldMainGaps), warmRounds: round(warmMainThreadMaxGapMs) },
       ...(withDom && { coldWithDomLibMs: { find_references: { wall: round(withDom.ms), cpu: round(withDom.cpuMs) } } }),
+      secondCallMs: second,
       warmMs: Object.fromEntries(Object.entries(warm).map(([q, v]) => [q, percentiles(v)])),
       warmCpuMs: Object.fromEntries(Object.entries(warmCpu).map(([q, v]) => [q, percentiles(v)])),
       firstCallInBenchProcessMs: round(first.ms),
@@ -378,6 +385,8 @@ async function main(): Promise<void> {
       targets: {
         coldMs: { value: round(Math.max(...Object.values(cold).flat())), atMost: COLD_TARGET_MS, met: Math.max(...Object.values(cold).flat()) <= COLD_TARGET_MS },
         warmP95Ms: { value: Math.max(...Object.values(warm).map((v) => percentiles(v).p95)), atMost: WARM_P95_TARGET_MS, met: Object.values(warm).every((v) => percentiles(v).p95 <= WARM_P95_TARGET_MS) },
+        secondCallMs: { value: Math.max(...Object.values(second)), atMost: SECOND_TARGET_MS, met: Math.max(...Object.values(second)) <= SECOND_TARGET_MS },
+        afterEditMs: { value: round(Math.max(...edited.map((t) => t.ms))), of: 'the slowest query after an edit', atMost: AFTER_EDIT_TARGET_MS, met: Math.max(...edited.map((t) => t.ms)) <= AFTER_EDIT_TARGET_MS },
       },
       machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGB: round(os.totalmem() / 1024 ** 3), loadAverageBefore: loadBefore.map((l) => round(l, 2)), loadAverageAfter: os.loadavg().map((l) => round(l, 2)) },
       node: process.version,

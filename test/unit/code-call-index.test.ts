@@ -13,7 +13,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
-import { type IncomingCall, incomingCalls } from '../../src/activities/tools/code/incoming-calls';
+import { type IncomingCall, incomingCalls, indexAhead } from '../../src/activities/tools/code/incoming-calls';
 import { runTool } from '../../src/activities/tools/run-tool';
 import type { CodeProject } from '../../src/activities/tools/code/project';
 import { evictAll, openProject } from '../../src/activities/tools/code/warm';
@@ -154,6 +154,19 @@ describe('the call index of trace_data_flow', () => {
     expect(answered.untouched).toEqual({ by: 'index', callers: 0 });
     // Left to TypeScript: a default export, a function re-exported as the default, one a JavaScript file requires, a named function expression, one an import-equals names, classes with a heritage clause.
     for (const name of ['main', 'tag', 'compute', 'shared', 'named', 'inner', 'Derived.area', 'Twin.run', 'Merged.own']) expect([name, answered[name]?.by]).toEqual([name, 'typescript']);
+  });
+
+  test("indexed ahead (the tools' thread's idle time), in slices of a budget, the index answers the same", async () => {
+    const ws = fixture();
+    const project = openProject(await openBoundary(ws, { name: 'workspace', deny: PROTECTED_PATHS }), ws);
+    const files = project.program.getSourceFiles().filter((file) => !file.isDeclarationFile);
+    // No time to spend: nothing indexed; then slices until every file is.
+    expect(indexAhead(files, 0, 0)).toBe(0);
+    let next = 0;
+    for (let slices = 0; next < files.length && slices < 1000; slices++) next = indexAhead(files, next, 0.05);
+    expect(next).toBe(files.length);
+    const { compared } = compareAll(project);
+    expect(compared).toBeGreaterThan(20);
   });
 
   test('trace_data_flow lists each call once, though TypeScript lists an element access through a namespace import twice', async () => {

@@ -14,7 +14,9 @@ import type { CodeToolContext } from './project';
 import { findImplementations, findReferences, navigateImports, traceDataFlow } from './navigate';
 import { searchCode } from './search';
 import type { CodeReply, CodeRequest, CodeThreadState, CodeTool, ThreadFailure } from './thread-protocol';
-import { WARM_LIMITS, evictAll, openProject, warmProjects } from './warm';
+import { WARM_LIMITS, evictAll, lastOpenedProgram, openProject, warmProjects } from './warm';
+import { indexAhead } from './incoming-calls';
+import type ts from 'typescript';
 
 const tools: Record<CodeTool, (params: never, ctx: CodeToolContext) => Promise<unknown>> = {
   'code.navigate_imports': navigateImports,
@@ -68,11 +70,34 @@ function saveCodeCache(): void {
   if (warmProjects().length > 0) cacheWritten ||= typescriptLoad.save();
 }
 
+/**
+ * Idle time: the names of the last program's source files are indexed for trace_data_flow, a few
+ * milliseconds at a time, so a request that comes meanwhile waits at most one slice.
+ */
+const INDEX_SLICE_MS = 4;
+let indexing: { program: ts.Program; files: readonly ts.SourceFile[]; next: number } | undefined;
+
+function indexInIdleTime(): void {
+  const program = lastOpenedProgram();
+  if (!program || indexing?.program === program) return;
+  const start = indexing === undefined;
+  indexing = { program, files: program.getSourceFiles().filter((file) => !file.isDeclarationFile), next: 0 };
+  if (start) setImmediate(indexSlice);
+}
+
+function indexSlice(): void {
+  if (!indexing) return;
+  indexing.next = indexAhead(indexing.files, indexing.next, INDEX_SLICE_MS);
+  if (indexing.next < indexing.files.length) setImmediate(indexSlice);
+  else indexing = undefined;
+}
+
 const port = parentPort;
 if (!port) throw new Error('thread-main.ts runs as the code tools thread (thread.ts starts it)');
 const reply = (message: CodeReply) => {
   saveCodeCache();
   port.postMessage(message);
+  indexInIdleTime();
 };
 port.on('message', (request: CodeRequest) => {
   answer(request).then(

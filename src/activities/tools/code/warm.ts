@@ -9,7 +9,7 @@
  * unused for 10 minutes is evicted; its timer does not keep the worker alive. A service costs about
  * 65 bytes of heap per character of source: 86 MB for the 2,000 files (1.35 M characters) of
  * bench/code-navigation.ts (7 MB of it trace_data_flow's name index, incoming-calls.ts, which lives
- * with the parsed files), given back when it is evicted.
+ * with the parsed files and is built in the thread's idle time), given back when it is evicted.
  */
 import ts from 'typescript';
 import type { Boundary } from '../../confinement';
@@ -54,7 +54,15 @@ export function openProject(boundary: Boundary, root: string): CodeProject {
   evictBeyondBounds();
   const program = entry.service.getProgram();
   if (!program) throw permanent(ErrorTypes.BadToolInput, `dir: ${root} could not be analysed as a TypeScript project`);
+  lastProgram = program;
   return { root, service: entry.service, program, files: entry.host.files };
+}
+
+/** The program the last query or build used: its files' names are indexed in idle time (thread-main.ts). */
+let lastProgram: ts.Program | undefined;
+
+export function lastOpenedProgram(): ts.Program | undefined {
+  return lastProgram;
 }
 
 /** What is kept warm, least recently used first: for the benchmark and tests. */
@@ -65,6 +73,7 @@ export function warmProjects(): { root: string; files: number; sourceChars: numb
 /** Drops every warm service (tests, the benchmark's cold calls). */
 export function evictAll(): void {
   for (const key of [...warm.keys()]) evict(key);
+  lastProgram = undefined;
 }
 
 function evictBeyondBounds(): void {
