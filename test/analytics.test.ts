@@ -216,7 +216,8 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
     await waitFor(id, (d) => d.waiting.length > 0);
     await until('an ETA from cadre watch', () => watched.includes('ETA') || undefined, 30_000);
     await client.answer(id, 'confirm', 'yes');
-    expect(await watchEnded).toBe(0);
+    // What it printed goes with its exit code: a failure shows why it ended so.
+    expect({ code: await watchEnded, watched }).toMatchObject({ code: 0 });
     expect(watched).toMatch(/ETA: .*left \(median of 3 past completed runs of stats-demo: \S+\)|ETA: running longer than usual \(median of 3 past completed runs/);
   } finally {
     await client.close();

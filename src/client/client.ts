@@ -81,6 +81,9 @@ export interface RunSummary {
 /** How long answers, pause and resume may wait for a worker (updates are only recorded once a worker accepts them). */
 const UPDATE_TIMEOUT_MS = 20_000;
 
+/** Unanswered diagnostics queries (10 s each) in a row that `watch` rides out before it gives up. */
+const WATCH_UNANSWERED_RETRIES = 3;
+
 export class CadreClient {
   private constructor(
     readonly client: Client,
@@ -344,8 +347,9 @@ export class CadreClient {
         unanswered = 0;
       } catch (err) {
         // A worker that died holding the run's sticky queue: the server hands the run to another
-        // worker once that queue's timeout (10 s) passes, so one unanswered query is worth a retry.
-        if (!(err instanceof NoWorkerAnswered) || ++unanswered > 1) throw err;
+        // worker once that queue's timeout (10 s) passes, so an unanswered query is worth a retry;
+        // a worker loaded for seconds (a machine running many) gets 40 s in all before we give up.
+        if (!(err instanceof NoWorkerAnswered) || ++unanswered > WATCH_UNANSWERED_RETRIES) throw err;
         continue;
       }
       const key = JSON.stringify({ ...diagnostics, elapsedMs: 0 });
