@@ -19,6 +19,8 @@ const SUMMARY_CHARS = 120;
 export class EventPrinter {
   /** Whether the last thing written ended a line. */
   private atLineStart = true;
+  /** Each step's turn whose text has been shown (`<step>\0<turn>`): only then does a retry supersede something. */
+  private readonly shown = new Set<string>();
 
   constructor(private readonly options: EventPrinterOptions) {}
 
@@ -26,9 +28,11 @@ export class EventPrinter {
     const who = this.options.labelSteps && event.step ? `[${event.step}] ` : '';
     switch (event.type) {
       case 'message_start':
-        if (event.attempt && event.attempt > 1) this.line(`${who}(turn ${event.turn} again, attempt ${event.attempt}: the text above is superseded)`);
+        // A retried turn whose failed attempt showed nothing needs no word: the reader saw nothing to take back.
+        if (event.attempt && event.attempt > 1 && this.shown.has(turnKey(event))) this.line(`${who}(turn ${event.turn} again, attempt ${event.attempt}: the text above is superseded)`);
         return;
       case 'text_delta':
+        this.shown.add(turnKey(event));
         if (this.atLineStart && who) this.options.write(who);
         this.options.write(event.text);
         this.atLineStart = event.text.endsWith('\n');
@@ -82,4 +86,8 @@ export class EventPrinter {
 
 function clip(text: string): string {
   return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS)}…` : text;
+}
+
+function turnKey(event: { step?: string; turn?: number }): string {
+  return `${event.step ?? ''}\0${event.turn ?? ''}`;
 }
