@@ -86,6 +86,8 @@ function indexInIdleTime(): void {
 }
 
 function indexSlice(): void {
+  // A program evicted meanwhile (evictAll) is not worth indexing, nor holding on to.
+  if (indexing && indexing.program !== lastOpenedProgram()) indexing = undefined;
   if (!indexing) return;
   indexing.next = indexAhead(indexing.files, indexing.next, INDEX_SLICE_MS);
   if (indexing.next < indexing.files.length) setImmediate(indexSlice);
