@@ -30,6 +30,7 @@ import { runLimitReached } from './limit-errors';
 import { runLimitsFromEnv } from './run-limits-env';
 import type { RunLimitValues } from '../plan-format/limits';
 import { errorChain } from './error-chain';
+import { retryUnprocessed } from './unprocessed-updates';
 import { type Pricing, type RunDiff, diffRuns } from './diff';
 
 export { errorChain } from './error-chain';
@@ -380,7 +381,7 @@ export class CadreClient {
   private async update<T>(workflowId: string, send: () => Promise<T>): Promise<T> {
     const description = await this.openRun(workflowId);
     try {
-      return await bounded(this, UPDATE_TIMEOUT_MS, send);
+      return await bounded(this, UPDATE_TIMEOUT_MS, () => retryUnprocessed(send));
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) throw new CadreError(err.cause?.message ?? err.message);
       const limit = runLimitReached(err, workflowId);

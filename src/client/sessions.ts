@@ -17,6 +17,7 @@ import { type SendResult, type SessionDiagnostics, type SessionInput, endSession
 import type { CadreClient } from './client';
 import { CadreError, UsageError } from '../errors/cadre-error';
 import { checkWorkflowId } from './workflow-ids';
+import { retryUnprocessed } from './unprocessed-updates';
 
 export interface SessionOptions {
   model?: string;
@@ -64,15 +65,18 @@ export function chatSessionId(now = new Date()): string {
 /** Sends a message, starting the session if it is not running; resolves with the reply. */
 export async function sendMessage(cadre: CadreClient, sessionId: string, text: string, start: SessionInput, options: { taskQueue?: string } = {}): Promise<SendResult> {
   checkWorkflowId(sessionId);
-  const startWorkflowOperation = new WithStartWorkflowOperation('session', {
-    workflowId: sessionId,
-    taskQueue: options.taskQueue ?? defaultTaskQueue(),
-    args: [start],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    staticSummary: 'cadre session',
-  });
+  // An operation runs once: each attempt has its own, with the same start.
+  const startWorkflowOperation = () =>
+    new WithStartWorkflowOperation('session', {
+      workflowId: sessionId,
+      taskQueue: options.taskQueue ?? defaultTaskQueue(),
+      args: [start],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      staticSummary: 'cadre session',
+    });
   try {
-    return await cadre.client.workflow.executeUpdateWithStart(sendUpdate, { args: [{ text }], startWorkflowOperation });
+    // A message no worker processed was not received: it is sent again.
+    return await retryUnprocessed(() => cadre.client.workflow.executeUpdateWithStart(sendUpdate, { args: [{ text }], startWorkflowOperation: startWorkflowOperation() }));
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) throw new CadreError(`${sessionId}: ${err.cause?.message ?? err.message}`);
     throw err;
