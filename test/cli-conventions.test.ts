@@ -36,6 +36,24 @@ test('the CLI loads no Temporal client, workflow code, plan format or model code
   expect(loaded.length).toBeLessThan(150);
 });
 
+/** The files a fresh Node process has loaded after requiring `file` (from dist). */
+async function loadedBy(file: string): Promise<string[]> {
+  const module = path.join(__dirname, '..', 'dist', 'src', file);
+  const { stdout } = await promisify(execFile)(process.execPath, ['-e', `require(${JSON.stringify(module)}); process.stdout.write(JSON.stringify(Object.keys(require.cache)))`]);
+  return JSON.parse(stdout) as string[];
+}
+
+test('the client loads no plan format, event schemas or run diff until a command needs them (cadre status, list, answer start sooner)', async () => {
+  const loaded = await loadedBy('client/client.js');
+  expect(loaded.filter((file) => /node_modules\/(zod|jexl|web-tree-sitter)\/|dist\/src\/(plan-format\/kinds|streaming\/reader|client\/diff)/.test(file))).toEqual([]);
+});
+
+test('a worker loads no MCP SDK, OpenTelemetry or undici until a tool, a trace or a fetch needs them', async () => {
+  const loaded = await loadedBy('worker/worker.js');
+  expect(loaded.some((file) => file.includes('node_modules/@temporalio/worker/'))).toBe(true);
+  expect(loaded.filter((file) => /node_modules\/(@modelcontextprotocol\/sdk|@opentelemetry\/[^/]+|undici)\//.test(file))).toEqual([]);
+});
+
 test('colour only on a terminal, and never with NO_COLOR', () => {
   expect(colourOn({ isTTY: true }, {})).toBe(true);
   expect(colourOn({ isTTY: false }, {})).toBe(false);

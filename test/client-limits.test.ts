@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { CadreClient, CadreError, planDetails } from '../src/client/client';
+import { CadreClient, CadreError } from '../src/client/client';
+import { planDetails } from '../src/client/plan-details';
 import { DETAILS_LIMIT_BYTES } from '../src/plan-format/limits';
 import type { CompiledPlan, CompiledStep } from '../src/plan-format/types';
 import { FRAME_SLACK } from '../src/protocol/details';

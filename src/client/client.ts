@@ -2,7 +2,6 @@
  * The typed client API of cadre: start plans, read their diagnostics, answer them,
  * pause, resume and cancel them. The `cadre` CLI is a thin layer over this.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import {
   Client,
   Connection,
@@ -16,34 +15,34 @@ import type { DataConverter } from '@temporalio/common';
 import type { CompiledPlan } from '../plan-format/types';
 import { resolveInputs } from '../plan-format/inputs';
 import { checkStartPayload } from '../plan-format/payload';
-import { formatIssues } from '../plan-format/validate';
+import { formatIssues } from '../plan-format/issues';
 import { CadreForkedFrom, CadrePlan, CadreStatus, answerUpdate, hostMovedSignal, moveHostUpdate, pauseUpdate, resumeUpdate, type Diagnostics, type RunStatus } from '../protocol/definitions';
 import { hostTaskQueue } from '../protocol/task-queue';
-import { auditDir, auditFile } from '../store/audit-files';
+import { auditDir, readAuditLines } from '../store/audit-files';
 import { taskQueue as defaultTaskQueue } from '../protocol/task-queue';
 import { CadreError } from '../errors/cadre-error';
 import { CONNECT_TIMEOUT_MS, refusesConnections } from './reach';
 import { endedAs, isFinal, isRunStatus, listFilter } from './run-status';
-import { checkWorkflowId, workflowIdInterceptor } from './workflow-ids';
-import { type EventCallbacks, type EventsOptions, type StreamCursor, followEvents, readEvents } from '../streaming/reader';
+import { checkWorkflowId, defaultWorkflowId, workflowIdInterceptor } from './workflow-ids';
+import type { EventCallbacks, EventsOptions, StreamCursor } from '../streaming/reader';
+import { followEventsOnDemand, readEventsOnDemand } from '../streaming/reader-on-demand';
 import { runLimitReached } from './limit-errors';
 import { runLimitsFromEnv } from './run-limits-env';
 import type { RunLimitValues } from '../plan-format/limits';
 import { errorChain } from './error-chain';
 import { retryUnprocessed } from './unprocessed-updates';
-import { type Pricing, type RunDiff, diffRuns } from './diff';
+import type { Pricing, RunDiff } from './diff';
 
 export { errorChain } from './error-chain';
 import type { StreamEventAt } from '../streaming/events';
 import { cadreDataConverter } from '../codec/data-converter';
 import { type ConnectOptions, type ServerInfo, connectionOptions, resolveConnection } from './connection-config';
-import { defaultWorkflowId, planDetails } from './plan-details';
 import { NoWorkerAnswered, TimedOut, bounded, describeRun, endedDiagnostics, liveDiagnostics, readStoredOutput, recordedEnd } from './run-diagnostics';
 
 export { CadreError, UsageError } from '../errors/cadre-error';
 export { SERVER_INFO_FILE, readServerInfo, resolveConnection, type ConnectOptions, type ServerInfo } from './connection-config';
 export { isFinal } from './run-status';
-export { defaultWorkflowId, planDetails } from './plan-details';
+export { defaultWorkflowId } from './workflow-ids';
 export { SERVER_TASK_CLOSES } from './run-diagnostics';
 
 export interface StartOptions {
@@ -149,6 +148,8 @@ export class CadreClient {
     if (payload.problem) throw new CadreError(`cannot start plan "${plan.name}": ${payload.problem.message}`);
     const workflowId = options.workflowId ?? defaultWorkflowId(plan, inputs.values);
     const limits = options.limits ?? runLimitsFromEnv();
+    // The plan format's step kinds (and zod with them) load only for a start.
+    const { planDetails } = await import('./plan-details');
     return this.startRunPlan(`plan "${plan.name}"`, {
       workflowId,
       taskQueue: options.taskQueue ?? defaultTaskQueue(),
@@ -186,11 +187,11 @@ export class CadreClient {
     });
   }
 
-  /** Two runs of a plan, step by step: only what differs (docs/forks.md). */
-  /** With `pricing` (`loadPricing` of cadre.config.yaml), each step's cost and each run's too. */
+  /** Two runs of a plan, step by step: only what differs (docs/forks.md); with `pricing` (`loadPricing` of cadre.config.yaml), each step's cost and each run's too. */
   async diff(a: string, b: string, pricing?: Pricing): Promise<RunDiff> {
     checkWorkflowId(a);
     checkWorkflowId(b);
+    const { diffRuns } = await import('./diff');
     return diffRuns(this, a, b, pricing);
   }
 
@@ -319,7 +320,6 @@ export class CadreClient {
     return runs;
   }
 
-  /** Calls `onChange` with fresh diagnostics whenever they change, until the run ends. */
   /**
    * The run's events as they happen (docs/streaming.md): its steps, waits and end, and its agents'
    * text, tool calls and results while the model is still writing, as one feed (an agent's events
@@ -329,13 +329,13 @@ export class CadreClient {
    */
   events(workflowId: string, options: EventsOptions = {}): AsyncGenerator<StreamEventAt, void, undefined> {
     checkWorkflowId(workflowId);
-    return readEvents(this.client, workflowId, options);
+    return readEventsOnDemand(this.client, workflowId, options);
   }
 
   /** The same events through callbacks (`onTextDelta`, `onToolCall`, …); resolves with the cursor to resume from. */
   followEvents(workflowId: string, callbacks: EventCallbacks, options: EventsOptions = {}): Promise<StreamCursor> {
     checkWorkflowId(workflowId);
-    return followEvents(this.client, workflowId, callbacks, options);
+    return followEventsOnDemand(this.client, workflowId, callbacks, options);
   }
 
   async watch(workflowId: string, onChange: (d: Diagnostics) => void, intervalMs = 500): Promise<Diagnostics> {
@@ -365,9 +365,7 @@ export class CadreClient {
 
   /** The audit log of a run (its agents' model turns, tool calls, approvals): JSONL lines, no content. */
   static readAuditLog(workflowId: string, dir = auditDir()): string[] {
-    const file = auditFile(dir, workflowId);
-    if (!existsSync(file)) throw new CadreError(`no audit log for ${workflowId} in ${dir} (runs without agents write none; set CADRE_AUDIT_DIR as the worker does)`);
-    return readFileSync(file, 'utf8').split('\n').filter((line) => line.trim() !== '');
+    return readAuditLines(dir, workflowId);
   }
 
   /** Describes a run that must still be open to take a request. */
@@ -398,3 +396,4 @@ export class CadreClient {
     }
   }
 }
+

@@ -2,7 +2,6 @@
  * What a run is called and shows before it starts: its default id (from the plan and its inputs,
  * so a retried start does not run it twice) and the details the Web UI shows for it.
  */
-import { createHash } from 'node:crypto';
 import type { CompiledPlan } from '../plan-format/types';
 import { describeAction } from '../plan-format/kinds';
 import { brief } from '../plan-format/kinds/kind';
@@ -46,9 +45,4 @@ export function planDetails(plan: CompiledPlan, inputs: Record<string, unknown>)
   }
   lines.push('', FRAME_SLACK);
   return lines.join('\n');
-}
-
-export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unknown>): string {
-  const hash = createHash('sha256').update(JSON.stringify({ plan, inputs })).digest('hex').slice(0, 10);
-  return `plan-${plan.name}-${hash}`;
 }

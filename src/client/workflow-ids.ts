@@ -1,5 +1,7 @@
 /** Run ids given by users, checked before they reach Temporal (whose own errors would leak SDK text). */
+import { createHash } from 'node:crypto';
 import type { WorkflowClientInterceptor, WorkflowExecution } from '@temporalio/client';
+import type { CompiledPlan } from '../plan-format/types';
 import { UsageError } from '../errors/cadre-error';
 
 /** Temporal's default limit on ids (the server's `limit.maxIDLength`). */
@@ -35,3 +37,9 @@ export const workflowIdInterceptor: WorkflowClientInterceptor = {
   cancel: checkExecution,
   terminate: checkExecution,
 };
+
+/** A plan run's id when none is given: the same plan and inputs give the same id, so a retried start does not run it twice. */
+export function defaultWorkflowId(plan: CompiledPlan, inputs: Record<string, unknown>): string {
+  const hash = createHash('sha256').update(JSON.stringify({ plan, inputs })).digest('hex').slice(0, 10);
+  return `plan-${plan.name}-${hash}`;
+}

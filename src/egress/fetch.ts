@@ -5,7 +5,7 @@
  * Redirects are followed here, not by undici, so each hop is checked before it is followed.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import type { Agent, buildConnector } from 'undici';
 import { checkDestination, egressDenied, isEgressDenied, type EgressLookup } from './check';
 import type { EgressPolicy } from './policy';
 
@@ -30,9 +30,15 @@ const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'con
 // Credentials that must not follow a redirect to another origin.
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
+type Undici = typeof import('undici');
+let undici: Promise<Undici> | undefined;
+/** undici (110 modules, 60 ms) loads with a process's first fetch, not with every worker and command. */
+const loadUndici = () => (undici ??= import('undici'));
+
 export function egressFetch(policy: EgressPolicy, options: EgressFetchOptions = {}): EgressFetch {
   const maxRedirects = options.maxRedirects ?? 10;
-  const agent = new Agent({ connect: checkedConnector(policy, options), connectTimeout: options.connectTimeoutMs });
+  let agent: Promise<Agent> | undefined;
+  const pool = () => (agent ??= loadUndici().then(({ Agent, buildConnector }) => new Agent({ connect: checkedConnector(buildConnector, policy, options), connectTimeout: options.connectTimeoutMs })));
 
   const run = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // The platform's Request validates method, headers and body as fetch does, and turns any
@@ -43,12 +49,13 @@ export function egressFetch(policy: EgressPolicy, options: EgressFetchOptions = 
     const headers = new Headers(request.headers);
     let body: Uint8Array | undefined = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;
     const signal = request.signal;
+    const [{ fetch: undiciFetch }, dispatcher] = await Promise.all([loadUndici(), pool()]);
 
     for (let redirects = 0; ; redirects++) {
       refuseOtherSchemes(url);
-      let response: Awaited<ReturnType<typeof undiciFetch>>;
+      let response: Awaited<ReturnType<Undici['fetch']>>;
       try {
-        response = await undiciFetch(url, { method, headers: [...headers], body, redirect: 'manual', signal, dispatcher: agent });
+        response = await undiciFetch(url, { method, headers: [...headers], body, redirect: 'manual', signal, dispatcher });
       } catch (err) {
         throw unwrapConnectError(err);
       }
@@ -75,13 +82,13 @@ export function egressFetch(policy: EgressPolicy, options: EgressFetchOptions = 
       url = next;
     }
   };
-  return Object.assign(run, { close: () => agent.close() });
+  return Object.assign(run, { close: async () => agent && (await agent).close() });
 }
 
 /** undici's connector, opening the socket to the address the checker returned (and TLS still verifying the name). */
-function checkedConnector(policy: EgressPolicy, options: EgressFetchOptions): buildConnector.connector {
+function checkedConnector(build: typeof buildConnector, policy: EgressPolicy, options: EgressFetchOptions): buildConnector.connector {
   const timeoutMs = options.connectTimeoutMs ?? 10_000;
-  const connect = buildConnector({ timeout: timeoutMs, ...(options.ca !== undefined && { ca: options.ca }) });
+  const connect = build({ timeout: timeoutMs, ...(options.ca !== undefined && { ca: options.ca }) });
   return (target, callback) => {
     const port = target.port ? Number(target.port) : target.protocol === 'https:' ? 443 : 80;
     // undici waits for this callback however long it takes, aborted or not: bound the lookup.

@@ -62,7 +62,7 @@ export async function createCadreWorker(options: CadreWorkerOptions): Promise<Ca
   const dataConverter = cadreDataConverter();
   // Traces need the workflow interceptors in the bundle: a bundle passed in (tests) has none, and a
   // traced worker bundles at start rather than use a prebuilt one.
-  const tracing = options.workflowBundle ? undefined : tracingFromEnv();
+  const tracing = options.workflowBundle ? undefined : await tracingFromEnv();
   const prebuilt = options.workflowBundle || tracing ? undefined : prebuiltBundle();
   const bundle = options.workflowBundle ?? (prebuilt && { codePath: prebuilt.codePath });
   const connection = await NativeConnection.connect({ address, ...(tls !== undefined && { tls }), ...(apiKey !== undefined && { apiKey }), ...(metadata !== undefined && { metadata }) });
