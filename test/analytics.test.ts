@@ -20,7 +20,7 @@ import type { Diagnostics } from '../src/protocol/definitions';
 import { exited, runCadre, spawnCadre, startCadreWorker } from './support/cli';
 import { tempWorkspace, uniqueId } from './support/harness';
 import { TSX } from './support/tsx';
-import { until } from './support/until';
+import { CLI_POLL_MS, until } from './support/until';
 import { processAlive } from './support/processes';
 
 const exec = promisify(execFile);
@@ -174,7 +174,7 @@ test('cadre worker records finished runs; cadre stats and cadre watch read them'
       expect(result).toMatchObject({ code: 0 });
       const read = JSON.parse(result.stdout) as PlanStats[];
       return read[0]?.runs === 5 ? read : undefined;
-    });
+    }, 60_000, CLI_POLL_MS);
     const [plan] = stats;
     expect(plan).toMatchObject({ plan: 'stats-demo', runs: 5, completed: 3, failed: 1, cancelled: 1 });
     const completed = finished.filter((d) => d.status === 'completed');
@@ -238,7 +238,7 @@ test('a plan of 1,001 steps is recorded in two parts, every step of it', async (
     const stats = await until('the run recorded', async () => {
       const read = JSON.parse((await runCadre(['stats', '--json'], dir, env)).stdout) as PlanStats[];
       return read.length > 0 ? read : undefined;
-    });
+    }, 60_000, CLI_POLL_MS);
     expect(stats).toHaveLength(1);
     expect(stats[0]).toMatchObject({ plan: 'many-steps', runs: 1, completed: 1 });
     expect(stats[0].steps).toHaveLength(1001);

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../src/worker/temporal-cli';
-import { until } from './support/until';
+import { CLI_POLL_MS, until } from './support/until';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -72,7 +72,7 @@ describe('an agent budget', () => {
       const rows = (status: string) => runCadre(['list', '--status', status, '--plan', 'budgeted', '--json'], tempWorkspace(), env).then((r) => (JSON.parse(r.stdout) as { workflowId: string }[]).map((x) => x.workflowId));
       const [exhausted, failed] = await Promise.all([rows('budget_exhausted'), rows('failed')]);
       return exhausted.includes(id) ? { exhausted, failed } : undefined;
-    }, 15_000);
+    }, 15_000, CLI_POLL_MS);
     expect(listed.failed).not.toContain(id);
     const temporal = await findTemporalCli({ build: false });
     if (!temporal) throw new Error('the temporal CLI is needed for this test (run .ci/run once to build it)');

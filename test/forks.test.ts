@@ -15,7 +15,7 @@ import { type FakeModelServer, startFakeModelServer } from './support/fake-model
 import { runCadre, testServerEnv } from './support/cli';
 import { type Harness, compile, sharedWorker, startPlan, step, tempWorkspace, uniqueId, waitUntil } from './support/harness';
 import { endSession, sendMessage, sessionDiagnostics } from '../src/client/sessions';
-import { until } from './support/until';
+import { CLI_POLL_MS, until } from './support/until';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { git, tempRepository } from './support/git-repo';
 
@@ -147,7 +147,7 @@ describe('cadre fork', () => {
       const rows = (text.startsWith('[') ? JSON.parse(text) : text.split('\n').filter(Boolean).map((line) => JSON.parse(line))) as { execution: { workflowId: string } }[];
       const viaTemporal = rows.map((r) => r.execution.workflowId);
       return listed.length > 0 && viaTemporal.length > 0 ? { cadre: listed.map((r) => r.workflowId), temporal: viaTemporal } : undefined;
-    }, 15_000);
+    }, 15_000, CLI_POLL_MS);
     expect(lineage).toEqual({ cadre: [forkId], temporal: [forkId] });
     // The fork replays from its history.
     const history = await h.client.client.workflow.getHandle(forkId).fetchHistory();

@@ -8,3 +8,6 @@ export async function until<T>(what: string, probe: () => T | undefined | Promis
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** The pause between probes that start a `cadre` process: each costs 0.4 s of CPU or more (1 s with the analytics database), which a loaded machine's other tests need. */
+export const CLI_POLL_MS = 1000;
