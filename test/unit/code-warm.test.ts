@@ -9,7 +9,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { type Boundary, PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
 import { JSDOC_PARSING, ServiceHost } from '../../src/activities/tools/code/service-host';
-import { WARM_LIMITS, evictAll, openProject, warmProjects } from '../../src/activities/tools/code/warm';
+import { WARM_LIMITS, evictAll, lastOpenedProgram, openProject, warmProjects } from '../../src/activities/tools/code/warm';
 
 const defaults = { ...WARM_LIMITS };
 afterEach(() => {
@@ -113,8 +113,11 @@ describe('warm language services', () => {
     declared(b);
     jest.advanceTimersByTime(50_000);
     expect(warmProjects()).toHaveLength(1);
+    expect(lastOpenedProgram()).toBeDefined();
     jest.advanceTimersByTime(10_001);
     expect(warmProjects()).toHaveLength(0);
+    // Its program is let go too: the idle-time indexing no longer holds it.
+    expect(lastOpenedProgram()).toBeUndefined();
   }, SLOW);
 
   test('a workspace removed and made again at the same path is read anew', async () => {

@@ -54,15 +54,15 @@ export function openProject(boundary: Boundary, root: string): CodeProject {
   evictBeyondBounds();
   const program = entry.service.getProgram();
   if (!program) throw permanent(ErrorTypes.BadToolInput, `dir: ${root} could not be analysed as a TypeScript project`);
-  lastProgram = program;
+  last = { key, program };
   return { root, service: entry.service, program, files: entry.host.files };
 }
 
-/** The program the last query or build used: its files' names are indexed in idle time (thread-main.ts). */
-let lastProgram: ts.Program | undefined;
+/** The program the last query or build used, while its project is warm: its files' names are indexed in idle time (thread-main.ts). */
+let last: { key: string; program: ts.Program } | undefined;
 
 export function lastOpenedProgram(): ts.Program | undefined {
-  return lastProgram;
+  return last?.program;
 }
 
 /** What is kept warm, least recently used first: for the benchmark and tests. */
@@ -73,7 +73,6 @@ export function warmProjects(): { root: string; files: number; sourceChars: numb
 /** Drops every warm service (tests, the benchmark's cold calls). */
 export function evictAll(): void {
   for (const key of [...warm.keys()]) evict(key);
-  lastProgram = undefined;
 }
 
 function evictBeyondBounds(): void {
@@ -87,6 +86,8 @@ function evict(key: string): void {
   if (!entry) return;
   warm.delete(key);
   clearTimeout(entry.idle);
+  // Its program goes with it, however it was evicted (idle, bounds, a failed refresh).
+  if (last?.key === key) last = undefined;
   // Releases its documents from the shared registry.
   entry.service.dispose();
 }
