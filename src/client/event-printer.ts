@@ -19,8 +19,8 @@ const SUMMARY_CHARS = 120;
 export class EventPrinter {
   /** Whether the last thing written ended a line. */
   private atLineStart = true;
-  /** Each step's turn whose text has been shown (`<step>\0<turn>`): only then does a retry supersede something. */
-  private readonly shown = new Set<string>();
+  /** Each step's last turn whose text has been shown: only a retry of that turn supersedes something. */
+  private readonly shown = new Map<string, number | undefined>();
 
   constructor(private readonly options: EventPrinterOptions) {}
 
@@ -29,10 +29,10 @@ export class EventPrinter {
     switch (event.type) {
       case 'message_start':
         // A retried turn whose failed attempt showed nothing needs no word: the reader saw nothing to take back.
-        if (event.attempt && event.attempt > 1 && this.shown.has(turnKey(event))) this.line(`${who}(turn ${event.turn} again, attempt ${event.attempt}: the text above is superseded)`);
+        if (event.attempt && event.attempt > 1 && this.shown.has(event.step ?? '') && this.shown.get(event.step ?? '') === event.turn) this.line(`${who}(turn ${event.turn} again, attempt ${event.attempt}: the text above is superseded)`);
         return;
       case 'text_delta':
-        this.shown.add(turnKey(event));
+        this.shown.set(event.step ?? '', event.turn);
         if (this.atLineStart && who) this.options.write(who);
         this.options.write(event.text);
         this.atLineStart = event.text.endsWith('\n');
@@ -86,8 +86,4 @@ export class EventPrinter {
 
 function clip(text: string): string {
   return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS)}…` : text;
-}
-
-function turnKey(event: { step?: string; turn?: number }): string {
-  return `${event.step ?? ''}\0${event.turn ?? ''}`;
 }
