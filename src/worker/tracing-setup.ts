@@ -1,7 +1,8 @@
 /**
  * The OpenTelemetry half of ./tracing.ts, loaded only for a traced worker: traces through
  * Temporal's own interceptors (@temporalio/interceptors-opentelemetry), exported over OTLP/HTTP
- * when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set: a span for each run (`RunWorkflow:runPlan`), each activity it starts and runs (`StartActivity:runTool`,
+ * when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set: a span for each run
+ * (`RunWorkflow:runPlan`), each activity it starts and runs (`StartActivity:runTool`,
  * `RunActivity:runTool`, whose `activity_id` is the step: cadre names activities after steps), each
  * signal, update and child workflow. The standard OTEL_* variables configure the exporter and batching.
  */
