@@ -15,7 +15,8 @@ export type TemporalBinary = 'temporal' | 'temporal-server' | 'temporal-sql-tool
 /** The CLI's release version, which its own builds stamp in (goreleaser's ldflags); a plain build says 0.0.0-DEV. */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 
-const PACKAGES: Record<TemporalBinary, string> = {
+/** Go's packages of the binaries; deploy/temporal-build/tools.go and .ci/run's warm-up name them too (test/unit/temporal-build.test.ts keeps the three lists equal). */
+export const PACKAGES: Record<TemporalBinary, string> = {
   temporal: 'github.com/temporalio/cli/cmd/temporal',
   'temporal-server': 'go.temporal.io/server/cmd/server',
   'temporal-sql-tool': 'go.temporal.io/server/cmd/tools/sql',

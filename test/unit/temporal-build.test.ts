@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildModuleDir, buildTemporalBinaries } from '../../src/worker/temporal-build';
+import { PACKAGES, buildModuleDir, buildTemporalBinaries } from '../../src/worker/temporal-build';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-temporal-build-'));
 const calls = path.join(dir, 'calls.jsonl');
@@ -42,6 +42,16 @@ test('the module pins the CLI and the server it embeds, and names the three pack
   expect(goMod).toMatch(/^\s+github\.com\/temporalio\/cli v1\.5\.1$/m);
   expect(goMod).toMatch(/^\s+go\.temporal\.io\/server v1\.29\.1$/m);
   expect(readFileSync(path.join(buildModuleDir(), 'go.sum'), 'utf8')).toContain('github.com/temporalio/cli v1.5.1 h1:');
+});
+
+test("the module's tools.go and .ci/run's warm-up name the packages the build builds", () => {
+  const built = Object.values(PACKAGES).sort();
+  // tools.go keeps them in go.mod (`go mod tidy`); .ci/run compiles them while `npm ci` runs, before this module can be loaded.
+  const imported = [...readFileSync(path.join(buildModuleDir(), 'tools.go'), 'utf8').matchAll(/^\s+_ "([^"]+)"$/gm)].map((m) => m[1]);
+  expect(imported.sort()).toEqual(built);
+  const ciRun = readFileSync(path.join(buildModuleDir(), '..', '..', '.ci', 'run'), 'utf8');
+  const warm = /go build -buildvcs=false \\\n\s+(.+?)\) >/.exec(ciRun);
+  expect(warm?.[1].split(/\s+/).sort()).toEqual(built);
 });
 
 test('asked for together, the CLI and the server binaries are one go build in the pinned module, placed under their names', async () => {
