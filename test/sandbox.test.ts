@@ -14,6 +14,9 @@ import { auditFile } from '../src/store/audit-files';
 import { runCadre, testServerEnv } from './support/cli';
 import { compile, startPlan, step, tempWorkspace, withWorker } from './support/harness';
 import { TSX } from './support/tsx';
+import { uniqueSleep, untilProcesses } from './support/processes';
+import { runTool } from '../src/activities/tools/run-tool';
+import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 
 const auditDir = mkdtempSync(path.join(os.tmpdir(), 'cadre-sandbox-audit-'));
 
@@ -176,6 +179,24 @@ steps:
     expect(d.status).toBe('failed');
     expect(step(d, 'a').error).toContain('SandboxConfigInvalid: sandbox.env names OPENAI_API_KEY, which this worker holds as a secret');
   });
+});
+
+test("a command runs in a cgroup of its own with its OOM score raised, both done by its launcher before bwrap starts; the worker's stay as they were", async () => {
+  const ws = tempWorkspace();
+  const argv = ['sleep', uniqueSleep(30)];
+  const aborted = new AbortController();
+  const call = runTool('shell', { command: `exec ${argv.join(' ')}` }, { workspace: ws, stepId: 's', attempt: 1, signal: aborted.signal, limits: INLINE_OUTPUT_LIMITS, sandbox: defaultToolSandbox() });
+  try {
+    const [pid] = await untilProcesses(argv, (pids) => pids.length === 1, 10_000);
+    // Seen from outside: the command (and bwrap, its parent) in a call cgroup of cadre's, the worker not.
+    const bwrap = Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    for (const p of [pid, bwrap]) expect({ p, cgroup: readFileSync(`/proc/${p}/cgroup`, 'utf8'), oom: readFileSync(`/proc/${p}/oom_score_adj`, 'utf8').trim() }).toEqual({ p, cgroup: expect.stringContaining('cadre-sandbox-'), oom: '1000' });
+    expect(readFileSync('/proc/self/cgroup', 'utf8')).not.toContain('cadre-sandbox-');
+    expect(readFileSync('/proc/self/oom_score_adj', 'utf8').trim()).not.toBe('1000');
+  } finally {
+    aborted.abort();
+    await call.catch(() => undefined);
+  }
 });
 
 test('a worker without bubblewrap fails a command with one line naming the fix, and says so when it starts', () => {

@@ -25,9 +25,7 @@ interface Hierarchy {
 }
 
 export interface CallCgroup {
-  /** Moves a process (before it starts anything) into the call's cgroups. */
-  join(pid: number): void;
-  /** The cgroups' directories: a process writes its own pid to each one's cgroup.procs to join. */
+  /** The cgroups' directories: the call's launcher writes its own pid to each one's cgroup.procs to join (sandbox/executor.ts). */
   readonly dirs: string[];
   /** Gives the cgroups back once their processes are gone. */
   release(): void;
@@ -58,9 +56,6 @@ export function callCgroup(limits: ResourceLimits): CallCgroup | undefined {
   return {
     controllers: [...new Set(hierarchies.flatMap((h) => h.controllers))],
     dirs: slot,
-    join: (pid) => {
-      for (const dir of slot) writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
-    },
     release: () => {
       const list = free.get(key) ?? [];
       if (slot.every(isEmpty) && list.length < MAX_FREE_PER_LIMITS) {

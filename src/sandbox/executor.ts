@@ -4,7 +4,6 @@
  * of `none`, into nothing: the caller runs it as before). Shell commands and MCP stdio servers
  * both come through here.
  */
-import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,13 +25,6 @@ export interface SandboxRequest {
   profile: SandboxProfile;
   /** The tool's whole environment (toolEnvironment): nothing else of the worker's reaches it. */
   env: Record<string, string>;
-  /**
-   * How the process gets its cgroup (where one can be had) and its raised OOM score before anything
-   * runs: `pipe`, the caller spawns `file` with a pipe as fd 3 and calls `started(pid)`, which lets
-   * it go; `self`, for a process another library spawns (an MCP server, by its SDK), it joins its
-   * cgroup itself before it starts bwrap. Without one it runs with rlimits only.
-   */
-  handshake?: 'pipe' | 'self';
   log?: (line: string) => void;
   /** How the egress proxy resolves names, instead of the system's (tests). */
   lookup?: EgressLookup;
@@ -43,8 +35,6 @@ export interface PreparedSandbox {
   args: string[];
   /** For the host-side processes (bwrap itself): just enough to run, nothing of the tool's. */
   env: Record<string, string>;
-  /** With `handshake`: moves the waiting process into its cgroup, raises its OOM score (a memory hog goes first, not the worker), and lets it go. */
-  started(pid: number, go: () => void): void;
   /** Whole-call caps in force: `cgroup(pids,memory)` or `rlimits`. */
   readonly containment: string;
   /** Stops the egress proxy, removes placeholders and the cgroup: after the process is gone. */
@@ -63,17 +53,19 @@ export class SandboxUnavailable extends Error {
 const PROXY_PORT = 3128;
 const PROXY_DIR = '/run/cadre';
 /**
- * Starts bwrap: opens the seccomp filter on fd 9 for it (bwrap reads it from an fd), and with the
- * pipe hand-shake waits on fd 3 until the host has moved it into its cgroup (see `started`); with
- * `join=<n>`, it moves itself into the n cgroups whose directories follow, and raises its OOM score.
+ * Starts bwrap: opens the seccomp filter on fd 9 for it (bwrap reads it from an fd); with
+ * `join=<n>`, first moves itself into the n cgroups whose directories follow (a failed join fails
+ * the call, exit 125); and raises its OOM score (a memory hog goes first, not the worker). The
+ * launcher joins, not the worker: moving a process between cgroups can wait out an RCU grace
+ * period (10-30 ms here), which would stall the worker's event loop on every call.
  */
 const LAUNCHER = [
   'if [ -n "$1" ]; then exec 9<"$1" || exit 125; fi',
   'mode=$2; shift 2',
   'case "$mode" in',
-  '  wait) read -r go <&3 || exit 125; exec 3<&-;;',
-  '  join=*) n=${mode#join=}; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; n=$((n - 1)); done; echo 1000 > /proc/self/oom_score_adj || true;;',
+  '  join=*) n=${mode#join=}; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; n=$((n - 1)); done;;',
   'esac',
+  'echo 1000 > /proc/self/oom_score_adj || true',
   'exec "$@"',
 ].join('\n');
 const SECCOMP_FD = 9;
@@ -103,7 +95,7 @@ export async function prepareSandbox(request: SandboxRequest): Promise<PreparedS
       argv = behindBridge(argv);
       env = { ...env, ...proxyEnv(PROXY_PORT) };
     }
-    const cgroup: CallCgroup | undefined = request.handshake ? callCgroup(request.profile.limits) : undefined;
+    const cgroup: CallCgroup | undefined = callCgroup(request.profile.limits);
     if (cgroup) cleanups.push(async () => cgroup.release());
     const filter = seccompFile();
     const bwrap = bwrapArgs({
@@ -118,32 +110,15 @@ export async function prepareSandbox(request: SandboxRequest): Promise<PreparedS
     const hostEnv = { PATH: '/usr/local/bin:/usr/bin:/bin' };
     return {
       file: '/bin/sh',
-      args: ['-c', LAUNCHER, 'cadre-sandbox', filter ?? '', ...launchMode(request.handshake, cgroup), available.bwrap, ...bwrap],
+      args: ['-c', LAUNCHER, 'cadre-sandbox', filter ?? '', ...(cgroup ? [`join=${cgroup.dirs.length}`, ...cgroup.dirs] : ['go']), available.bwrap, ...bwrap],
       env: hostEnv,
       containment: `${cgroup ? `cgroup(${cgroup.controllers.join(',')})` : 'rlimits'}${filter ? '+seccomp' : ''}`,
-      started: (pid, go) => {
-        // Two tiny writes, done at once: the process waits on them.
-        try {
-          cgroup?.join(pid);
-          writeFileSync(`/proc/${pid}/oom_score_adj`, '1000');
-        } catch {
-          // gone already, or no right to: it runs with its rlimits
-        } finally {
-          go();
-        }
-      },
       release,
     };
   } catch (err) {
     await release();
     throw err;
   }
-}
-
-/** The launcher's mode and its cgroups: wait for the pipe, join them itself, or go at once. */
-function launchMode(handshake: SandboxRequest['handshake'], cgroup: CallCgroup | undefined): string[] {
-  if (handshake === 'pipe') return ['wait'];
-  return handshake === 'self' && cgroup ? [`join=${cgroup.dirs.length}`, ...cgroup.dirs] : ['go'];
 }
 
 /** The command behind the egress bridge: it listens on the sandbox's loopback and forwards to the proxy's socket. */

@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { PreparedSandbox } from './executor';
 
 export interface SandboxedProcess {
@@ -22,13 +22,12 @@ export interface OutputReceivers {
 }
 
 export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceivers): SandboxedProcess {
-  // fd 3: the hand-shake; the process waits on it until it is in its cgroup. Descriptors the worker
-  // inherited without close-on-exec (from whatever started it) would reach the sandbox: the
-  // launcher closes them (bash can name any descriptor; dash only 0-9), or, without bash, each is
-  // replaced in the child by a pipe whose other end is closed at once.
+  // Descriptors the worker inherited without close-on-exec (from whatever started it) would reach the
+  // sandbox: the launcher closes them (bash can name any descriptor; dash only 0-9), or, without
+  // bash, each is replaced in the child by a pipe whose other end is closed at once.
   const closing = closingInherited(prepared);
   const leaked = closing ? [] : inheritedDescriptors();
-  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', 'pipe'];
+  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe'];
   for (const fd of leaked) {
     while (stdio.length <= fd) stdio.push('ignore');
     stdio[fd] = 'pipe';
@@ -36,15 +35,13 @@ export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceiver
   const { file, args } = closing ?? prepared;
   const child = spawn(file, args, { env: prepared.env, stdio, detached: true });
   for (const fd of leaked) (child.stdio[fd] as Readable | null)?.destroy();
-  const [stdout, stderr, handshake] = [child.stdout!, child.stderr!, child.stdio[3] as Writable];
+  const [stdout, stderr] = [child.stdout!, child.stderr!];
   stdout.on('data', output.stdout);
   stderr.on('data', output.stderr);
-  handshake.on('error', () => undefined);
   const exited = new Promise<number>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
   });
-  if (child.pid !== undefined) prepared.started(child.pid, () => handshake.end('go\n'));
   const closed = (stream: Readable) => new Promise((resolve) => stream.once('close', resolve));
   return {
     finished: Promise.all([exited, closed(stdout), closed(stderr)]).then(([code]) => code),
@@ -54,7 +51,6 @@ export function spawnSandboxed(prepared: PreparedSandbox, output: OutputReceiver
       } catch {
         // already gone
       }
-      handshake.destroy();
     },
   };
 }
@@ -73,7 +69,7 @@ export function closingInherited(prepared: Pick<PreparedSandbox, 'file' | 'args'
 let inherited: number[] | undefined;
 
 /**
- * Descriptors of this process above 3 without close-on-exec: Node opens its own with it, so these
+ * Descriptors of this process from 3 up without close-on-exec: Node opens its own with it, so these
  * came from whoever started the worker (a shell's, a supervisor's). Found once.
  */
 function inheritedDescriptors(): number[] {
@@ -87,7 +83,7 @@ function inheritedDescriptors(): number[] {
   }
   for (const name of fds) {
     const fd = Number(name);
-    if (fd <= 3) continue;
+    if (fd < 3) continue;
     try {
       const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
       if (flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0) inherited.push(fd);

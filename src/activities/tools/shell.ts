@@ -69,7 +69,7 @@ async function sandboxed(params: ShellParams, ctx: ToolContext, env: Record<stri
   if (!(await stat(cwd.path).catch(() => undefined))?.isDirectory()) throw permanent(ErrorTypes.FileNotFound, `no directory ${JSON.stringify(params.cwd)} in the ${ctx.boundary.name}`);
   let prepared: PreparedSandbox;
   try {
-    prepared = await prepareSandbox({ argv: ['/bin/sh', '-c', params.command], cwd: cwd.path, writable: [ctx.boundary.root], profile: ctx.sandbox.profile, env, handshake: 'pipe', ...(ctx.sandbox.log && { log: ctx.sandbox.log }), ...(ctx.sandbox.lookup && { lookup: ctx.sandbox.lookup }) });
+    prepared = await prepareSandbox({ argv: ['/bin/sh', '-c', params.command], cwd: cwd.path, writable: [ctx.boundary.root], profile: ctx.sandbox.profile, env, ...(ctx.sandbox.log && { log: ctx.sandbox.log }), ...(ctx.sandbox.lookup && { lookup: ctx.sandbox.lookup }) });
   } catch (err) {
     if (err instanceof SandboxUnavailable) throw permanent(ErrorTypes.SandboxUnavailable, err.message);
     throw err;

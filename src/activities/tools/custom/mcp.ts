@@ -128,7 +128,7 @@ async function connect(server: string, config: McpServerConfig, containment: Con
   }
   // The server's own cgroup, joined before it starts (its processes and memory capped as one), and
   // none of the worker's inherited descriptors: as a shell call has, for the server's whole life.
-  const request = { argv: [config.command, ...(config.args ?? [])], cwd: config.cwd ?? process.cwd(), writable: existing(box === 'none' ? [] : (box?.write ?? [])), profile: serverProfile, env, handshake: 'self' as const };
+  const request = { argv: [config.command, ...(config.args ?? [])], cwd: config.cwd ?? process.cwd(), writable: existing(box === 'none' ? [] : (box?.write ?? [])), profile: serverProfile, env };
   const prepared = await prepareSandbox(request).catch((err: unknown) => {
     throw err instanceof SandboxUnavailable ? permanent(ErrorTypes.SandboxUnavailable, `MCP server "${server}": ${err.message}`) : err;
   });
