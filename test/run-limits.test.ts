@@ -9,10 +9,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import YAML from 'yaml';
 import type { StreamEventAt } from '../src/streaming/events';
 import { runCadre, testServerEnv } from './support/cli';
-import { compile, startPlan, tempWorkspace, waitUntil } from './support/harness';
-import { SIGNALS_LIMIT, allRuns, onServer, lowLimitServers, refused, signalsIn, words } from './support/limits';
+import { compile, startPlan, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { SIGNALS_LIMIT, allRuns, onServer, lowLimitServers, refused, serverWith, signalsIn, words } from './support/limits';
 
 const servers = lowLimitServers();
 
@@ -158,4 +159,39 @@ test('an agent near its limits stops streaming its text, says so once, and still
     const agentSignals = signalsIn((await h.client.client.workflow.getHandle(`${id}/talk`).fetchHistory()).events ?? []);
     expect(agentSignals).toBeLessThanOrEqual(22);
   });
+}, 240_000);
+
+test('an agent whose conversation outgrows its history stops before Temporal would terminate it, and says why', async () => {
+  // A server that terminates a run past 2 MB of history (Temporal's default is 50 MB): each model
+  // turn carries the whole conversation, so 3 KB read a turn passes it in about 40 turns.
+  const limit = 2 * 1024 * 1024;
+  const server = await serverWith({ 'limit.historySize.error': limit, 'limit.historySize.warn': limit / 2 });
+  try {
+    const ws = tempWorkspace();
+    // Three files in turn: the same call again and again would be stopped as a loop.
+    for (let n = 0; n < 3; n++) writeFileSync(path.join(ws, `notes-${n}.txt`), `line of notes ${n}\n`.repeat(160));
+    const read = (i: number) => ({ reply: { toolCalls: [{ name: 'fs_read', args: { path: `notes-${i % 3}.txt`, from: 1, to: 160 } }] } });
+    writeFileSync(path.join(ws, 'reader.yaml'), YAML.stringify({ turns: [...Array.from({ length: 79 }, (_, i) => read(i)), { reply: { text: 'done' } }] }));
+    const plan = compile(`name: long-read\nsteps:\n  - id: read\n    agent: { prompt: "read the notes again and again", model: "scripted:${path.join(ws, 'reader.yaml')}", tools: [fs.read], maxTurns: 80 }\n`, ws);
+    await withWorker(
+      async (h) => {
+        const start = async (name: string, limits?: { bytes: number }) => (await h.client.start(plan, {}, { workflowId: `${name}-${Date.now()}`, taskQueue: h.taskQueue, ...(limits && { limits }) })).workflowId;
+        const agentOf = (id: string) => h.client.client.workflow.getHandle(`${id}/read`).describe();
+        // Told the cluster's limit, the agent stops at 85% of it: its step fails with the reason, its workflow ends as failed.
+        const told = await start('told', { bytes: limit });
+        const result = await h.client.result(told);
+        expect(result.status).toBe('failed');
+        expect(JSON.stringify(result)).toMatch(/AgentHistoryLimit: the conversation outgrew one workflow history after \d+ model turns: 1\.\d MB of Temporal's 2\.0 MB/);
+        const stopped = await agentOf(told);
+        expect({ status: stopped.status.name, under: (stopped.historySize ?? limit) < limit }).toEqual({ status: 'FAILED', under: true });
+        // The positive control: not told, the same agent reads on until the server terminates it, with no reason given.
+        const blind = await start('blind');
+        await h.client.result(blind).catch(() => undefined);
+        expect((await agentOf(blind)).status.name).toBe('TERMINATED');
+      },
+      { address: server.address },
+    );
+  } finally {
+    await server.stop();
+  }
 }, 240_000);

@@ -124,6 +124,7 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
 const WORKFLOW_TYPES: Record<string, Outcome> = {
   AgentTokenBudget: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise maxTokens or split the task'] },
   AgentTurnLimit: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise the turn limit or split the task'] },
+  AgentHistoryLimit: { class: 'permanent', kind: 'limit_exceeded', actions: ['narrow the task, split it, or lower maxTurns: every model turn carries the whole conversation'] },
   DecisionInvalid: { class: 'permanent', kind: 'invalid_output', actions: ['make the decision\'s choices clearer'] },
   // The model writes tool calls as text that nothing reads: the endpoint's toolCalls mode is the fix.
   ToolCallNotParsed: { class: 'permanent', kind: 'config', actions: ['set the toolCalls mode the message names for the model\'s endpoint (models.compatible in cadre.config.yaml)', 'or use a model that calls tools'] },

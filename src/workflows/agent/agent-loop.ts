@@ -36,6 +36,9 @@ type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
 const PATCH_COMMAND_RULES = 'command-rules';
 /** Agents started on this code fail a tool call written as text and a loop of the same calls (protocol/agent-guards.ts). */
 const PATCH_TURN_GUARDS = 'turn-guards';
+/** Past this share of its history limit an agent starts no model turn (the next one's input must still fit): patch asked only then. */
+const HISTORY_STOP_SHARE = 0.85;
+const PATCH_HISTORY_GUARD = 'agent-history-guard';
 /** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
 const MAX_PROMPT_ARGS_CHARS = 2000;
 
@@ -99,6 +102,15 @@ export class AgentLoop {
     return host ? [...this.waits.list(), host] : this.waits.list();
   }
 
+  /** Why no turn may start: each carries the whole conversation, so history grows with the square of the turns, and Temporal terminates a run past its limit (no cleanup, no reason). */
+  private historyFull(turns: number): string | undefined {
+    const limits = this.spec.limits;
+    const bytes = limits?.usage().bytes ?? 0;
+    if (!limits || bytes < HISTORY_STOP_SHARE * limits.max.bytes || !patched(PATCH_HISTORY_GUARD)) return undefined;
+    const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+    return `the conversation outgrew one workflow history after ${turns} model turns: ${mb(bytes)} of Temporal's ${mb(limits.max.bytes)} (every turn carries the whole conversation); narrow the task or lower maxTurns`;
+  }
+
   /** The host that holds its workspace, when its run is bound to one. */
   get route(): HostRoute | undefined {
     return this.spec.route;
@@ -119,6 +131,8 @@ export class AgentLoop {
         const fix = decide ? ` naming one of ${this.spec.choices?.join(', ')}` : ': raise maxTurns or narrow the prompt';
         throw ApplicationFailure.nonRetryable(`no final answer after ${turns} model turns${fix}`, decide ? 'DecisionInvalid' : 'AgentTurnLimit');
       }
+      const full = this.historyFull(turns);
+      if (full) throw ApplicationFailure.nonRetryable(full, 'AgentHistoryLimit');
       // The run's lease first (an agent at its turn limit asks for nothing): its answer may bring the run's warning, said in this very turn.
       await this.lease?.beforeTurn();
       const warning = this.ledger?.warning() ?? this.lease?.book.takeWarning();

@@ -114,6 +114,7 @@ class AgentRun {
       ...(sandbox && { sandbox }),
       // Its turns stream to its own workflow, whose limits are its own: its plan run's go to the messages that control the run.
       stream: this.stream.target(),
+      limits: this.stream.limits,
       ...(input.runBudget && { runBudget: input.runBudget }),
     };
     this.loop = new AgentLoop(

@@ -11,6 +11,7 @@ import type { Budget, BudgetSummary } from '../../protocol/budget';
 import type { BudgetOwner } from '../../protocol/budget-lease';
 import type { MustChange } from '../../protocol/made-no-change';
 import type { Verify } from '../../protocol/verify';
+import type { RunLimits } from '../common/run-limits';
 import type { HostRoute } from '../common/host-route';
 
 export interface LoopSpec {
@@ -54,6 +55,8 @@ export interface LoopSpec {
   toolHeartbeatTimeout?: Duration;
   /** The stream the loop's activities publish to (the agent's own workflow, or the session), and the turns counted before this loop. */
   stream?: { workflowId: string; turnBase?: number };
+  /** The agent's count of Temporal's per-run limits: it stops before its history outgrows one (agent-loop.ts, historyFull). */
+  limits?: RunLimits;
 }
 
 /**
