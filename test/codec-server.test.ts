@@ -145,6 +145,10 @@ describe('startCodecServer', () => {
 });
 
 describe('the commands', () => {
+  /** How long a server command may take to say it is ready (`cadre dev` starts a dev server and a worker: seconds, more under load). */
+  const READY_MS = 50_000;
+  /** Each request of the `cadre dev` test: one that hangs fails at its own line. */
+  const answered = () => ({ signal: AbortSignal.timeout(15_000) });
   function env(extra: Record<string, string>): NodeJS.ProcessEnv {
     const copy: NodeJS.ProcessEnv = { ...process.env, CADRE_LOG_LEVEL: 'ERROR', CADRE_CODEC_KEYS: KEYS, ...extra };
     delete copy.CADRE_CODEC_KEY_FILE;
@@ -153,17 +157,29 @@ describe('the commands', () => {
     return copy;
   }
 
-  /** Spawns a long-running command and resolves once its stdout matches `ready`. */
+  /**
+   * Spawns a long-running command and resolves once its stdout matches `ready`; one that has not
+   * within READY_MS is stopped, and the test fails with what it said (not with jest's timeout).
+   */
   function started(args: string[], environment: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; stdout: string }> {
     const child = spawnCadre(args, tempWorkspace(), environment);
     let stdout = '';
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     return new Promise((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`cadre ${args[0]} exited early (${code}): ${stdout}${stderr}`)));
+      const late = setTimeout(() => {
+        child.kill('SIGINT');
+        reject(new Error(`cadre ${args[0]} did not say it was ready within ${READY_MS / 1000} s: ${stdout}${stderr}`));
+      }, READY_MS);
+      child.once('exit', (code) => {
+        clearTimeout(late);
+        reject(new Error(`cadre ${args[0]} exited early (${code}): ${stdout}${stderr}`));
+      });
       child.stdout!.on('data', (chunk: Buffer) => {
         stdout += chunk.toString();
-        if (ready.test(stdout)) resolve({ child, stdout });
+        if (!ready.test(stdout)) return;
+        clearTimeout(late);
+        resolve({ child, stdout });
       });
     });
   }
@@ -214,15 +230,15 @@ describe('the commands', () => {
       try {
         const codecUrl = /codec server:\s+(\S+)/.exec(stdout)![1];
         // What the dev server tells the Web UI: the endpoint it sends /decode requests to.
-        const settings = (await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
+        const settings = (await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`, answered())).json()) as { Codec: { Endpoint: string } };
         const endpoint = settings.Codec.Endpoint;
         expect(endpoint).toMatch(new RegExp(`^${codecUrl.replace(/\./g, '\\.')}/[A-Za-z0-9_-]{32}$`));
         expect(stdout).not.toContain(endpoint);
         endpoints.push(endpoint);
         const body = toJson(await codec.encode([plain]));
         const uiOrigin = `http://127.0.0.1:${uiPort}`;
-        expect((await fetch(`${codecUrl}/decode`, { method: 'POST', body, headers: { Origin: uiOrigin } })).status).toBe(401);
-        const decoded = await fetch(`${endpoint}/decode`, { method: 'POST', body, headers: { Origin: uiOrigin } });
+        expect((await fetch(`${codecUrl}/decode`, { method: 'POST', body, headers: { Origin: uiOrigin }, ...answered() })).status).toBe(401);
+        const decoded = await fetch(`${endpoint}/decode`, { method: 'POST', body, headers: { Origin: uiOrigin }, ...answered() });
         expect([decoded.status, decoded.headers.get('access-control-allow-origin')]).toEqual([200, uiOrigin]);
         expect(await firstData(decoded)).toBe('"hello"');
       } finally {

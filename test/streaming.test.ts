@@ -171,7 +171,9 @@ steps:
 test('a worker killed while the model streams: a second attempt, which readers tell apart, completes the turn', async () => {
   const ws = tempWorkspace();
   const plan = compile(`name: killed-stream\nsteps:\n  - { id: talk, agent: { prompt: "talk", model: "openai:gpt-4o-mini" } }\n`, ws);
-  const first = words(40, 'a');
+  // The worker is killed once a reader has seen two of the first attempt's deltas: a reader runs
+  // seconds behind on a loaded machine, so the first answer streams for 20 s (the kill ends it).
+  const first = words(200, 'a');
   const second = words(5, 'b');
   server.enqueue({ chunks: first, chunkDelayMs: 100 }, { chunks: second });
   const taskQueue = uniqueId('killed-stream');
