@@ -7,7 +7,7 @@
  * scenario has a control that runs plain git on the same setup and sees the markers appear, so a
  * planted program that would never have run cannot make a test pass.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -119,7 +119,9 @@ describe('cadre runs nothing a repository configures', () => {
     writeFileSync(path.join(checkout, 'app.txt'), 'changed\n');
     execFileSync('git', ['-c', 'filter.proc.process=', 'diff'], { cwd: checkout });
     touchTracked(checkout, ['a.proc']);
-    expect(() => git(checkout, 'status', '--porcelain')).toThrow();
+    // Git stops ("the remote end hung up") or goes on without the filter ("packet write failed"),
+    // depending on whether the planted program exits before git's first write: the mark is the test.
+    spawnSync('git', ['status', '--porcelain'], { cwd: checkout, stdio: 'ignore' });
     expect(marks.left()).toEqual(
       expect.arrayContaining([
         'clean-a=b', 'clean-branch', 'clean-gitdir', 'clean-inc', 'clean-x',
