@@ -37,7 +37,7 @@ export async function agentTranscript(client: Client, workflowId: string): Promi
     const failed = event.activityTaskFailedEventAttributes?.failure;
     const failure = failed?.message;
     const result = 'result' in done ? decoded(done.result?.payloads?.[0]) : undefined;
-    if (activity.type === 'modelTurn') {
+    if (activity.type === 'modelTurn' || activity.type === 'modelTurnChained') {
       const turn = result as { text?: string; toolCalls?: { name: string; args: unknown; error?: string }[]; unparsedToolCall?: unknown } | undefined;
       const unread = UNREAD_REPLIES.has(failed?.applicationFailureInfo?.type ?? '');
       if (unread || turn?.unparsedToolCall || turn?.toolCalls?.some((c) => c.error !== undefined && /^(the arguments|no tool named)/.test(c.error))) unparsed++;

@@ -136,7 +136,7 @@ describe('workspace affinity', () => {
         expect(started.filter(([, on]) => on !== host)).toEqual([]);
         // The agent's model turns, its toolset and its tool call too (they read the workspace's blob store and files).
         const agent = await activityHosts(client, `${id}/agent`);
-        expect(agent.map(([type]) => type).sort()).toEqual(['agentToolset', 'modelTurn', 'modelTurn', 'runTool']);
+        expect(agent.map(([type]) => type).sort()).toEqual(['agentToolset', 'modelTurnChained', 'modelTurnChained', 'runTool']);
         expect(agent.filter(([, on]) => on !== host)).toEqual([]);
         expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([host]);
       }
@@ -276,7 +276,7 @@ describe('a host that goes away', () => {
       expect(ran).toEqual([['runTool', gamma], ['runTool', gamma]]);
       expect(done.steps.map((s) => [s.id, s.status])).toEqual([['slow', 'completed'], ['hold', 'completed'], ['after', 'completed'], ['agent', 'completed'], ['loop', 'completed']]);
       const agent = await activitiesCompleted(client, `${id}/agent`);
-      expect(agent.slice(-2)).toEqual([['runTool', gamma], ['modelTurn', gamma]]);
+      expect(agent.slice(-2)).toEqual([['runTool', gamma], ['modelTurnChained', gamma]]);
       // Every item was written on gamma: alpha was dead before the chunks started (whether it polls, any host answers).
       for (const chunk of [`${id}/loop/0`, `${id}/loop/1`]) {
         const items = await activitiesCompleted(client, chunk);
@@ -385,7 +385,7 @@ describe('a session in a fleet', () => {
       expect(await sessionDiagnostics(client, id)).toMatchObject({ host: alpha, waiting: [] });
       // Its model turn and its command ran on alpha, while beta polled too (whether a host holds the workspace, any host answers).
       const ran = await activitiesCompleted(client, id);
-      expect(ran.map(([type]) => type)).toEqual(expect.arrayContaining(['modelTurn', 'runTool']));
+      expect(ran.map(([type]) => type)).toEqual(expect.arrayContaining(['modelTurnChained', 'runTool']));
       expect(ran.filter(([type, on]) => type !== 'locateWorkspace' && on !== alpha)).toEqual([]);
       expect((await client.client.workflow.getHandle(id).describe()).searchAttributes.CadreHost).toEqual([alpha]);
 

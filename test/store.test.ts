@@ -58,6 +58,9 @@ describe('the blob store', () => {
     await expect(readStored({ ...other, store: `${before.dir}/` }, [after.dir])).rejects.toThrow(/does not match its hash/);
     const absent = await before.put({ moved: `${value.moved}?` });
     await expect(readStored({ ...absent, store: `${before.dir}/` }, [after.dir])).rejects.toThrow(/names the store .*, which is not this run's/);
+    // Cached for the store that wrote it, it is still not another run's to read.
+    await expect(readStored(absent, [after.dir])).rejects.toThrow(/names the store .*, which is not this run's/);
+    expect(await readStored(absent, [before.dir])).toEqual({ moved: `${value.moved}?` });
   });
 
   test('a workspace whose .cadre leads outside it gets no store', async () => {

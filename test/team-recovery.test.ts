@@ -72,9 +72,9 @@ test('transient: rate limits are retried with backoff, then the fallback model t
     expect(at[1] - at[0]).toBeGreaterThanOrEqual(450);
     expect(at[2] - at[1]).toBeGreaterThanOrEqual(950);
     const agentId = step(d, 'w').agent?.workflowId as string;
-    expect((await activities(h, agentId)).filter(([type]) => type === 'modelTurn')).toEqual([
-      ['modelTurn', 3, 'failed'],
-      ['modelTurn', 1, 'completed'],
+    expect((await activities(h, agentId)).filter(([type]) => type === 'modelTurnChained')).toEqual([
+      ['modelTurnChained', 3, 'failed'],
+      ['modelTurnChained', 1, 'completed'],
     ]);
     expect(recoveries(id)).toEqual([['transient', 'ModelRateLimited', 'fallback_model']]);
     expect(d.workers?.[0].state).toBe('completed');
@@ -90,9 +90,9 @@ test('transient without a fallback model: another round of retries with backoff'
     expect(d.status).toBe('completed');
     expect(modelsAsked()).toEqual(['gpt-main', 'gpt-main', 'gpt-main', 'gpt-main', 'gpt-main']);
     const agentId = step(d, 'w').agent?.workflowId as string;
-    expect((await activities(h, agentId)).filter(([type]) => type === 'modelTurn')).toEqual([
-      ['modelTurn', 3, 'failed'],
-      ['modelTurn', 2, 'completed'],
+    expect((await activities(h, agentId)).filter(([type]) => type === 'modelTurnChained')).toEqual([
+      ['modelTurnChained', 3, 'failed'],
+      ['modelTurnChained', 2, 'completed'],
     ]);
     expect(recoveries(id)).toEqual([['transient', 'ModelUnavailable', 'retried']]);
   });

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { gitAt, run } from '../git/git';
 import type { WorkerHost } from './workspace-host';
 import { CLONE_RUN_KEY, cloneWorktreesDir, clonesDir, runBranch } from './workspace-clone';
+import { WORKSPACE_BLOB_DIR } from '../store/blobs';
 
 /** What the server says of a run: open or not, and the host it is bound to. Undefined: no such run. */
 export type RunState = { open: boolean; host?: string } | undefined;
@@ -43,7 +44,9 @@ async function whyKept(clone: string, host: WorkerHost | undefined, runState: (r
   if (!runId) return 'not a clone cadre recorded a run for';
   const state = await runState(runId);
   if (state?.open && (host === undefined || state.host === undefined || state.host === host.name)) return `run ${runId} is open here`;
-  if ((await run(git, ['status', '--porcelain'], 'reading the clone')).trim() !== '') return `holds work never pushed (run ${runId} ${state?.open ? 'went on elsewhere' : 'ended'} without it)`;
+  // Stored values never pushed belong to steps whose work was not pushed either, and which ran again
+  // where the run went on (an agent's conversation among them: it is sent whole there).
+  if ((await run(git, ['status', '--porcelain', '--', '.', `:(exclude)${WORKSPACE_BLOB_DIR}`], 'reading the clone')).trim() !== '') return `holds work never pushed (run ${runId} ${state?.open ? 'went on elsewhere' : 'ended'} without it)`;
   // Everything here is at the remote when a branch there holds HEAD: the run's (another host may
   // have pushed more since), or the one it was cloned from (nothing pushed yet).
   const branch = runBranch(runId);

@@ -6,7 +6,7 @@ import { Context, type Info } from '@temporalio/activity';
 import { Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobStore } from '../store/blobs';
-import { hasDeferred } from '../plan-format/refs';
+import { type StoredRef, hasDeferred } from '../plan-format/refs';
 import { type ForkInput, startsProcesses } from '../plan-format/types';
 import { externalize } from '../store/values';
 import { INLINE_OUTPUT_LIMITS, STORED_OUTPUT_LIMITS } from './tools/context';
@@ -41,6 +41,7 @@ import type { CommandRuleSetInput } from '../commands/rule-set';
 import type { StreamTarget } from '../protocol/stream';
 import { TurnStream, publishToolResult } from './stream-events';
 import { keepTurnSmall } from './model-results';
+import { chainedConversation } from './conversation-chain';
 import type { BudgetLimits } from '../protocol/budget';
 import { heldToBudget } from '../providers/turn-budget';
 import { type Pricing, costOf, pricedPart } from '../providers/prices';
@@ -51,6 +52,11 @@ export type { AgentTool } from './tools/agent-toolset';
 export type { PlanDocumentRequest, PlanDocumentResult } from './plan-document';
 export type { WorkerHost, WorkspaceHost } from './workspace-host';
 export type { ClonedWorkspace } from './workspace-clone';
+
+/** A model turn's request as the agent loop sends it. */
+type TurnRequest = ModelTurnRequest & { stream?: StreamTarget; budget?: BudgetLimits };
+/** A chained turn's result names the stored conversation it was sent, for the next turn to go on from. */
+export type ChainedTurnResult = ModelTurnResult & { conversation?: StoredRef };
 
 export interface ToolRequest {
   tool: string;
@@ -117,6 +123,44 @@ export function createActivities(deps: ActivityDeps = {}) {
   // Its background writes log through the worker's logger (JSON lines when not on a terminal).
   const analytics = new AnalyticsWriter(deps.analytics ?? analyticsTarget(), (message) => Runtime.instance().logger.warn(message));
   const values = valueActivities(deps);
+  // With `stream`, the turn's text and events go to the run's stream as the provider sends them.
+  // With `budget` (what the agent's budget has left), the turn is held to it (providers/turn-budget.ts), and a priced model's turn says what it cost.
+  // `chained`: the messages are those since `earlier`, the stored conversation, and what was sent is stored in turn.
+  const modelTurnOf = ({ stream, budget, ...request }: TurnRequest, chained?: { earlier?: StoredRef }): Promise<ChainedTurnResult> =>
+    heartbeating(async () => {
+      // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
+      const { modelTurn } = await import('../providers/model-turn');
+      let events: TurnStream | undefined;
+      try {
+        const redactor = containment().redactor;
+        // A host out of streaming budget (maxBatches 0) hears nothing of the turn but its result.
+        events = stream && stream.maxBatches !== 0 ? new TurnStream(stream, redactor, request.model ?? modelSettings().defaultModel) : undefined;
+        const store = request.workspace ? lazyStore(request.workspace, deps) : undefined;
+        const { sent, conversation } = chained ? await chainedConversation(chained.earlier, request.messages, store) : { sent: request.messages, conversation: undefined };
+        // Tool results a session stored outside history are read back here, never into history.
+        const messages = store && hasDeferred(sent) ? await readParams(sent, store) : sent;
+        // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
+        const settings = modelSettings();
+        const model = request.model ?? settings.defaultModel;
+        const price = model === undefined ? undefined : settings.prices[model];
+        const asked = { ...request, messages: messages as ModelTurnRequest['messages'] };
+        const held = budget ? heldToBudget(asked, budget, price, model) : asked;
+        const turn = redactor.value(await modelTurn(held, settings, Context.current().cancellationSignal, events));
+        if (price) turn.costUsd = costOf(turn.usage, price);
+        events?.completed(turn);
+        // A big answer travels by reference: history, and gRPC's message limit, see a small one.
+        const small = await keepTurnSmall(turn, store, model ?? 'the model');
+        // What this attempt streamed, so the workflow publishes the turn's end to match.
+        const streamed = stream && (events?.streamed() ?? { attempt: Context.current().info.attempt, chars: 0, textChars: 0 });
+        return { ...small, ...(streamed && { streamed }), ...(conversation && { conversation }) };
+      } catch (err) {
+        events?.failed(err);
+        throw withJitter(err, Context.current().info.attempt);
+      } finally {
+        await events?.close();
+      }
+    });
+
   return {
     // Local activities of a run bound to a lone host check they run on it (onHost).
     resolveValue: (request: ValueRequest & { onHost?: string }) => (checkOnHost(deps.host, request.onHost), values.resolveValue(request)),
@@ -137,40 +181,9 @@ export function createActivities(deps: ActivityDeps = {}) {
     // A worktree as a step left it, for forks (git/snapshot.ts).
     snapshotWorktree: (request: SnapshotRequest) => heartbeating(() => snapshotWorktree(request)),
     // One model call; the agent loop (a workflow) runs the tools it asks for. Cancellation aborts the HTTP request.
-    // With `stream`, the turn's text and events go to the run's stream as the provider sends them.
-    // With `budget` (what the agent's budget has left), the turn is held to it (providers/turn-budget.ts), and a priced model's turn says what it cost.
-    modelTurn: ({ stream, budget, ...request }: ModelTurnRequest & { stream?: StreamTarget; budget?: BudgetLimits }): Promise<ModelTurnResult> =>
-      heartbeating(async () => {
-        // Loaded on first use: the AI SDK costs ~130 ms at startup, and every CLI command imports the activities.
-        const { modelTurn } = await import('../providers/model-turn');
-        let events: TurnStream | undefined;
-        try {
-          const redactor = containment().redactor;
-          // A host out of streaming budget (maxBatches 0) hears nothing of the turn but its result.
-          events = stream && stream.maxBatches !== 0 ? new TurnStream(stream, redactor, request.model ?? modelSettings().defaultModel) : undefined;
-          // Tool results a session stored outside history are read back here, never into history.
-          const messages = request.workspace && hasDeferred(request.messages) ? await readParams(request.messages, lazyStore(request.workspace, deps)) : request.messages;
-          // A model repeating a secret it was given (in a prompt, say) does not carry it into history either.
-          const settings = modelSettings();
-          const model = request.model ?? settings.defaultModel;
-          const price = model === undefined ? undefined : settings.prices[model];
-          const asked = { ...request, messages: messages as ModelTurnRequest['messages'] };
-          const held = budget ? heldToBudget(asked, budget, price, model) : asked;
-          const turn = redactor.value(await modelTurn(held, settings, Context.current().cancellationSignal, events));
-          if (price) turn.costUsd = costOf(turn.usage, price);
-          events?.completed(turn);
-          // A big answer travels by reference: history, and gRPC's message limit, see a small one.
-          const small = await keepTurnSmall(turn, request.workspace ? lazyStore(request.workspace, deps) : undefined, request.model ?? modelSettings().defaultModel ?? 'the model');
-          // What this attempt streamed, so the workflow publishes the turn's end to match.
-          const streamed = stream && (events?.streamed() ?? { attempt: Context.current().info.attempt, chars: 0, textChars: 0 });
-          return streamed ? { ...small, streamed } : small;
-        } catch (err) {
-          events?.failed(err);
-          throw withJitter(err, Context.current().info.attempt);
-        } finally {
-          await events?.close();
-        }
-      }),
+    modelTurn: (request: TurnRequest): Promise<ModelTurnResult> => modelTurnOf(request),
+    // The same, given only the messages since the last turn and the stored conversation before them (conversation-chain.ts).
+    modelTurnChained: ({ earlier, ...request }: TurnRequest & { earlier?: StoredRef }): Promise<ChainedTurnResult> => modelTurnOf(request, { earlier }),
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
     // With code tools among them, their thread builds the workspace's service while the model takes its first turn.

@@ -32,6 +32,8 @@ export const ErrorTypes = {
   MissingValue: 'MissingValue',
   /** A value stored outside history cannot be read (gone, changed, another machine's store). */
   StoredValue: 'StoredValue',
+  /** An agent's conversation so far cannot be read from the run's store (activities/conversation-chain.ts): the agent sends it whole. */
+  ConversationMissing: 'ConversationMissing',
   /** Another git process holds a lock: retried. */
   GitBusy: 'GitBusy',
   /** git refused an operation. */

@@ -89,6 +89,8 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
   NotOnHost: { class: 'transient', kind: 'workspace', actions: ['none: the run sends the call to the host that holds its workspace'] },
   MissingValue: { class: 'permanent', kind: 'invalid_request', actions: ['give the value a default or fix the reference'] },
   StoredValue: { class: 'permanent', kind: 'stored_value', actions: ['run the step again where its value is stored'] },
+  // The agent loop handles it itself (it sends the whole conversation): seen only in the activity's history.
+  ConversationMissing: { class: 'transient', kind: 'stored_value', actions: ['none: the agent sends its whole conversation again'] },
   GitBusy: { class: 'infrastructure', kind: 'git', actions: RESET_WORKTREE },
   GitFailed: { class: 'infrastructure', kind: 'git', actions: RESET_WORKTREE },
   MergeConflict: { class: 'user_resolvable', kind: 'merge_conflict', actions: RESOLVE_MERGE },
@@ -124,7 +126,7 @@ const CADRE_TYPES: Record<(typeof ErrorTypes)[keyof typeof ErrorTypes], Outcome>
 const WORKFLOW_TYPES: Record<string, Outcome> = {
   AgentTokenBudget: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise maxTokens or split the task'] },
   AgentTurnLimit: { class: 'permanent', kind: 'limit_exceeded', actions: ['raise the turn limit or split the task'] },
-  AgentHistoryLimit: { class: 'permanent', kind: 'limit_exceeded', actions: ['narrow the task, split it, or lower maxTurns: every model turn carries the whole conversation'] },
+  AgentHistoryLimit: { class: 'permanent', kind: 'limit_exceeded', actions: ['narrow the task, split it, or lower maxTurns: every turn adds its messages and tool results to the history'] },
   DecisionInvalid: { class: 'permanent', kind: 'invalid_output', actions: ['make the decision\'s choices clearer'] },
   // The model writes tool calls as text that nothing reads: the endpoint's toolCalls mode is the fix.
   ToolCallNotParsed: { class: 'permanent', kind: 'config', actions: ['set the toolCalls mode the message names for the model\'s endpoint (models.compatible in cadre.config.yaml)', 'or use a model that calls tools'] },

@@ -67,7 +67,8 @@ export class BlobStore {
 
 /** Reads and verifies a stored value (cached), from one of the `allowed` stores only. */
 export async function readStored(ref: StoredRef, allowed: readonly string[]): Promise<unknown> {
-  const cached = cache.get(ref);
+  // A value cached from a store this run may not read is not its to have: read from its own stores, or refused.
+  const cached = allowed.includes(ref.store) ? cache.get(ref) : { found: false as const };
   if (cached.found) return cached.value;
   if (!SHA256.test(ref.sha256)) throw new BlobError(`not a stored value: bad hash "${String(ref.sha256).slice(0, 80)}"`);
   // A run that moved to another host (a workspace cloned from a repository) finds its values in its
@@ -86,7 +87,7 @@ export async function readStored(ref: StoredRef, allowed: readonly string[]): Pr
   }
   if (createHash('sha256').update(text).digest('hex') !== ref.sha256) throw new BlobError(`stored value ${file} does not match its hash: it was changed`);
   const value: unknown = JSON.parse(text.toString('utf8'));
-  cache.set(ref, value);
+  cache.set({ ...ref, store }, value);
   return value;
 }
 

@@ -90,6 +90,13 @@ function ruleScenario(workspace: string): void {
 }
 
 /** A scripted agent that writes a call as text (corrected once), then makes the same call three turns in a row (told once). */
+/** Three reads of three files, then the answer: each turn after the first goes on from the stored conversation. */
+function chainScenario(workspace: string): void {
+  const read = (n: number) => `  - reply: { toolCalls: [{ name: fs_read, args: { path: notes-${n}.txt } }] }`;
+  for (const n of [1, 2, 3]) writeFileSync(path.join(workspace, `notes-${n}.txt`), `note ${n}\n`);
+  writeFileSync(path.join(workspace, 'chain.yaml'), `turns:\n${[1, 2, 3].map(read).join('\n')}\n  - expect: { lastContains: "note 3" }\n    reply: { text: "three notes read" }\n`);
+}
+
 function guardScenario(workspace: string): void {
   writeFileSync(path.join(workspace, 'notes.txt'), 'three notes\n');
   const call = '{ toolCalls: [{ name: fs_read, args: { path: notes.txt } }] }';
@@ -437,6 +444,18 @@ steps:
 `,
     answers: {},
     cancelWhenWaitingOn: 'confirm',
+  },  // Turns sent as the messages since the last, the conversation before them stored (patch agent-conversation-chain).
+  {
+    name: 'run-plan-conversation-chain',
+    plan: `
+name: replay-conversation-chain
+steps:
+  - { id: act, agent: { prompt: "Read the notes", model: "scripted:chain.yaml", tools: [fs.read] } }
+output: "{{ steps.act.output }}"
+`,
+    answers: {},
+    children: { 'agent-task-conversation-chain': '/act' },
+    setup: chainScenario,
   },
 ];
 

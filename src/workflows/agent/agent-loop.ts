@@ -9,17 +9,18 @@
  */
 import { ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
 import { ApprovalGate } from './approval-gate';
-import type { Activities, AgentTool, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
-import { approvalFor, matchChoice } from '../../plan-format/approval-policy';
+import type { Activities, AgentTool, ChainedTurnResult, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
+import { matchChoice } from '../../plan-format/approval-policy';
+import { type GlobApprovalContext, globApproval } from './glob-approval';
 import { audit, type AuditEvent } from './audit';
 import { isoAt, nowMs } from '../common/clock';
-import { APPROVAL_CHOICES, type TokenUsage, type Waiting } from '../../protocol/definitions';
+import type { TokenUsage, Waiting } from '../../protocol/definitions';
 import { describeFailure } from '../common/failures';
-import { HumanWaits, splitAnswer } from '../plan/waits';
+import { HumanWaits } from '../plan/waits';
 import type { StreamTarget } from '../../protocol/stream';
 import { TurnGuards } from '../../protocol/agent-guards';
 import type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
-import { AGENT_INLINE_LIMIT, asFailure, clip, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
+import { AGENT_INLINE_LIMIT, asFailure, modelActivities, toolActivities, toolReply, toolset } from './loop-activities';
 import { TurnEvents } from '../../streaming/turn-events';
 import { BudgetLedger } from './budget-ledger';
 import { refusedTurn } from '../../budget/ledger';
@@ -27,6 +28,7 @@ import { BudgetLease } from './budget-lease';
 import { turnBudget } from '../../budget/lease';
 import type { HostRoute } from '../common/host-route';
 import { VerifyGate } from './verify-gate';
+import { StoredConversation } from '../../protocol/stored-conversation';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
@@ -39,8 +41,10 @@ const PATCH_TURN_GUARDS = 'turn-guards';
 /** Past this share of its history limit an agent starts no model turn (the next one's input must still fit): patch asked only then. */
 const HISTORY_STOP_SHARE = 0.85;
 const PATCH_HISTORY_GUARD = 'agent-history-guard';
-/** Arguments shown in an approval's prompt: enough to decide, never a whole file. */
-const MAX_PROMPT_ARGS_CHARS = 2000;
+/** Agents started on this code send each model turn only the messages since the last (stored-conversation.ts). */
+const PATCH_CONVERSATION_CHAIN = 'agent-conversation-chain';
+/** The chained turn's failure when the store cannot give the conversation back (ErrorTypes.ConversationMissing). */
+const CONVERSATION_MISSING = 'ConversationMissing';
 
 export class AgentLoop {
   readonly usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
@@ -68,6 +72,8 @@ export class AgentLoop {
   readonly lease?: BudgetLease;
   /** Its step's check, run before a final answer is taken. */
   private readonly verify?: VerifyGate;
+  /** Its conversation as stored by its model turns, when it has a workspace to store it in. */
+  private readonly conversation?: StoredConversation;
 
   constructor(
     private readonly spec: LoopSpec,
@@ -82,6 +88,7 @@ export class AgentLoop {
       this.gate = new ApprovalGate(gate, this.waits, () => hooks.waitsChanged(), (event) => this.record(event));
     }
     this.guarded = patched(PATCH_TURN_GUARDS);
+    if ((spec.storeWorkspace ?? spec.workspace) !== undefined && patched(PATCH_CONVERSATION_CHAIN)) this.conversation = new StoredConversation();
     if (hooks.publish) this.events = new TurnEvents(spec.label, hooks.publish);
     if (spec.budget) {
       const warn = (message: string) => hooks.publish?.({ type: 'budget_warning', step: spec.label, message });
@@ -102,13 +109,13 @@ export class AgentLoop {
     return host ? [...this.waits.list(), host] : this.waits.list();
   }
 
-  /** Why no turn may start: each carries the whole conversation, so history grows with the square of the turns, and Temporal terminates a run past its limit (no cleanup, no reason). */
+  /** Why no turn may start: Temporal terminates a run past its history limit (no cleanup, no reason), and each turn adds to it (before the conversation chain, the whole conversation). */
   private historyFull(turns: number): string | undefined {
     const limits = this.spec.limits;
     const bytes = limits?.usage().bytes ?? 0;
     if (!limits || bytes < HISTORY_STOP_SHARE * limits.max.bytes || !patched(PATCH_HISTORY_GUARD)) return undefined;
     const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
-    return `the conversation outgrew one workflow history after ${turns} model turns: ${mb(bytes)} of Temporal's ${mb(limits.max.bytes)} (every turn carries the whole conversation); narrow the task or lower maxTurns`;
+    return `the conversation outgrew one workflow history after ${turns} model turns: ${mb(bytes)} of Temporal's ${mb(limits.max.bytes)} (every turn adds its messages and tool results); narrow the task or lower maxTurns`;
   }
 
   /** The host that holds its workspace, when its run is bound to one. */
@@ -199,7 +206,7 @@ export class AgentLoop {
 
   /** One model call outside the loop (a session's summary): counted and audited like a turn. */
   async complete(messages: ModelMessageInput[], system: string): Promise<ModelTurnResult> {
-    return this.modelTurn(messages, [], system);
+    return this.modelTurn(messages, [], system, false);
   }
 
   record(event: Omit<AuditEvent, 'at' | 'step'>): void {
@@ -216,18 +223,19 @@ export class AgentLoop {
     return this.offered;
   }
 
-  private async modelTurn(messages: ModelMessageInput[], tools: Pick<AgentTool, 'name' | 'description' | 'inputSchema'>[], system: string | undefined): Promise<ModelTurnResult> {
+  /** One model turn; `chain`: sent as the messages since the last turn (a session's summary, asked on other messages, is not). */
+  private async modelTurn(messages: ModelMessageInput[], tools: Pick<AgentTool, 'name' | 'description' | 'inputSchema'>[], system: string | undefined, chain = true): Promise<ModelTurnResult> {
     this.turns++;
     this.hooks.changed();
     for (;;) {
       const started = nowMs();
       const budget = turnBudget(this.ledger?.left(), this.lease?.book.left());
+      const chained = chain ? this.conversation?.next(messages) : undefined;
       try {
         this.lease?.book.turnStarted();
-        const turn = await this.models.modelTurn({
+        const request = {
           ...(this.model !== undefined && { model: this.model }),
           ...(system !== undefined && { system }),
-          messages,
           ...(tools.length > 0 && { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) }),
           ...(this.spec.output && { outputSchema: this.spec.output }),
           ...(this.spec.mustChange && { mustChange: this.spec.mustChange }),
@@ -235,7 +243,9 @@ export class AgentLoop {
           workspace: this.spec.storeWorkspace ?? this.spec.workspace,
           ...this.streamTo(),
           ...(budget && { budget }),
-        });
+        };
+        const turn: ChainedTurnResult = chained ? await this.models.modelTurnChained({ ...request, ...chained }) : await this.models.modelTurn({ ...request, messages });
+        if (chained) this.conversation?.stored(turn.conversation);
         this.ledger?.settle(turn);
         this.lease?.turnEnded(turn);
         this.hooks.progressed?.();
@@ -250,6 +260,10 @@ export class AgentLoop {
         this.lease?.turnEnded();
         if (isCancellation(err)) throw err;
         this.record({ event: 'model.turn', turn: this.turns, durationMs: nowMs() - started, outcome: 'error', errorType: asFailure(err).type ?? 'Error' });
+        if (chained && asFailure(err).type === CONVERSATION_MISSING) {
+          this.conversation?.missing();
+          continue;
+        }
         // Not started for want of budget: a person extends it (and the turn is asked again), or the agent stops.
         const refused = budget && refusedTurn(err);
         if (refused && this.lease?.book.holds(refused.cap, this.ledger?.left() ?? {})) {
@@ -319,7 +333,7 @@ export class AgentLoop {
       this.record({ event: 'tool.refused', call: callId, outcome: tool ? 'invalid_arguments' : 'unknown_tool', ...(tool && { tool: tool.tool }) });
       return reply(call.error ?? `no tool named ${call.name}`, true);
     }
-    const denial = this.gate ? await this.gate.check(tool.tool, call.args, callId) : await this.approval(tool.tool, call.args, callId);
+    const denial = this.gate ? await this.gate.check(tool.tool, call.args, callId) : await globApproval(this.globs(), tool.tool, call.args, callId);
     if (denial !== undefined) return reply(denial, true);
     const started = nowMs();
     const turn = this.turnNumber();
@@ -333,7 +347,7 @@ export class AgentLoop {
         workspace: this.spec.workspace,
         stepId: this.spec.label,
         ...(this.spec.worktree && { worktree: true }),
-        // Every turn sends the whole conversation: big outputs travel by reference, so no turn outgrows a payload.
+        // Outputs go back to the model in the next turn's input: big ones travel by reference, so no turn outgrows a payload.
         inlineLimit: AGENT_INLINE_LIMIT,
         forModel: true,
         ...(this.spec.storeWorkspace && { storeWorkspace: this.spec.storeWorkspace }),
@@ -365,35 +379,14 @@ export class AgentLoop {
     }
   }
 
-  private toolActivities(tool: string, callId: string) {
-    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout, this.spec.route);
+  /** What runs from before command rules decide with (glob-approval.ts). */
+  private globs(): GlobApprovalContext {
+    const { label, approvals, approvalTimeout } = this.spec;
+    return { label, approvals, approvalTimeout, waits: this.waits, waitsChanged: () => this.hooks.waitsChanged(), record: (event) => this.record(event) };
   }
 
-  /** Runs from before command rules: globs decided in the workflow, first match wins. Undefined when the call may run. */
-  private async approval(tool: string, args: Record<string, unknown>, callId: string): Promise<string | undefined> {
-    const policy = approvalFor(this.spec.approvals, tool, args);
-    if (policy === 'allow') return undefined;
-    if (policy === 'deny') {
-      this.record({ event: 'approval.decided', call: callId, tool, outcome: 'denied_by_policy' });
-      return `denied: the approval policy of this step denies ${tool} for these arguments`;
-    }
-    const id = `${this.spec.label}/call-${callId}`;
-    this.record({ event: 'approval.asked', call: callId, tool });
-    const shown = clip(JSON.stringify(args), MAX_PROMPT_ARGS_CHARS);
-    const timeout = this.spec.approvalTimeout;
-    const value = await this.waits.wait(
-      { id, kind: 'approval', prompt: `Allow ${tool} with ${shown}? approve, or deny[:reason]`, choices: APPROVAL_CHOICES, timeout },
-      { opened: () => this.hooks.waitsChanged(), closed: () => this.hooks.waitsChanged() },
-    );
-    if (value === undefined) {
-      this.record({ event: 'approval.decided', call: callId, tool, outcome: 'timed_out' });
-      return `denied: nobody approved ${tool} within ${timeout}`;
-    }
-    const { choice, extra } = splitAnswer(value);
-    this.record({ event: 'approval.decided', call: callId, tool, outcome: choice === 'approve' ? 'approved' : 'denied' });
-    if (choice === 'approve') return undefined;
-    const reason = extra?.trim();
-    return `denied by a person${reason ? `: ${reason}` : ''}`;
+  private toolActivities(tool: string, callId: string) {
+    return toolActivities(this.spec.label, tool, callId, this.spec.toolHeartbeatTimeout, this.spec.route);
   }
 }
 
