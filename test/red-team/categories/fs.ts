@@ -5,7 +5,8 @@
  * cadre's and git's own directories inside the workspace. Each is checked on the host.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type Case, attackOutput, reasons, shellCase } from '../cases';
@@ -262,10 +263,20 @@ export function placeholderCases(): Case[] {
     const inside = readdirSync(at);
     return inside.length > 0 ? [`${name} on the host holds ${inside.join(', ')}`] : [];
   };
+  // The worker's own blob store may be there (an agent's turns store its conversation): only blobs
+  // named by the hash of what they hold, in a real directory; anything else the call left.
+  const cadreBlobsOnly = (context: { workspace: string }) => {
+    const left = emptyOrAbsent('.cadre')(context);
+    const blobs = path.join(context.workspace, '.cadre', 'blobs');
+    if (left.length === 0 || !lstatSync(path.dirname(blobs)).isDirectory() || readdirSync(path.dirname(blobs)).join() !== 'blobs') return left;
+    if (!lstatSync(blobs).isDirectory()) return [`.cadre/blobs on the host is a ${lstatSync(blobs).isSymbolicLink() ? 'symlink' : 'file'}`];
+    const forged = readdirSync(blobs).filter((name) => name !== `${createHash('sha256').update(readFileSync(path.join(blobs, name))).digest('hex')}.json`);
+    return forged.length > 0 ? [`.cadre/blobs on the host holds ${forged.join(', ')}, not named by its content`] : [];
+  };
   return [
     shellCase('fs', 'fs-bare-git-init', 'git init and hooks in a workspace without .git', "git init . ; mkdir -p .git/hooks; printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > .git/config", emptyOrAbsent('.git')),
     shellCase('fs', 'fs-bare-git-file', 'replace the missing .git with a file', "rmdir .git; umount .git; echo 'gitdir: /tmp/x' > .git", emptyOrAbsent('.git')),
-    shellCase('fs', 'fs-bare-cadre', 'make .cadre and plant a blob in a workspace without it', `mkdir -p .cadre/blobs && echo '{}' > .cadre/blobs/${'1'.repeat(64)}.json`, emptyOrAbsent('.cadre')),
-    shellCase('fs', 'fs-bare-cadre-link', 'replace the missing .cadre with a symlink', 'rmdir .cadre; ln -s /tmp .cadre', emptyOrAbsent('.cadre')),
+    shellCase('fs', 'fs-bare-cadre', 'make .cadre and plant a blob in a workspace without it', `mkdir -p .cadre/blobs && echo '{}' > .cadre/blobs/${'1'.repeat(64)}.json`, cadreBlobsOnly),
+    shellCase('fs', 'fs-bare-cadre-link', 'replace the missing .cadre with a symlink', 'rmdir .cadre; ln -s /tmp .cadre', cadreBlobsOnly),
   ];
 }
