@@ -3,7 +3,9 @@
  * everything in one history, run end to end on the embedded (tuned) dev server.
  *
  *   - a forEach of 50,000 items (a stored list, in child workflows of 1,000 items);
- *   - 220 steps' worth of 256 KiB outputs (a forEach of 220 shell commands, each printing 256 KiB).
+ *   - 220 steps' worth of 256 KiB outputs (a forEach of 220 shell commands, each printing 256 KiB);
+ *   - an agent of 200 model turns, each reading a 3 KB file (scripted): each turn sends only what
+ *     is new, so its history grows with its turns; sent whole, it was terminated at 50 MB.
  *
  *   npm run bench        (after plan-overhead; TEMPORAL_ADDRESS=host:port to use an existing server)
  *
@@ -14,6 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import YAML from 'yaml';
 import { CadreClient } from '../src/client/client';
 import type { CompiledPlan } from '../src/plan-format/types';
 import { formatIssues, validatePlan } from '../src/plan-format/validate';
@@ -28,6 +31,9 @@ import { payloadSizes, runHistories } from '../test/support/history';
 const LONG_LOOP_ITEMS = scaled(50_000, 8_000);
 const BIG_OUTPUTS = scaled(220, 60);
 const BIG_OUTPUT_BYTES = 256 * 1024;
+const AGENT_TURNS = scaled(200, 60);
+/** Lines of 75 characters in each file the agent reads: 3 KB, with fs.read's line numbers a little more. */
+const AGENT_READ_LINES = 40;
 /** The issue's bound for any one history (Temporal's hard limit is 51,200 events). */
 const MAX_EVENTS = 20_000;
 const RESULTS_FILE = resultsFile('history-limits');
@@ -72,6 +78,12 @@ async function runToEnd(client: CadreClient, plan: CompiledPlan, taskQueue: stri
   return { status: d.status, ...(d.reason && { reason: d.reason }), wallMs, ...measured };
 }
 
+/** The long agent's run, with its history's bytes a turn: flat when each turn sends only what is new. */
+async function agentToEnd(client: CadreClient, plan: CompiledPlan, taskQueue: string) {
+  const run = await runToEnd(client, plan, taskQueue, 'long-agent');
+  return { turns: AGENT_TURNS, readBytesEach: AGENT_READ_LINES * 75, ...run, payloadBytesPerTurn: Math.round(run.payloadBytes / AGENT_TURNS) };
+}
+
 async function main(): Promise<void> {
   // Chunks of local activities hold workflow tasks open for seconds, which the SDK warns about: expected here.
   installConciseLogging('ERROR');
@@ -82,6 +94,11 @@ async function main(): Promise<void> {
   writeFileSync(path.join(workspace, 'list.js'), `process.stdout.write(JSON.stringify(Array.from({ length: ${LONG_LOOP_ITEMS} }, (_, i) => i)));`);
   // Each output distinct, so the content-addressed store holds 220 blobs, not one.
   writeFileSync(path.join(workspace, 'big.js'), `process.stdout.write(String(process.argv[2]).padEnd(${BIG_OUTPUT_BYTES}, '.'));`);
+
+  // Three files in turn: the same call again and again would be stopped as a loop.
+  for (const n of [0, 1, 2]) writeFileSync(path.join(workspace, `notes-${n}.txt`), `${`notes ${n} `.padEnd(74, '.')}\n`.repeat(AGENT_READ_LINES));
+  const read = (i: number) => ({ reply: { toolCalls: [{ name: 'fs_read', args: { path: `notes-${i % 3}.txt` } }] } });
+  writeFileSync(path.join(workspace, 'reader.yaml'), YAML.stringify({ turns: [...Array.from({ length: AGENT_TURNS - 1 }, (_, i) => read(i)), { reply: { text: 'done' } }] }));
 
   log('starting the Temporal server...');
   const server = await resolveServer({ dataDir: path.join(tmp, 'server'), ephemeral: true, log });
@@ -113,11 +130,16 @@ async function main(): Promise<void> {
       },
       workspace,
     );
+    const longAgent = compile(
+      { name: 'bench-long-agent', steps: [{ id: 'read', agent: { prompt: 'read the notes again and again', model: `scripted:${path.join(workspace, 'reader.yaml')}`, tools: ['fs.read'], maxTurns: AGENT_TURNS } }] },
+      workspace,
+    );
     let report: Record<string, unknown> = {};
     try {
       report = await worker.runUntil(async () => ({
         longLoop: { items: LONG_LOOP_ITEMS, ...(await runToEnd(client, longLoop, taskQueue, 'long-loop')) },
         bigOutputs: { outputs: BIG_OUTPUTS, bytesEach: BIG_OUTPUT_BYTES, ...(await runToEnd(client, bigOutputs, taskQueue, 'big-outputs')) },
+        longAgent: await agentToEnd(client, longAgent, taskQueue),
       }));
     } finally {
       await client.close();
