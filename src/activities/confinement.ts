@@ -101,6 +101,8 @@ export interface DeniedNames {
 const MAX_SYMLINK_HOPS = 40;
 /** Where Linux shows a process's open descriptors: a path through one is a path from that directory (openat). */
 export const PROC_FD = '/proc/self/fd';
+/** Whether this system has PROC_FD: asked once (a boundary is opened for every tool call). */
+let procFdExists: boolean | undefined;
 
 export async function openBoundary(root: string, options: BoundaryOptions): Promise<Boundary> {
   const real = await realpath(root).catch(() => undefined);
@@ -114,7 +116,7 @@ export async function openBoundary(root: string, options: BoundaryOptions): Prom
     if (path.isAbsolute(sub) || names.length === 0 || names.includes('..')) throw new Error(`denied sub-path "${sub}" must be a path under the root`);
     return { path: sub, names: names.map(folded), ...(reason && { reason }) };
   });
-  return { root: real, name: options.name, deny, viaProcFd: options.viaProcFd ?? existsSync(PROC_FD), rootId: idOf(info) };
+  return { root: real, name: options.name, deny, viaProcFd: options.viaProcFd ?? (procFdExists ??= existsSync(PROC_FD)), rootId: idOf(info) };
 }
 
 /** Phase 1: where `target` really leads, refused unless that is inside the boundary. */
@@ -166,6 +168,15 @@ export function deniedSubPath(boundary: Boundary, names: readonly string[]): Den
 
 /** Phase 2 for files: opens what `resolveInside` checked. Writes create missing directories and the file; `write` truncates. */
 export async function openResolved(resolved: Resolved, mode: OpenMode): Promise<FileHandle> {
+  return (await openChecked(resolved, mode)).handle;
+}
+
+/** Both phases, to read: the file opened, and its size as the checks saw it on the handle. */
+export async function openToRead(boundary: Boundary, target: string, field = 'path'): Promise<{ handle: FileHandle; size: number }> {
+  return openChecked(await resolveInside(boundary, target, field), 'read');
+}
+
+async function openChecked(resolved: Resolved, mode: OpenMode): Promise<{ handle: FileHandle; size: number }> {
   if (mode !== 'read' && resolved.danglingLink) {
     throw permanent(ErrorTypes.BadToolInput, `${resolved.field} ${quote(resolved.target)} is a symlink to a missing file: cadre does not create files through symlinks`);
   }
@@ -179,7 +190,7 @@ export async function openResolved(resolved: Resolved, mode: OpenMode): Promise<
     // Before anything is read or truncated: the opened file itself, whatever its path became since.
     if (info.nlink > 1) throw hardLinked(resolved, info.nlink);
     if (mode === 'write') await handle.truncate(0);
-    return handle;
+    return { handle, size: info.size };
   } catch (err) {
     await handle.close();
     throw err;

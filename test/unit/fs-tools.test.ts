@@ -26,6 +26,16 @@ function workspace(files: Record<string, string>): string {
 const LONG = Array.from({ length: 250 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
 
 describe('fs.read', () => {
+  test("a plan's read is the file byte for byte up to fs.read's limit, and a file past it is refused for its size", async () => {
+    const limit = INLINE_OUTPUT_LIMITS.readBytes;
+    // Multi-byte characters across the whole file: the text is decoded once, from all its bytes.
+    const atLimit = 'é'.repeat(limit / 2);
+    const ws = workspace({ 'at-limit.txt': atLimit, 'past-limit.txt': `${atLimit}x`, 'empty.txt': '' });
+    expect(((await plan(ws, 'fs.read', { path: 'at-limit.txt' })) as { content: string }).content).toBe(atLimit);
+    expect(await plan(ws, 'fs.read', { path: 'empty.txt' })).toEqual({ path: 'empty.txt', content: '' });
+    await expect(plan(ws, 'fs.read', { path: 'past-limit.txt' })).rejects.toMatchObject({ type: 'TooLarge', message: `"past-limit.txt" has ${limit + 1} bytes; fs.read returns at most ${limit} (read big files in a shell step)` });
+  });
+
   test('a model reads 100 numbered lines at a time, told where it is and how to read on', async () => {
     const ws = workspace({ 'long.txt': LONG, 'short.txt': 'Hello, World!\nbye\n', 'empty.txt': '' });
     const first = (await model(ws, 'fs.read', { path: 'long.txt' })) as string;

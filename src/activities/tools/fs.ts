@@ -1,6 +1,6 @@
 import type { FsEditParams, FsReadParams, FsWriteParams } from '../../plan-format/tools';
 import { readdir } from 'node:fs/promises';
-import { openInside, resolveInside } from '../confinement';
+import { openInside, openToRead, resolveInside } from '../confinement';
 import { ErrorTypes, permanent } from '../../errors/application-failures';
 import type { ToolContext } from './context';
 import { checksSyntax, syntaxProblem } from './syntax';
@@ -142,17 +142,30 @@ async function refuseBrokenSyntax(file: string, after: string, before: string | 
 }
 
 async function readText(file: string, ctx: ToolContext): Promise<string> {
-  const handle = await openInside(ctx.boundary, file, 'read');
+  const { handle, size } = await openToRead(ctx.boundary, file);
+  const limit = ctx.limits.readBytes;
+  const tooLarge = (bytes: string) => permanent(ErrorTypes.TooLarge, `"${file}" has ${bytes} bytes; fs.read returns at most ${limit} (read big files in a shell step)`);
   try {
-    const size = (await handle.stat()).size;
-    if (size > ctx.limits.readBytes) {
-      throw permanent(ErrorTypes.TooLarge, `"${file}" has ${size} bytes; fs.read returns at most ${ctx.limits.readBytes} (read big files in a shell step)`);
+    if (size > limit) throw tooLarge(String(size));
+    // Reads of the size seen at open and a byte more: one read for a file as it was (a short read
+    // that reached that size is its end), more for one that grew, never past the limit.
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (let want = size + 1; ; want = READ_CHUNK_BYTES) {
+      const chunk = Buffer.allocUnsafe(Math.min(want, limit + 1 - total));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      chunks.push(chunk.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > limit) throw tooLarge(`over ${limit}`);
+      if (bytesRead === 0 || (bytesRead < chunk.length && total >= size)) return Buffer.concat(chunks, total).toString('utf8');
     }
-    return await handle.readFile('utf8');
   } finally {
     await handle.close();
   }
 }
+
+/** What a read of a file that grew since it was opened asks for at a time. */
+const READ_CHUNK_BYTES = 64 * 1024;
 
 /** The file's text before a write, for the syntax check; a file too big to read is checked as if new. */
 async function readIfThere(file: string, ctx: ToolContext): Promise<string | undefined> {
