@@ -168,6 +168,16 @@ function reader(ws: string, files: string[], reads: number): ReturnType<typeof c
   return compile(`name: long-read\nsteps:\n  - id: read\n    agent: { prompt: "read the notes again and again", model: "scripted:${path.join(ws, 'reader.yaml')}", tools: [fs.read], maxTurns: ${reads + 1} }\n`, ws);
 }
 
+/** A worker on a server of its own that terminates a run past `limit` bytes of history (Temporal's default is 50 MB). */
+async function withHistoryLimit(limit: number, work: Parameters<typeof withWorker>[0]): Promise<void> {
+  const server = await serverWith({ 'limit.historySize.error': limit, 'limit.historySize.warn': limit / 2 });
+  try {
+    await withWorker(work, { address: server.address });
+  } finally {
+    await server.stop();
+  }
+}
+
 /** Three files of `lines` lines of `width` characters. */
 function notes(ws: string, lines: number, width: number): string[] {
   const files = [0, 1, 2].map((n) => `notes-${n}.txt`);
@@ -179,58 +189,42 @@ test("an agent's history grows with its turns, not with their square: each turn 
   // On a server that terminates a run past 2 MB: sending the whole conversation each turn, this
   // agent (3 KB read a turn) was terminated at about 40 of its 80 turns.
   const limit = 2 * 1024 * 1024;
-  const server = await serverWith({ 'limit.historySize.error': limit, 'limit.historySize.warn': limit / 2 });
-  try {
-    const ws = tempWorkspace();
-    const plan = reader(ws, notes(ws, 40, 75), 79);
-    await withWorker(
-      async (h) => {
-        const id = (await h.client.start(plan, {}, { workflowId: `chained-${Date.now()}`, taskQueue: h.taskQueue })).workflowId;
-        expect((await h.client.result(id)).status).toBe('completed');
-        const agent = h.client.client.workflow.getHandle(`${id}/read`);
-        const events = (await agent.fetchHistory()).events ?? [];
-        const turns = events.flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name === 'modelTurnChained' ? [e.activityTaskScheduledEventAttributes.input?.payloads?.[0]?.data?.length ?? 0] : []));
-        const size = (await agent.describe()).historySize ?? 0;
-        console.log(`chained: ${turns.length} turns, inputs ${Math.min(...turns)}-${Math.max(...turns)} bytes, history ${(size / 1024).toFixed(0)} KB`);
-        expect(turns).toHaveLength(80);
-        // The last turn's conversation holds 79 reads of 3 KB; its input holds the last one and the tools.
-        expect(Math.max(...turns)).toBeLessThan(8 * 1024);
-        expect(size).toBeLessThan(limit / 2);
-      },
-      { address: server.address },
-    );
-  } finally {
-    await server.stop();
-  }
+  const ws = tempWorkspace();
+  const plan = reader(ws, notes(ws, 40, 75), 79);
+  await withHistoryLimit(limit, async (h) => {
+    const id = (await h.client.start(plan, {}, { workflowId: `chained-${Date.now()}`, taskQueue: h.taskQueue })).workflowId;
+    expect((await h.client.result(id)).status).toBe('completed');
+    const agent = h.client.client.workflow.getHandle(`${id}/read`);
+    const events = (await agent.fetchHistory()).events ?? [];
+    const turns = events.flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name === 'modelTurnChained' ? [e.activityTaskScheduledEventAttributes.input?.payloads?.[0]?.data?.length ?? 0] : []));
+    const size = (await agent.describe()).historySize ?? 0;
+    console.log(`chained: ${turns.length} turns, inputs ${Math.min(...turns)}-${Math.max(...turns)} bytes, history ${(size / 1024).toFixed(0)} KB`);
+    expect(turns).toHaveLength(80);
+    // The last turn's conversation holds 79 reads of 3 KB; its input holds the last one and the tools.
+    expect(Math.max(...turns)).toBeLessThan(8 * 1024);
+    expect(size).toBeLessThan(limit / 2);
+  });
 }, 240_000);
 
 test('an agent whose conversation outgrows its history stops before Temporal would terminate it, and says why', async () => {
   // A server that terminates a run past 1 MB of history (Temporal's default is 50 MB): 6 KB read a
   // turn, in the tool's result and again in the next turn's input, passes it in about 70 turns.
   const limit = 1024 * 1024;
-  const server = await serverWith({ 'limit.historySize.error': limit, 'limit.historySize.warn': limit / 2 });
-  try {
-    const ws = tempWorkspace();
-    const plan = reader(ws, notes(ws, 80, 75), 119);
-    await withWorker(
-      async (h) => {
-        const start = async (name: string, limits?: { bytes: number }) => (await h.client.start(plan, {}, { workflowId: `${name}-${Date.now()}`, taskQueue: h.taskQueue, ...(limits && { limits }) })).workflowId;
-        const agentOf = (id: string) => h.client.client.workflow.getHandle(`${id}/read`).describe();
-        // Told the cluster's limit, the agent stops at 85% of it: its step fails with the reason, its workflow ends as failed.
-        const told = await start('told', { bytes: limit });
-        const result = await h.client.result(told);
-        expect(result.status).toBe('failed');
-        expect(JSON.stringify(result)).toMatch(/AgentHistoryLimit: the conversation outgrew one workflow history after \d+ model turns: 0\.\d MB of Temporal's 1\.0 MB/);
-        const stopped = await agentOf(told);
-        expect({ status: stopped.status.name, under: (stopped.historySize ?? limit) < limit }).toEqual({ status: 'FAILED', under: true });
-        // The positive control: not told, the same agent reads on until the server terminates it, with no reason given.
-        const blind = await start('blind');
-        await h.client.result(blind).catch(() => undefined);
-        expect((await agentOf(blind)).status.name).toBe('TERMINATED');
-      },
-      { address: server.address },
-    );
-  } finally {
-    await server.stop();
-  }
+  const ws = tempWorkspace();
+  const plan = reader(ws, notes(ws, 80, 75), 119);
+  await withHistoryLimit(limit, async (h) => {
+    const start = async (name: string, limits?: { bytes: number }) => (await h.client.start(plan, {}, { workflowId: `${name}-${Date.now()}`, taskQueue: h.taskQueue, ...(limits && { limits }) })).workflowId;
+    const agentOf = (id: string) => h.client.client.workflow.getHandle(`${id}/read`).describe();
+    // Told the cluster's limit, the agent stops at 85% of it: its step fails with the reason, its workflow ends as failed.
+    const told = await start('told', { bytes: limit });
+    const result = await h.client.result(told);
+    expect(result.status).toBe('failed');
+    expect(JSON.stringify(result)).toMatch(/AgentHistoryLimit: the conversation outgrew one workflow history after \d+ model turns: 0\.\d MB of Temporal's 1\.0 MB/);
+    const stopped = await agentOf(told);
+    expect({ status: stopped.status.name, under: (stopped.historySize ?? limit) < limit }).toEqual({ status: 'FAILED', under: true });
+    // The positive control: not told, the same agent reads on until the server terminates it, with no reason given.
+    const blind = await start('blind');
+    await h.client.result(blind).catch(() => undefined);
+    expect((await agentOf(blind)).status.name).toBe('TERMINATED');
+  });
 }, 240_000);
