@@ -29,6 +29,7 @@ import { turnBudget } from '../../budget/lease';
 import type { HostRoute } from '../common/host-route';
 import { VerifyGate } from './verify-gate';
 import { StoredConversation } from '../../protocol/stored-conversation';
+import type { ErrorTypes } from '../../errors/application-failures';
 
 export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-contract';
 export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
@@ -43,8 +44,8 @@ const HISTORY_STOP_SHARE = 0.85;
 const PATCH_HISTORY_GUARD = 'agent-history-guard';
 /** Agents started on this code send each model turn only the messages since the last (stored-conversation.ts). */
 const PATCH_CONVERSATION_CHAIN = 'agent-conversation-chain';
-/** The chained turn's failure when the store cannot give the conversation back (ErrorTypes.ConversationMissing). */
-const CONVERSATION_MISSING = 'ConversationMissing';
+/** The chained turn's failure when the store cannot give the conversation back: the compiler holds it to the activity's. */
+const CONVERSATION_MISSING: typeof ErrorTypes.ConversationMissing = 'ConversationMissing';
 
 export class AgentLoop {
   readonly usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
