@@ -15,6 +15,7 @@ const RECORDED_IDS: Record<string, string> = {
   'team-worker': 'run-plan-team/impl',
   'team-worker-watch': 'run-plan-team-watch/impl',
   'team-worker-reports': 'run-plan-team-reports/impl',
+  'team-worker-baseline': 'run-plan-baselines/impl',
   'run-plan-continued-last': 'run-plan-continued',
   // Recorded by fleet.test.ts (a host lost mid-run, then `cadre move`).
   'run-plan-host-moved': 'lost-run-32725-mx1olre9-5',
@@ -69,6 +70,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-analytics',
       'run-plan-analytics-cancelled',
       'run-plan-baseline',
+      'run-plan-baselines',
       'run-plan-budget-exhausted',
       'run-plan-cancelled',
       'run-plan-clone-moved',
@@ -104,9 +106,11 @@ describe('replay of recorded runPlan histories', () => {
       'session-streamed-first-run',
       'team-specialist',
       'team-subtask',
+      'team-subtask-baseline',
       'team-subtask-reports',
       'team-subtask-watch',
       'team-worker',
+      'team-worker-baseline',
       'team-worker-reports',
       'team-worker-watch',
     ]);

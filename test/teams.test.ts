@@ -39,6 +39,16 @@ function expectedFingerprint(moves: WorkerState[]): string {
   return machine.fingerprint;
 }
 
+/** The patches a run's history recorded markers for, in order. */
+async function patchMarkers(h: Harness, workflowId: string): Promise<string[]> {
+  const { events } = await h.client.client.workflow.getHandle(workflowId).fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
+    return data ? [(JSON.parse(Buffer.from(data).toString()) as { id: string }).id] : [];
+  });
+}
+
 test('a worker finishes only by saying so: completing with its result, seen by the team and the search attribute', async () => {
   const ws = tempWorkspace();
   const model = scenario('finish', [say('completing', 'wrote the plan', { result: { plan: ['a', 'b'] } })]);
@@ -56,6 +66,9 @@ test('a worker finishes only by saying so: completing with its result, seen by t
     // The team run saw every move, once and in order.
     expect(d.workers).toEqual([expect.objectContaining({ workflowId: agentId, step: 'architect', role: 'architect', state: 'completed', seq: 3, fingerprint: a.fingerprint })]);
     expect(await workerState(h, agentId)).toBe('completed');
+    // One patch marker each, their baselines' (protocol/patches.ts): each marker brings an upsert of TemporalChangeVersion.
+    expect(await patchMarkers(h, id)).toEqual(['plan-baseline-3']);
+    expect(await patchMarkers(h, agentId)).toEqual(['agent-baseline']);
   });
 });
 

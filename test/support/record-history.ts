@@ -444,7 +444,8 @@ steps:
 `,
     answers: {},
     cancelWhenWaitingOn: 'confirm',
-  },  // Turns sent as the messages since the last, the conversation before them stored (patch agent-conversation-chain).
+  },
+  // Turns sent as the messages since the last, the conversation before them stored (patch agent-conversation-chain).
   {
     name: 'run-plan-conversation-chain',
     plan: `
@@ -456,6 +457,15 @@ output: "{{ steps.act.output }}"
     answers: {},
     children: { 'agent-task-conversation-chain': '/act' },
     setup: chainScenario,
+  },
+  // Patch baselines: the run records one marker (plan-baseline-3, with workspace-hosts), and each of
+  // its team's workers one (agent-baseline) for the ten patches an agent took by itself before.
+  {
+    name: 'run-plan-baselines',
+    plan: teamPlan('replay-baselines'),
+    answers: {},
+    children: { 'team-worker-baseline': '/impl', 'team-subtask-baseline': '/impl/sub-1' },
+    setup: teamScenarios,
   },
 ];
 

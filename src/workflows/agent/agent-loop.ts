@@ -7,7 +7,9 @@
  * same calls four turns in a row: protocol/agent-guards.ts) and a failing model end a loop. Used
  * by `agentTask` (one answer) and `session` (one answer per message).
  */
-import { ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation } from '@temporalio/workflow';
+import { PATCH_COMMAND_RULES, PATCH_CONVERSATION_CHAIN, PATCH_HISTORY_GUARD, PATCH_TURN_GUARDS } from '../../protocol/patches';
+import { type Patches, eachPatch } from '../patch-baselines';
 import { ApprovalGate } from './approval-gate';
 import type { Activities, AgentTool, ChainedTurnResult, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
 import { matchChoice } from '../../plan-format/approval-policy';
@@ -35,15 +37,8 @@ export type { LoopHooks, LoopSpec, ToolMessage, WorkflowTool } from './loop-cont
 export { AGENT_INLINE_LIMIT, asFailure } from './loop-activities';
 
 type ToolOutcome = { message: ToolMessage; final?: { output: unknown } };
-/** Agents started on this code judge shell calls by command rules (approval-gate.ts). */
-const PATCH_COMMAND_RULES = 'command-rules';
-/** Agents started on this code fail a tool call written as text and a loop of the same calls (protocol/agent-guards.ts). */
-const PATCH_TURN_GUARDS = 'turn-guards';
 /** Past this share of its history limit an agent starts no model turn (the next one's input must still fit): patch asked only then. */
 const HISTORY_STOP_SHARE = 0.85;
-const PATCH_HISTORY_GUARD = 'agent-history-guard';
-/** Agents started on this code send each model turn only the messages since the last (stored-conversation.ts). */
-const PATCH_CONVERSATION_CHAIN = 'agent-conversation-chain';
 /** The chained turn's failure when the store cannot give the conversation back: the compiler holds it to the activity's. */
 const CONVERSATION_MISSING: typeof ErrorTypes.ConversationMissing = 'ConversationMissing';
 
@@ -79,17 +74,19 @@ export class AgentLoop {
   constructor(
     private readonly spec: LoopSpec,
     private readonly hooks: LoopHooks,
+    /** Its workflow's patches: agentTask's baselines, or each by itself. */
+    private readonly patches: Patches = eachPatch,
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
     this.maxTurns = spec.maxTurns;
     this.models = modelActivities(spec.modelAttempts, spec.route);
     this.model = spec.model;
-    if (patched(PATCH_COMMAND_RULES)) {
+    if (patches.has(PATCH_COMMAND_RULES)) {
       const gate = { label: spec.label, approvals: spec.approvals, approvalTimeout: spec.approvalTimeout, ...(spec.inheritedApprovals && { inherited: spec.inheritedApprovals }) };
       this.gate = new ApprovalGate(gate, this.waits, () => hooks.waitsChanged(), (event) => this.record(event));
     }
-    this.guarded = patched(PATCH_TURN_GUARDS);
-    if ((spec.storeWorkspace ?? spec.workspace) !== undefined && patched(PATCH_CONVERSATION_CHAIN)) this.conversation = new StoredConversation();
+    this.guarded = patches.has(PATCH_TURN_GUARDS);
+    if ((spec.storeWorkspace ?? spec.workspace) !== undefined && patches.has(PATCH_CONVERSATION_CHAIN)) this.conversation = new StoredConversation();
     if (hooks.publish) this.events = new TurnEvents(spec.label, hooks.publish);
     if (spec.budget) {
       const warn = (message: string) => hooks.publish?.({ type: 'budget_warning', step: spec.label, message });
@@ -114,7 +111,7 @@ export class AgentLoop {
   private historyFull(turns: number): string | undefined {
     const limits = this.spec.limits;
     const bytes = limits?.usage().bytes ?? 0;
-    if (!limits || bytes < HISTORY_STOP_SHARE * limits.max.bytes || !patched(PATCH_HISTORY_GUARD)) return undefined;
+    if (!limits || bytes < HISTORY_STOP_SHARE * limits.max.bytes || !this.patches.has(PATCH_HISTORY_GUARD)) return undefined;
     const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
     return `the conversation outgrew one workflow history after ${turns} model turns: ${mb(bytes)} of Temporal's ${mb(limits.max.bytes)} (every turn adds its messages and tool results); narrow the task or lower maxTurns`;
   }

@@ -11,7 +11,6 @@ import {
   CancellationScope,
   getExternalWorkflowHandle,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -34,13 +33,8 @@ import { onSignal, onUpdate } from '../common/run-limits';
 import { AgentStream } from './agent-stream';
 import { StuckWatch } from './stuck-watch';
 import { HostRoute } from '../common/host-route';
-
-/** Agents report their worker state (search attribute, signals to the team run); older histories did not. */
-const PATCH_WORKER_STATES = 'worker-states';
-/** A worker's moves go to its team run in batches, spaced out (worker-reporter.ts); older histories sent a signal a move. */
-const PATCH_WORKER_REPORTS = 'worker-reports';
-/** An agent ends once its agentWaits signals are delivered (common/sent-signals.ts); older histories ended without waiting. */
-const PATCH_WAITS_DELIVERED = 'agent-waits-delivered';
+import { AGENT_BASELINES, PATCH_WAITS_DELIVERED, PATCH_WORKER_REPORTS, PATCH_WORKER_STATES } from '../../protocol/patches';
+import { PatchBaselines } from '../patch-baselines';
 
 const DECIDE_TURNS = 3;
 
@@ -81,16 +75,20 @@ class AgentRun {
   private readonly stream: AgentStream;
   /** The fleet's host that holds its workspace, when its run is bound to one. */
   private readonly route?: HostRoute;
+  /** Which patches it takes: agentTask's baselines (protocol/patches.ts). */
+  private readonly patches: PatchBaselines;
   /** Its conversation: the prompt, then each turn's reply and tool results (a fork at a turn reads it). */
   private readonly messages: ModelMessageInput[];
 
   constructor(private readonly input: AgentTaskInput) {
+    // First: a new run records its baseline's marker before any patch is asked.
+    const patches = (this.patches = new PatchBaselines(AGENT_BASELINES));
     this.messages = [{ role: 'user', content: input.prompt }];
     this.stream = new AgentStream(input.step, input.ownStream === true, input.limits);
     if (input.hostQueue) this.route = new HostRoute({ taskQueue: input.hostQueue, ...(input.hostLostAfterMs !== undefined && { lostAfterMs: input.hostLostAfterMs }) }, () => this.waitsChanged());
     this.recovery = new WorkerRecovery(input, () => this.loop, () => this.reporter);
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
-    const reports = patched(PATCH_WORKER_STATES);
+    const reports = patches.has(PATCH_WORKER_STATES);
     this.reporter = new WorkerReporter(
       reports,
       (moved) => {
@@ -99,10 +97,11 @@ class AgentRun {
         this.publish();
       },
       team,
-      reports && patched(PATCH_WORKER_REPORTS),
+      reports && patches.has(PATCH_WORKER_REPORTS),
       (err) => this.refused('workerMoves', err),
+      patches,
     );
-    this.stuck = new StuckWatch(this.reporter, () => this.loop.runningTools(), input.team?.runId);
+    this.stuck = new StuckWatch(this.reporter, () => this.loop.runningTools(), patches, input.team?.runId);
     const { action } = input;
     const sandbox = this.sandbox();
     const common = {
@@ -137,6 +136,7 @@ class AgentRun {
             choices: action.decide.choices,
           },
       this.hooks(),
+      patches,
     );
     setHandler(agentDiagnosticsQuery, () => this.diagnostics());
     setHandler(agentForkSourceQuery, () => ({ messages: this.messages, turnStarts: this.loop.turnStarts }));
@@ -193,7 +193,7 @@ class AgentRun {
       watchdog.cancel();
       this.publish();
       await this.reporter.flush();
-      if (this.telling.size > 0 && patched(PATCH_WAITS_DELIVERED)) await this.telling.flush();
+      if (this.telling.size > 0 && this.patches.has(PATCH_WAITS_DELIVERED)) await this.telling.flush();
       await this.stream.end(this.status === 'completed' || this.status === 'failed' ? this.status : 'cancelled');
       await this.loop.lease?.settle();
     }

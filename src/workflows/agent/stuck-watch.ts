@@ -6,20 +6,14 @@
  * runs recorded before it watched with the workflow's own timers, as it still does when no worker
  * takes the activity.
  */
-import { CancellationScope, condition, isCancellation, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { nowMs } from '../common/clock';
 import type { WorkerReporter } from './worker-reporter';
+import { PATCH_RECORDED_WATCH, PATCH_STUCK_WATCH } from '../../protocol/patches';
+import type { Patches } from '../patch-baselines';
 
 const liveness = proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumAttempts: 2 } });
-/** Team workers' stuck watch runs outside the workflow (activities/liveness.ts); older histories did not. */
-const PATCH_STUCK_WATCH = 'stuck-watch';
-/**
- * The watch decides by progress events and times its activities recorded, not the workflow's clock:
- * the first task a live worker runs after a dead one's sticky queue timed out read the task before's
- * time (TS SDK 1.24), while its replay reads its own, so a branch on the clock did not replay.
- */
-const PATCH_RECORDED_WATCH = 'stuck-watch-recorded';
 /**
  * The watch beats: a lost worker's watch is retried on a live one within 3 s. With no worker for
  * activities within 3 s more, the workflow's own timers watch instead (still before a silence of
@@ -43,13 +37,14 @@ export class StuckWatch {
   constructor(
     private readonly reporter: WorkerReporter,
     private readonly runningTools: () => string[],
+    private readonly patches: Patches,
     private readonly team?: string,
   ) {}
 
   /** Watches in `scope` (cancelled when the worker ends). */
   start(scope: CancellationScope, stuckMs: number): void {
-    const outside = patched(PATCH_STUCK_WATCH);
-    const recorded = outside && patched(PATCH_RECORDED_WATCH);
+    const outside = this.patches.has(PATCH_STUCK_WATCH);
+    const recorded = outside && this.patches.has(PATCH_RECORDED_WATCH);
     void scope.run(() => (recorded ? this.watchRecorded(stuckMs) : outside ? this.watchFromOutside(stuckMs) : this.watch(stuckMs))).catch(() => undefined);
   }
 

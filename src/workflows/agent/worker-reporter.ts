@@ -11,20 +11,14 @@
  * docs/streaming.md); the final move goes at once, so the board is exact at the end, and clients
  * read a running worker's state from its own query.
  */
-import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, patched, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { isoAt, nowMs } from '../common/clock';
 import { SentSignals } from '../common/sent-signals';
 import { CadreWorkerState, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';
 import { type WorkerState, WorkerStateMachine, type WorkerTransition, reportSpacing } from '../../protocol/worker-state';
+import { PATCH_REPORT_GATES } from '../../protocol/patches';
+import { type Patches, eachPatch } from '../patch-baselines';
 
-/**
- * The spacing after a report is a timer started as it is sent, and the next report waits for it to
- * fire: decided by history alone. Before, a report compared the workflow's clock with the last
- * one's, and after a workflow task timed out on a dead worker the SDK gave the next task the
- * previous task's time, where a replay gives it its own: the two chose differently (a timer, or a
- * signal at once) and the history no longer replayed. Asked at the first spaced report.
- */
-const PATCH_REPORT_GATES = 'worker-report-gates';
 
 /** Moves held for one signal at most: past this, they go whatever the spacing. */
 const MAX_MOVES_A_SIGNAL = 500;
@@ -63,6 +57,7 @@ export class WorkerReporter {
    * @param team the team run to tell (default: the parent workflow), and who this worker is there.
    * @param batched moves go in batches (patch worker-reports); false while replaying runs recorded before.
    * @param refused a move signal the team run refused (it took as many signals as a run may).
+   * @param patches its agent's patches (report gates: asked at the first spaced report).
    */
   constructor(
     private readonly reporting: boolean,
@@ -70,6 +65,7 @@ export class WorkerReporter {
     private readonly team?: { runId: string; step: string; role?: string },
     private readonly batched = false,
     refused?: (err: ApplicationFailure) => void,
+    private readonly patches: Patches = eachPatch,
   ) {
     this.sending = new SentSignals(refused);
   }
@@ -152,7 +148,7 @@ export class WorkerReporter {
     this.reports++;
     this.lastReportAt = nowMs();
     const spacing = reportSpacing(this.reports);
-    if (spacing > 0 && (this.gates ??= patched(PATCH_REPORT_GATES))) this.closeGate(target, spacing);
+    if (spacing > 0 && (this.gates ??= this.patches.has(PATCH_REPORT_GATES))) this.closeGate(target, spacing);
     this.inFlight = true;
     const sent = target.scope.run(() => target.handle.signal(workerMovesSignal, { ...target.who, moves }));
     this.sending.track(sent);

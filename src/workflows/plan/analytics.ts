@@ -12,7 +12,8 @@ import { isoAt } from '../common/clock';
 import type { CompiledStep } from '../../plan-format/types';
 import type { StepRecord } from '../../protocol/definitions';
 import { toolLabel } from './metrics';
-import { PATCH_RUN_ANALYTICS, type PlanPatches } from './plan-patches';
+import { PATCH_RUN_ANALYTICS } from '../../protocol/patches';
+import type { PlanPatches } from './plan-patches';
 /** Steps (and waits) a part: a 5,000-step plan's records stay well under Temporal's payload limit. */
 const RECORDS_PER_PART = 1000;
 

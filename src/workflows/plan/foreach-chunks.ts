@@ -14,7 +14,8 @@ import type { StepError } from '../common/failures';
 import { type ChunkResult, type RunItemsInput, itemsPausedSignal, runItems } from './run-items';
 import { sizeOf } from '../common/sizes';
 import { storedValues } from './tool-call';
-import { PATCH_CHUNK_HOST_WAITS, PATCH_CHUNK_TASK_TIMEOUT, PATCH_HOST_STORED_VALUES, type PlanPatches } from './plan-patches';
+import { PATCH_CHUNK_HOST_WAITS, PATCH_CHUNK_TASK_TIMEOUT, PATCH_HOST_STORED_VALUES } from '../../protocol/patches';
+import type { PlanPatches } from './plan-patches';
 import type { HostRoute } from '../common/host-route';
 
 /**

@@ -17,7 +17,8 @@ import {
 import { type ForkSource, forkSourceQuery } from '../../protocol/forks';
 import type { AgentSteps } from './agent-steps';
 import { type HumanWaits, rejected } from './waits';
-import { PATCH_SIGNALS, type PlanPatches } from './plan-patches';
+import { PATCH_SIGNALS } from '../../protocol/patches';
+import type { PlanPatches } from './plan-patches';
 import { type RunLimits, onSignal, onUpdate } from '../common/run-limits';
 
 export interface PlanHandlersHost {

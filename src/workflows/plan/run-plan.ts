@@ -23,7 +23,7 @@ import { MAX_RESULT_BYTES, fitForFailure } from './result-size';
 import { kindOf } from './kinds';
 import { sizeOf } from '../common/sizes';
 import type { OwnEvent } from '../common/run-stream';
-import { PATCH_CONTINUE_AS_NEW, PATCH_RUN_STREAM } from './plan-patches';
+import { PATCH_CONTINUE_AS_NEW, PATCH_RUN_STREAM } from '../../protocol/patches';
 import { budgetSpent, continueRunAsNew } from './continue-as-new';
 
 /** A running step: its record, how it ends, and its timeout (an extension lengthens it). */

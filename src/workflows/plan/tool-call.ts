@@ -3,7 +3,7 @@
  * activity (local for cheap tools), or a durable timer for `sleep`. Workflow code.
  */
 import { patched, proxyLocalActivities, sleep } from '@temporalio/workflow';
-import { PATCH_HOST_STORED_VALUES } from './plan-patches';
+import { PATCH_HOST_STORED_VALUES } from '../../protocol/patches';
 import type { Activities, ToolResult } from '../../activities';
 import { durationMs } from '../../plan-format/duration';
 import { type CompiledStep, startsProcesses } from '../../plan-format/types';
