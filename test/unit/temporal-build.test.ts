@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PACKAGES, buildModuleDir, buildTemporalBinaries } from '../../src/worker/temporal-build';
+import { PACKAGES, buildModuleDir, buildTemporalBinaries, goBuildEnv } from '../../src/worker/temporal-build';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-temporal-build-'));
 const calls = path.join(dir, 'calls.jsonl');
@@ -20,7 +20,7 @@ beforeAll(() => {
   const go = `#!/usr/bin/env node
 const fs = require('node:fs');
 const args = process.argv.slice(2);
-fs.appendFileSync(${JSON.stringify(calls)}, JSON.stringify({ cwd: process.cwd(), args, cgo: process.env.CGO_ENABLED }) + '\\n');
+fs.appendFileSync(${JSON.stringify(calls)}, JSON.stringify({ cwd: process.cwd(), args, cgo: process.env.CGO_ENABLED, gogc: process.env.GOGC }) + '\\n');
 if (process.env.FAKE_GO_FAILS) { console.error('go: downloading go.temporal.io/server v1.29.1\\nverifying module: checksum mismatch'); process.exit(1); }
 const out = args[args.indexOf('-o') + 1];
 for (const pkg of args.slice(args.indexOf('-o') + 2)) fs.writeFileSync(out + pkg.split('/').pop(), 'binary of ' + pkg);
@@ -33,8 +33,10 @@ afterAll(() => {
   process.env.PATH = PATH;
 });
 
-function recorded(): { cwd: string; args: string[]; cgo: string }[] {
-  return existsSync(calls) ? readFileSync(calls, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { cwd: string; args: string[]; cgo: string }) : [];
+type GoCall = { cwd: string; args: string[]; cgo: string; gogc?: string };
+
+function recorded(): GoCall[] {
+  return existsSync(calls) ? readFileSync(calls, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as GoCall) : [];
 }
 
 test('the module pins the CLI and the server it embeds, and names the three packages', () => {
@@ -52,6 +54,9 @@ test("the module's tools.go and .ci/run's warm-up name the packages the build bu
   const ciRun = readFileSync(path.join(buildModuleDir(), '..', '..', '.ci', 'run'), 'utf8');
   const warm = /go build -buildvcs=false \\\n\s+(.+?)\) >/.exec(ciRun);
   expect(warm?.[1].split(/\s+/).sort()).toEqual(built);
+  // With the build's settings: CGO and the module's pins decide what is compiled (the build then only links), GOGC how fast.
+  const settings = goBuildEnv({});
+  expect(ciRun).toContain(`CGO_ENABLED=${settings.CGO_ENABLED} GOFLAGS=${settings.GOFLAGS} GOGC="\${GOGC:-${settings.GOGC}}" exec go build`);
 });
 
 test('asked for together, the CLI and the server binaries are one go build in the pinned module, placed under their names', async () => {
@@ -65,6 +70,7 @@ test('asked for together, the CLI and the server binaries are one go build in th
   expect(more).toEqual([]);
   expect(call.cwd).toBe(buildModuleDir());
   expect(call.cgo).toBe('0');
+  expect(call.gogc).toBe(process.env.GOGC || '400');
   expect(call.args.slice(0, 3)).toEqual(['build', '-buildvcs=false', '-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=1.5.1']);
   expect(call.args.slice(call.args.indexOf('-o') + 2)).toEqual(['github.com/temporalio/cli/cmd/temporal', 'go.temporal.io/server/cmd/server', 'go.temporal.io/server/cmd/tools/sql']);
   // The staging folder is gone; the binaries are there under Temporal's names.
