@@ -20,13 +20,19 @@ import { startDevServer } from '../src/worker/dev-server';
 import { createCadreWorker } from '../src/worker/worker';
 import { launchChromium } from './support/browser';
 import { step, tempWorkspace, uniqueId } from './support/harness';
+import * as patches from '../src/protocol/patches';
 
-/** The patch ids cadre's workflows declare (`const PATCH_… = '…'`): the only strings of the run's own left readable. */
-const PATCH_IDS = new Set(
-  readdirSync(path.join(__dirname, '../src/workflows'), { recursive: true, encoding: 'utf8' })
+/**
+ * The patch ids cadre's workflows declare (`const PATCH_… = '…'`, in their modules or in
+ * protocol/patches.ts) and their baselines' markers: the only strings of the run's own left readable.
+ */
+const PATCH_IDS = new Set([
+  ...readdirSync(path.join(__dirname, '../src/workflows'), { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.ts'))
     .flatMap((file) => [...readFileSync(path.join(__dirname, '../src/workflows', file), 'utf8').matchAll(/\bPATCH_\w+ = '([a-z0-9-]+)'/g)].map((m) => m[1])),
-);
+  ...Object.entries(patches).flatMap(([name, id]) => (name.startsWith('PATCH_') && typeof id === 'string' ? [id] : [])),
+  ...[...patches.PLAN_BASELINES, ...patches.AGENT_BASELINES].map(([marker]) => marker),
+]);
 
 const OLD = 'old=' + Buffer.alloc(32, 1).toString('base64');
 const NEW = 'new=' + Buffer.alloc(32, 2).toString('base64');
