@@ -98,6 +98,8 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-workspace-host',
       'run-plan-worktrees',
       'session-after-continue',
+      'session-baseline-after-continue',
+      'session-baseline-first-run',
       'session-first-run',
       'session-host-moved',
       'session-own-events-after-continue',

@@ -9,6 +9,7 @@ import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../sr
 import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
 import { exited, runCadre, spawnCadre, testServerEnv } from './support/cli';
 import { type Harness, tempWorkspace, uniqueId, withWorker } from './support/harness';
+import { patchMarkers } from './support/history';
 
 interface ChatMessage {
   role: string;
@@ -68,6 +69,9 @@ test('150 messages: replies in order, the last 50 messages in context, older one
     // Continued as new at least once: later replies came from later runs, with one history each.
     expect(runs.size).toBeGreaterThanOrEqual(3);
     expect((await h.client.client.workflow.getHandle(id).describe()).runId).not.toBe(firstRunId);
+    // Each run records one patch marker, its baseline's (protocol/patches.ts), where it took five.
+    expect(await patchMarkers(h.client.client, id, firstRunId)).toEqual(['session-baseline']);
+    expect(await patchMarkers(h.client.client, id)).toEqual(['session-baseline']);
 
     const answers = server.requests.filter((r) => !isSummary(r));
     expect(answers).toHaveLength(MESSAGES);

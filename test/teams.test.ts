@@ -15,6 +15,7 @@ import { WorkerStateMachine, type WorkerState } from '../src/protocol/worker-sta
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { modelSettings } from '../src/providers/config';
 import { runCadre, testServerEnv } from './support/cli';
+import { patchMarkers } from './support/history';
 import { tempRepository } from './support/git-repo';
 import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
 
@@ -39,16 +40,6 @@ function expectedFingerprint(moves: WorkerState[]): string {
   return machine.fingerprint;
 }
 
-/** The patches a run's history recorded markers for, in order. */
-async function patchMarkers(h: Harness, workflowId: string): Promise<string[]> {
-  const { events } = await h.client.client.workflow.getHandle(workflowId).fetchHistory();
-  return (events ?? []).flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
-    return data ? [(JSON.parse(Buffer.from(data).toString()) as { id: string }).id] : [];
-  });
-}
-
 test('a worker finishes only by saying so: completing with its result, seen by the team and the search attribute', async () => {
   const ws = tempWorkspace();
   const model = scenario('finish', [say('completing', 'wrote the plan', { result: { plan: ['a', 'b'] } })]);
@@ -67,8 +58,8 @@ test('a worker finishes only by saying so: completing with its result, seen by t
     expect(d.workers).toEqual([expect.objectContaining({ workflowId: agentId, step: 'architect', role: 'architect', state: 'completed', seq: 3, fingerprint: a.fingerprint })]);
     expect(await workerState(h, agentId)).toBe('completed');
     // One patch marker each, their baselines' (protocol/patches.ts): each marker brings an upsert of TemporalChangeVersion.
-    expect(await patchMarkers(h, id)).toEqual(['plan-baseline-3']);
-    expect(await patchMarkers(h, agentId)).toEqual(['agent-baseline']);
+    expect(await patchMarkers(h.client.client, id)).toEqual(['plan-baseline-3']);
+    expect(await patchMarkers(h.client.client, agentId)).toEqual(['agent-baseline']);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * The ids of runPlan's and agentTask's patches (`patched()`): each a change of behaviour that runs
+ * The ids of runPlan's, agentTask's and session's patches (`patched()`): each a change of behaviour that runs
  * recorded before it must replay without. Every patch a run takes costs it a marker and an upsert
  * of TemporalChangeVersion (two history events and a visibility write, the server's costliest part
  * of a workflow task), so a run that starts now records one marker, its workflow's newest baseline,
@@ -88,6 +88,17 @@ export const PATCH_RECORDED_WATCH = 'stuck-watch-recorded';
  */
 export const PATCH_REPORT_GATES = 'worker-report-gates';
 
+// session's patches (and its loop's, above).
+
+/**
+ * The session publishes what it sees itself (turns' ends, tool calls and results), and its
+ * activities only the text as it comes, within its budget; runs recorded earlier published all
+ * from the activities.
+ */
+export const PATCH_SESSION_EVENTS = 'session-own-events';
+/** A session with tools binds its workspace to the host that holds it, as a plan run does; sessions recorded earlier were not bound. */
+export const PATCH_SESSION_HOSTS = 'session-hosts';
+
 /** A baseline: the marker a run records, and the patches it stands for. */
 export type PatchBaseline = readonly [marker: string, patches: ReadonlySet<string>];
 
@@ -125,5 +136,13 @@ export const AGENT_BASELINES: readonly PatchBaseline[] = [
       PATCH_RECORDED_WATCH,
       PATCH_REPORT_GATES,
     ]),
+  ],
+];
+
+/** session's baselines: each run of a session (it continues as new) took up to five markers as it started. */
+export const SESSION_BASELINES: readonly PatchBaseline[] = [
+  [
+    'session-baseline',
+    new Set([PATCH_SESSION_EVENTS, PATCH_SESSION_HOSTS, PATCH_COMMAND_RULES, PATCH_TURN_GUARDS, PATCH_HISTORY_GUARD, PATCH_CONVERSATION_CHAIN]),
   ],
 ];

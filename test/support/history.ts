@@ -33,3 +33,13 @@ export async function runHistories(client: Client, workflowId: string): Promise<
   }
   return histories;
 }
+
+/** The patches a run's history recorded markers for, in order (the latest run of `workflowId` unless `runId`). */
+export async function patchMarkers(client: Client, workflowId: string, runId?: string): Promise<string[]> {
+  const { events } = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
+    return data ? [(JSON.parse(Buffer.from(data).toString()) as { id: string }).id] : [];
+  });
+}

@@ -489,6 +489,8 @@ const SESSIONS: SessionScenario[] = [
   { files: { first: 'session-streamed-first-run', last: 'session-streamed-after-continue' }, id: 'replay-session-streamed', reply: 'streamed and noted', messages: 5, continueEvery: 2, follow: true },
   // The session publishes its turns' ends itself, its activities only the text (patch session-own-events).
   { files: { first: 'session-own-events-first-run', last: 'session-own-events-after-continue' }, id: 'replay-session-own-events', reply: 'noted in its own words', messages: 5, continueEvery: 2, follow: true },
+  // Each run records one patch marker (session-baseline) for the five a run took by itself before.
+  { files: { first: 'session-baseline-first-run', last: 'session-baseline-after-continue' }, id: 'replay-session-baseline', reply: 'noted once', messages: 5, continueEvery: 2 },
 ];
 
 async function recordSession(client: CadreClient, scenario: SessionScenario): Promise<void> {

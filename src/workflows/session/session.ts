@@ -13,7 +13,6 @@ import {
   condition,
   continueAsNew,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -31,16 +30,10 @@ import { DEFAULT_WARN_AT } from '../../protocol/budget';
 import { type OwnEvent, RunStream } from '../common/run-stream';
 import { RunLimits, onSignal, onUpdate } from '../common/run-limits';
 import { SHED_SHARE, StreamBudget } from '../agent/stream-budget';
+import { PATCH_SESSION_EVENTS, PATCH_SESSION_HOSTS, SESSION_BASELINES } from '../../protocol/patches';
+import { PatchBaselines } from '../patch-baselines';
 
 export const SESSION_DEFAULTS = { keep: 50, continueEvery: 100 };
-/**
- * The session publishes what it sees itself (turns' ends, tool calls and results), and its
- * activities only the text as it comes, within its budget; runs recorded earlier published all
- * from the activities.
- */
-const PATCH_SESSION_EVENTS = 'session-own-events';
-/** A session with tools binds its workspace to the host that holds it, as a plan run does; sessions recorded earlier were not bound. */
-const PATCH_SESSION_HOSTS = 'session-hosts';
 /** Messages beyond `keep` are folded this many at a time, so summaries are not made every turn. */
 const FOLD_BATCH = 20;
 /** What the kept messages may weigh: continue-as-new carries them, and its input has Temporal's 2 MB limit. */
@@ -96,8 +89,10 @@ class Session {
   private readonly ownEvents: boolean;
 
   constructor(private readonly input: SessionInput) {
+    // First: a new run records its baseline's marker before any patch is asked (protocol/patches.ts).
+    const patches = new PatchBaselines(SESSION_BASELINES);
     // The stream is part of what a session replays (readers' long polls return when it grows): runs recorded earlier publish as they did.
-    const ownEvents = (this.ownEvents = patched(PATCH_SESSION_EVENTS));
+    const ownEvents = (this.ownEvents = patches.has(PATCH_SESSION_EVENTS));
     this.limits = new RunLimits(input.limits, (warning) => ownEvents && this.stream.publish({ type: 'limits_warning', step: 'session', ...warning }));
     this.stream = new RunStream(input.streamState, this.limits);
     const budget = new StreamBudget(this.limits, (reason) => this.stream.publish({ type: 'stream_shed', step: 'session', reason }));
@@ -120,6 +115,7 @@ class Session {
         ...(this.host.route && { route: this.host.route }),
       },
       { changed: () => this.publish(), waitsChanged: () => this.publish(), ...streamHooks },
+      patches,
     );
     // Where its tools run (docs/operations.md, A fleet): a continued session is where it was; a new one
     // with tools binds its workspace as a plan run does. Sessions recorded before made their loop here,
@@ -128,7 +124,7 @@ class Session {
       this.host.restore(input.host);
       this.host.moves.push(...(input.hostMoves ?? []));
     }
-    this.binds = input.host === undefined && input.tools.length > 0 && patched(PATCH_SESSION_HOSTS);
+    this.binds = input.host === undefined && input.tools.length > 0 && patches.has(PATCH_SESSION_HOSTS);
     if (!this.binds) this.loop = this.makeLoop();
     onUpdate(
       this.limits,
