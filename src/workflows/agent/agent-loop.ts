@@ -74,7 +74,7 @@ export class AgentLoop {
   constructor(
     private readonly spec: LoopSpec,
     private readonly hooks: LoopHooks,
-    /** Its workflow's patches: agentTask's baselines, or each by itself. */
+    /** Its workflow's patches: agentTask's or session's baselines, or each patch by itself. */
     private readonly patches: Patches = eachPatch,
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
