@@ -13,6 +13,7 @@ import type { PlanResult } from '../src/protocol/definitions';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { writeFileSync } from 'node:fs';
 import { type Harness, compile, startPlan, step, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
+import { failedTasks } from './support/history';
 
 /** Starts `runPlan` (or another type) with the `temporal` CLI, as a person or a script without cadre would. */
 async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown, type = 'runPlan'): Promise<void> {
@@ -38,7 +39,7 @@ async function failureOf(h: Harness, workflowId: string): Promise<{ message: str
 /** The workflow tasks that failed, each with its cause and message (a failing test says why). */
 async function workflowTaskFailures(h: Harness, workflowId: string): Promise<string[]> {
   const history = await h.client.client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).flatMap((e) => (e.workflowTaskFailedEventAttributes ? [`${e.eventId}: cause ${e.workflowTaskFailedEventAttributes.cause}: ${e.workflowTaskFailedEventAttributes.failure?.message ?? ''}`] : []));
+  return failedTasks(history.events ?? []);
 }
 
 test('the temporal CLI starts a plan from its document, with inputs; the run is found by its plan name', async () => {

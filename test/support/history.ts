@@ -43,3 +43,16 @@ export async function patchMarkers(client: Client, workflowId: string, runId?: s
     return data ? [(JSON.parse(Buffer.from(data).toString()) as { id: string }).id] : [];
   });
 }
+
+/**
+ * A history's failed workflow tasks, as `<event id>: <cause>: <message>`, but for the server's own
+ * UnhandledCommand: no failure of the code, an event came in while the task that would have ended
+ * the workflow ran, and the task runs again with it (Temporal's design).
+ */
+export function failedTasks(events: HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const failed = e.workflowTaskFailedEventAttributes;
+    if (!failed || failed.cause === temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND) return [];
+    return [`${e.eventId}: ${failed.cause}: ${failed.failure?.message ?? ''}`];
+  });
+}
