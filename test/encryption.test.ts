@@ -30,8 +30,11 @@ const PATCH_IDS = new Set([
   ...readdirSync(path.join(__dirname, '../src/workflows'), { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.ts'))
     .flatMap((file) => [...readFileSync(path.join(__dirname, '../src/workflows', file), 'utf8').matchAll(/\bPATCH_\w+ = '([a-z0-9-]+)'/g)].map((m) => m[1])),
-  ...Object.entries(patches).flatMap(([name, id]) => (name.startsWith('PATCH_') && typeof id === 'string' ? [id] : [])),
-  ...[...patches.PLAN_BASELINES, ...patches.AGENT_BASELINES].map(([marker]) => marker),
+  ...Object.entries(patches).flatMap(([name, value]) => {
+    if (name.startsWith('PATCH_') && typeof value === 'string') return [value];
+    // Every workflow's baselines (PLAN_BASELINES, AGENT_BASELINES, SESSION_BASELINES, any added later): their markers.
+    return name.endsWith('_BASELINES') ? (value as readonly patches.PatchBaseline[]).map(([marker]) => marker) : [];
+  }),
 ]);
 
 const OLD = 'old=' + Buffer.alloc(32, 1).toString('base64');
