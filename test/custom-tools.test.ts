@@ -3,16 +3,13 @@
  * over stdio (the official SDK on both ends), called by an agent on the dev server.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import path from 'node:path';
 import { modelSettings } from '../src/providers/config';
 import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from './support/fake-model-server';
 import { compile, startPlan, step, tempWorkspace, withWorker } from './support/harness';
 import { TSX } from './support/tsx';
+import { startMcpHttpServer } from './support/mcp-http';
 
 let server: FakeModelServer;
 beforeAll(async () => {
@@ -101,31 +98,25 @@ steps:
 test('an MCP server over streamable HTTP, its bearer token read from the environment', async () => {
   const token = 'mcp-token-5e1f';
   const seen: string[] = [];
-  // A stateless streamable-HTTP MCP server (the official SDK): a fresh server and transport per request.
-  const http = createServer(async (req, res) => {
-    seen.push(String(req.headers.authorization));
-    if (req.headers.authorization !== `Bearer ${token}`) {
+  const http = await startMcpHttpServer(
+    (mcp) =>
+      mcp.registerTool('add', { description: 'Add two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
+        content: [{ type: 'text', text: String(a + b) }],
+        structuredContent: { sum: a + b },
+      })),
+    (req, res) => {
+      seen.push(String(req.headers.authorization));
+      if (req.headers.authorization === `Bearer ${token}`) return false;
       res.writeHead(401).end();
-      return;
-    }
-    const mcp = new McpServer({ name: 'clock', version: '1.0.0' });
-    mcp.registerTool('add', { description: 'Add two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
-      content: [{ type: 'text', text: String(a + b) }],
-      structuredContent: { sum: a + b },
-    }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => void transport.close().then(() => mcp.close()));
-    await mcp.connect(transport);
-    await transport.handleRequest(req, res);
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const port = (http.address() as AddressInfo).port;
+      return true;
+    },
+  );
   process.env.CADRE_TEST_MCP_TOKEN = `Bearer ${token}`;
   try {
     const ws = tempWorkspace();
     const customTools = {
       modules: [],
-      mcpServers: { calc: { url: `http://127.0.0.1:${port}/mcp`, headersFromEnv: { Authorization: 'CADRE_TEST_MCP_TOKEN' } } },
+      mcpServers: { calc: { url: http.url, headersFromEnv: { Authorization: 'CADRE_TEST_MCP_TOKEN' } } },
       baseDir: ws,
     };
     const models = modelSettings({}, { OPENAI_API_KEY: 'sk-test-tools', OPENAI_BASE_URL: server.baseURL });
@@ -154,7 +145,6 @@ output: { agent: "{{ steps.sum.output }}", direct: "{{ steps.direct.output }}" }
     expect(seen.every((h) => h === `Bearer ${token}`)).toBe(true);
   } finally {
     delete process.env.CADRE_TEST_MCP_TOKEN;
-    http.closeAllConnections();
-    await new Promise((resolve) => http.close(resolve));
+    await http.close();
   }
 });

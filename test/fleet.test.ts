@@ -20,6 +20,8 @@ import YAML from 'yaml';
 import { validatePlan } from '../src/plan-format/validate';
 import { git, tempRepository } from './support/git-repo';
 import { until } from './support/until';
+import { startMcpHttpServer } from './support/mcp-http';
+import { temporal } from '@temporalio/proto';
 import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
 
 describe('hosts', () => {
@@ -427,8 +429,9 @@ describe('a session in a fleet', () => {
 });
 
 /**
- * A workspace any host can clone. The step the host dies in is an agent's, which writes only after
- * its sleep: only the agent's own activities find the host gone, and the run has to hear it from it.
+ * A workspace any host can clone. The step the host dies in is an agent's, which dies as it lists
+ * its tools (an MCP server holds the listing): only the agent's own activities find the host gone,
+ * and the run has to hear it from it.
  */
 const CLONED_PLAN = (origin: string, script: string) => `name: cloned
 workspace: { repo: ${origin}, ref: main }
@@ -437,7 +440,7 @@ steps:
   - { id: branch, dependsOn: [first], worktree: { repo: ".", task: feature }, tool: shell, with: { command: "echo branched > wt.txt" } }
   - id: slow
     dependsOn: [branch]
-    agent: { prompt: "Sleep, then write slow.txt.", model: "scripted:${script}", tools: [shell], maxTurns: 3 }
+    agent: { prompt: "Sleep, then write slow.txt.", model: "scripted:${script}", tools: [shell, "mcp:gate/*"], maxTurns: 3 }
   - { id: branch-more, dependsOn: [slow], worktree: { repo: ".", task: feature }, tool: shell, with: { command: "cat wt.txt first.txt > wt2.txt" } }
   - { id: last, dependsOn: [branch-more], tool: shell, with: { command: "cat first.txt slow.txt app.txt > last.txt" } }
 `;
@@ -510,16 +513,23 @@ describe('a workspace cloned from a repository', () => {
     const hosts = [uniqueId('alpha'), uniqueId('beta')];
     writeFileSync(path.join(root, 'agent-script.yaml'), SLEEPY_AGENT);
     writeFileSync(path.join(root, 'cloned.yaml'), CLONED_PLAN(origin, path.join(root, 'agent-script.yaml')));
+    // The agent's MCP server answers no one until the host is gone.
+    let release = () => undefined as void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const gate = await startMcpHttpServer((mcp) => mcp.registerTool('noop', { description: 'Does nothing.' }, async () => ({ content: [] })), () => released.then(() => false));
+    writeFileSync(path.join(root, 'cadre.config.yaml'), `mcp: { servers: { gate: { url: "${gate.url}" } } }\n`);
     const env = (host: string) => ({ ...testServerEnv(), CADRE_TASK_QUEUE: shared, CADRE_HOST: host, CADRE_WORKSPACES: path.join(root, host), CADRE_HOST_LOST_AFTER: '3s' });
     const workers = await Promise.all(hosts.map((host) => startCadreWorker([], root, env(host))));
     const client = await CadreClient.connect({ address: process.env.CADRE_TEST_ADDRESS });
     const id = uniqueId('cloned-run');
     try {
       expect(await runCadre(['run', 'cloned.yaml', '--id', id, '--task-queue', shared], root, testServerEnv())).toMatchObject({ code: 0 });
-      const slow = await until('the slow step running', async () => {
-        const d = await client.diagnostics(id);
-        return d.steps.find((s) => s.id === 'slow')?.status === 'running' ? d : undefined;
+      // The host dies while the agent lists its tools: that attempt heartbeats, so its loss is known in seconds, not at its start-to-close timeout.
+      await until('the slow step listing its tools', async () => {
+        const agent = await client.client.workflow.getHandle(`${id}/slow`).describe().catch(() => undefined);
+        return agent?.raw.pendingActivities?.some((a) => a.activityType?.name === 'agentToolset' && a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED) || undefined;
       });
+      const slow = await client.diagnostics(id);
       const [lost, other] = slow.host === hosts[0] ? hosts : [hosts[1], hosts[0]];
       expect(slow.clone).toMatchObject({ repo: origin, branch: expect.stringMatching(/^cadre\/run\/cloned-run-/), path: expect.stringContaining(path.join(root, lost, 'runs')) });
       // The first step's work is on the remote before the next step starts, and the worktree's on a branch of the run's.
@@ -530,6 +540,7 @@ describe('a workspace cloned from a repository', () => {
       const dying = workers[hosts.indexOf(lost)];
       dying.child.kill('SIGKILL');
       await dying.stop();
+      release();
       const done = await until('the run completed on the other host', async () => {
         // Until the dead host's sticky task times out, the run's queries go to it and find no worker.
         const d = await client.diagnostics(id).catch(() => undefined);
@@ -570,6 +581,11 @@ describe('a workspace cloned from a repository', () => {
       expect(done.steps.find((s) => s.id === 'slow')?.agent).toMatchObject({ workflowId: `${id}/slow#2`, turns: 2, toolCalls: 1 });
       expect((await activitiesCompleted(client, `${id}/slow#2`)).filter(([type]) => type === 'runTool')).toEqual([['runTool', other]]);
       expect((await client.client.workflow.getHandle(`${id}/slow`).describe()).status.name).toBe('CANCELLED');
+      // The attempt the host died under was given up on at its heartbeat timeout, not its start-to-close timeout's minute.
+      const agentEvents = (await client.client.workflow.getHandle(`${id}/slow`).fetchHistory()).events ?? [];
+      const listing = agentEvents.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'agentToolset');
+      const listingEnd = agentEvents.find((e) => e.activityTaskTimedOutEventAttributes && Number(e.activityTaskTimedOutEventAttributes.scheduledEventId) === Number(listing?.eventId));
+      expect(listingEnd?.activityTaskTimedOutEventAttributes?.failure?.cause?.timeoutFailureInfo?.timeoutType).toBe(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
       const history = await client.client.workflow.getHandle(id).fetchHistory();
       expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
       const status = await runCadre(['status', id], root, testServerEnv());
@@ -579,10 +595,12 @@ describe('a workspace cloned from a repository', () => {
       const file = path.join(__dirname, 'histories', 'run-plan-clone-moved.json');
       if (!existsSync(file)) writeFileSync(file, `${historyToJSON(history)}\n`);
     } finally {
+      release();
+      await gate.close();
       await client.close();
       await Promise.all(workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null).map((w) => w.stop()));
     }
-  });
+  }, 300_000);
 });
 
 /** A team in a workspace cloned from a repository: each worker in a worktree of the clone. */

@@ -163,15 +163,15 @@ export function createActivities(deps: ActivityDeps = {}) {
 
   return {
     // Local activities of a run bound to a lone host check they run on it (onHost).
-    resolveValue: (request: ValueRequest & { onHost?: string }) => (checkOnHost(deps.host, request.onHost), values.resolveValue(request)),
-    evaluateCondition: (request: ConditionRequest & { onHost?: string }) => (checkOnHost(deps.host, request.onHost), values.evaluateCondition(request)),
+    resolveValue: (request: ValueRequest & { onHost?: string }) => heartbeating(async () => (checkOnHost(deps.host, request.onHost), values.resolveValue(request))),
+    evaluateCondition: (request: ConditionRequest & { onHost?: string }) => heartbeating(async () => (checkOnHost(deps.host, request.onHost), values.evaluateCondition(request))),
     // Which host holds a run's workspace (workspace-host.ts), asked on the shared queue.
     locateWorkspace: ({ workspace }: { workspace: string }) => locateWorkspace(deps.host, workspace),
     hostPolling: ({ taskQueue, lostAfterMs }: { taskQueue: string; lostAfterMs: number }) => hostPolling(taskQueue, lostAfterMs),
     // A workspace cloned from a repository (workspace-clone.ts): made by any host, each step's work pushed.
     cloneWorkspace: (request: CloneRequest) => heartbeating(() => cloneWorkspace(deps.host, request)),
     checkpointWorkspace: (request: CheckpointRequest) => heartbeating(() => checkpointWorkspace(request)),
-    removeClone: ({ workspace }: { workspace: string }) => removeClone(deps.host, workspace),
+    removeClone: ({ workspace }: { workspace: string }) => heartbeating(() => removeClone(deps.host, workspace)),
     // A fork (workflows/plan/fork-start.ts): the run it forks, read by its query, and what is restored.
     readFork: (input: ForkInput) => readFork(input),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
@@ -187,13 +187,14 @@ export function createActivities(deps: ActivityDeps = {}) {
 
     // The tools an agent's model is offered, fixed when the agent starts (history keeps them for replay).
     // With code tools among them, their thread builds the workspace's service while the model takes its first turn.
-    agentToolset: (request: { tools: string[]; workspace?: string; worktree?: boolean }) => {
-      if (request.tools.some((tool) => tool.startsWith('code.'))) prewarmCode(request.workspace, request.worktree);
-      return agentToolset(request.tools, customTools);
-    },
+    agentToolset: (request: { tools: string[]; workspace?: string; worktree?: boolean }) =>
+      heartbeating(async () => {
+        if (request.tools.some((tool) => tool.startsWith('code.'))) prewarmCode(request.workspace, request.worktree);
+        return agentToolset(request.tools, customTools);
+      }),
 
     // A team worker's infrastructure recovery: stale git locks of its worktree removed.
-    repairWorktree: (request: { worktree: string }) => repairWorktree(request.worktree),
+    repairWorktree: (request: { worktree: string }) => heartbeating(() => repairWorktree(request.worktree)),
 
     // A team worker's stuck detection: when its running activities last beat.
     lastSignOfLife: (request: { workflowId: string }) => lastSignOfLife(request.workflowId),
@@ -223,7 +224,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     },
 
     // A team's roles: built-in, the worker's ./roles and CADRE_ROLES_DIR, then the plan workspace's roles/ folder.
-    teamRoles: (request: { workspace: string }) => teamRoles(request.workspace),
+    teamRoles: (request: { workspace: string }) => heartbeating(() => teamRoles(request.workspace)),
 
     runTool: (request: ToolRequest): Promise<ToolResult> =>
       heartbeating(async () => {

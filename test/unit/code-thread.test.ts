@@ -11,6 +11,7 @@ import path from 'node:path';
 import { isMainThread, threadId } from 'node:worker_threads';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../../src/activities/tools/context';
 import { PROTECTED_PATHS, openBoundary } from '../../src/activities/confinement';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../src/activities';
 import { CODE_THREAD, codeThreadStarted, codeThreadState, evictCodeThread, inCodeThread, prewarmCodeThread, stopCodeThread } from '../../src/activities/tools/code/thread';
 import { warmProjects } from '../../src/activities/tools/code/warm';
@@ -48,7 +49,9 @@ describe("the code tools' thread", () => {
   }, 60_000);
 
   test("an agent's toolset with code tools starts the thread and builds its workspace's service; one without does not", async () => {
-    const { agentToolset } = createActivities();
+    const activities = createActivities();
+    // An activity (it heartbeats): run in the SDK's activity context.
+    const agentToolset = (request: Parameters<typeof activities.agentToolset>[0]) => new MockActivityEnvironment().run(activities.agentToolset, request);
     const ws = workspace();
     await agentToolset({ tools: ['fs.read', 'shell'], workspace: ws });
     expect(codeThreadStarted()).toBe(false);

@@ -42,7 +42,7 @@ export function modelActivities(maximumAttempts = 8, route?: HostRoute) {
   }, route);
 }
 
-const TOOLSET_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'agent tools' } as const;
+const TOOLSET_OPTIONS = { startToCloseTimeout: '1m', heartbeatTimeout: '10s', retry: { maximumAttempts: 3 }, summary: 'agent tools' } as const;
 
 /** The activity that lists an agent's tools (it warms the code tools for the workspace: on its host in a fleet). */
 export function toolset(route?: HostRoute) {

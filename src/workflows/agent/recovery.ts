@@ -9,7 +9,7 @@ import type { WorkerReporter } from './worker-reporter';
 /** Rounds of a team worker's model-turn retries for a transient failure, when no fallback model helps. */
 const TRANSIENT_ROUNDS = 3;
 
-const REPAIR_OPTIONS = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' } as const;
+const REPAIR_OPTIONS = { startToCloseTimeout: '1m', heartbeatTimeout: '10s', retry: { maximumAttempts: 3 }, summary: 'repair the worktree' } as const;
 
 /** The repair activity, on the queue of the host that holds the worktree when there is one. */
 function repairs(route: HostRoute | undefined) {

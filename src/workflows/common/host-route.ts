@@ -176,8 +176,14 @@ function again(activityId: string | undefined, round: number): { activityId?: st
   return activityId === undefined || round === 1 ? {} : { activityId: `${activityId}~${round}` };
 }
 
+/**
+ * A routed activity's options: it heartbeats, so an attempt on a host that died is timed out in
+ * seconds and the route finds the host gone, rather than when the attempt's start-to-close ends.
+ */
+export type RoutedOptions = ActivityOptions & { heartbeatTimeout: Duration };
+
 /** The activities with `options`, on the route's host when there is one, as they are when there is none. */
-export function hostActivities(options: ActivityOptions, route: HostRoute | undefined): ActivityInterfaceFor<Activities> {
+export function hostActivities(options: RoutedOptions, route: HostRoute | undefined): ActivityInterfaceFor<Activities> {
   if (route === undefined) return proxyActivities<Activities>(options);
   // A wait to start must end before the whole activity's: that timeout would not say it never started.
   const longestWaitMs = options.scheduleToCloseTimeout === undefined ? UNREACHABLE_WAIT_MS : Math.min(UNREACHABLE_WAIT_MS, msToNumber(options.scheduleToCloseTimeout) / 2);

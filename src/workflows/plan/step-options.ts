@@ -17,7 +17,7 @@ export const COMPENSATION_TIMEOUT = '5m';
  * plan's. Checked against Temporal's limits here too, not only by the validator: the server answers
  * bad options by failing the workflow task, forever; a StepFailedError fails the step with the reason.
  */
-export function toolActivityOptions(step: CompiledStep, timeout: string, summary: string): ActivityOptions {
+export function toolActivityOptions(step: CompiledStep, timeout: string, summary: string): ActivityOptions & { heartbeatTimeout: number } {
   const timeoutMs = durationMs(timeout);
   const options = {
     scheduleToCloseTimeout: timeoutMs,
@@ -62,7 +62,7 @@ export function localToolOptions(step: CompiledStep, timeout: string, summary: s
   return { scheduleToCloseTimeout, retry, summary };
 }
 
-export function compensationActivityOptions(summary: string): ActivityOptions {
+export function compensationActivityOptions(summary: string): ActivityOptions & { heartbeatTimeout: number } {
   return {
     scheduleToCloseTimeout: COMPENSATION_TIMEOUT,
     heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,

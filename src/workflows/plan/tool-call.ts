@@ -120,7 +120,7 @@ export async function durableSleep(summary: string, duration: unknown, timeout: 
 }
 
 /** The small local activities that read values stored outside history for workflow code. */
-const STORED_OPTIONS = { scheduleToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'read stored values' } as const;
+const STORED_OPTIONS = { scheduleToCloseTimeout: '1m', heartbeatTimeout: '10s', retry: { maximumAttempts: 3 }, summary: 'read stored values' } as const;
 
 /**
  * The stored-value activities (the workspace's blob store): local ones where the run runs, or, when

@@ -28,7 +28,7 @@ export interface CarriedTeam {
 }
 const MAX_NOTE_CHARS = 1000;
 
-const ROLE_FILE_OPTIONS = { startToCloseTimeout: '30s', retry: { maximumAttempts: 3 }, summary: 'team roles' } as const;
+const ROLE_FILE_OPTIONS = { startToCloseTimeout: '30s', heartbeatTimeout: '10s', retry: { maximumAttempts: 3 }, summary: 'team roles' } as const;
 
 export class Team {
   private roleList?: Promise<TeamRole[]>;
