@@ -101,6 +101,8 @@ describe('replay of recorded runPlan histories', () => {
       'session-baseline-after-continue',
       'session-baseline-first-run',
       'session-first-run',
+      'session-followed-after-continue',
+      'session-followed-first-run',
       'session-host-moved',
       'session-own-events-after-continue',
       'session-own-events-first-run',

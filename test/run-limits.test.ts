@@ -13,6 +13,8 @@ import YAML from 'yaml';
 import type { StreamEventAt } from '../src/streaming/events';
 import { runCadre, testServerEnv } from './support/cli';
 import { compile, startPlan, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { followByPolls } from './support/poll-follower';
+import { within } from './support/until';
 import { SIGNALS_LIMIT, allRuns, onServer, lowLimitServers, refused, serverWith, signalsIn, words } from './support/limits';
 
 const servers = lowLimitServers();
@@ -91,6 +93,8 @@ inputs:
   servers.models.enqueue(...items.map((i) => ({ chunks: [`part `, `${i}`], chunkDelayMs: 5, usage: { inputTokens: 10, outputTokens: 5 } })));
   await onServer(servers.low, servers.models, async (h) => {
     const id = await startPlan(h, plan, { items });
+    // Temporal's own reader (poll updates, as Python's) follows it across the runs too, to the last run's end.
+    const stock = followByPolls(h.client.client, id, 'run_completed');
     const events: StreamEventAt[] = [];
     for await (const e of h.client.events(id)) events.push(e);
     const result = await h.client.result(id);
@@ -114,6 +118,7 @@ inputs:
     expect(own.map((e) => e.offset)).toEqual(own.map((_, i) => own[0].offset + i));
     expect(own.filter((e) => e.type === 'step_completed').map((e) => e.step)).toEqual(result.steps.map((s) => s.id));
     expect(own.at(-1)).toMatchObject({ type: 'run_completed', status: 'completed' });
+    expect(await within('the stock reader at the last run\'s end', stock, 30_000)).toBeGreaterThan(0);
   });
 }, 300_000);
 

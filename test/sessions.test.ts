@@ -10,6 +10,8 @@ import { type FakeModelServer, type RecordedRequest, startFakeModelServer } from
 import { exited, runCadre, spawnCadre, testServerEnv } from './support/cli';
 import { type Harness, tempWorkspace, uniqueId, withWorker } from './support/harness';
 import { patchMarkers } from './support/history';
+import { followByPolls } from './support/poll-follower';
+import { within } from './support/until';
 
 interface ChatMessage {
   role: string;
@@ -152,5 +154,22 @@ test('cadre chat: lines are messages, /status shows the session, /end ends it', 
     expect(stderr).toContain(`ended ${id}`);
     const ended = await h.client.client.workflow.getHandle(id).result();
     expect(ended.answered).toBe(1);
+  });
+});
+
+test("a stock Workflow Streams reader follows a session across continue-as-new to the end of its last run", async () => {
+  const id = uniqueId('session-followed');
+  // Continued as new every two messages: the last run is short, and can end before the reader, a run behind, has reached it.
+  const ws = tempWorkspace();
+  writeFileSync(path.join(ws, 'chat.yaml'), 'cycle: true\nturns:\n  - reply: { text: "noted" }\n');
+  const start = sessionInput({ model: `scripted:${path.join(ws, 'chat.yaml')}`, workspace: ws, continueEvery: 2 });
+  await withWorker(async (h) => {
+    await sendMessage(h.client, id, 'm-1', start, { taskQueue: h.taskQueue });
+    const following = followByPolls(h.client.client, id, 'run_completed');
+    for (let i = 2; i <= 5; i++) await sendMessage(h.client, id, `m-${i}`, start, { taskQueue: h.taskQueue });
+    await endSession(h.client, id);
+    await h.client.client.workflow.getHandle(id).result();
+    // It read the session's last event, in the run that ended (which waited for it, as a run polled itself does).
+    expect(await within('the reader at the last run\'s end', following, 30_000)).toBeGreaterThan(5);
   });
 });

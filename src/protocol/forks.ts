@@ -34,7 +34,7 @@ export const forkSourceQuery = defineQuery<ForkSource>('forkSource');
 
 /** What a session's fork reads of it (`cadre fork <session> --at <n>`): how it was started, and its conversation. */
 export interface SessionForkSource {
-  input: Omit<SessionInput, 'state' | 'streamState'>;
+  input: Omit<SessionInput, 'state' | 'streamState' | 'streamFollowed'>;
   state: SessionState;
 }
 

@@ -28,6 +28,8 @@ export interface SessionInput {
   state?: SessionState;
   /** The session's stream, carried across continue-as-new so offsets keep counting. */
   streamState?: WorkflowStreamState;
+  /** A reader long-polled an earlier run: the next run's end gives it time to take the last events. */
+  streamFollowed?: boolean;
   /** Its cluster's per-run limits, when lower than Temporal's defaults (`CADRE_RUN_LIMITS`). */
   limits?: Partial<RunLimitValues>;
   /** Caps on what the whole session spends, over all its replies and runs (docs/budgets.md); warnAt 0.8 and onBudget ask unless given. */

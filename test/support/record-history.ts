@@ -491,6 +491,8 @@ const SESSIONS: SessionScenario[] = [
   { files: { first: 'session-own-events-first-run', last: 'session-own-events-after-continue' }, id: 'replay-session-own-events', reply: 'noted in its own words', messages: 5, continueEvery: 2, follow: true },
   // Each run records one patch marker (session-baseline) for the five a run took by itself before.
   { files: { first: 'session-baseline-first-run', last: 'session-baseline-after-continue' }, id: 'replay-session-baseline', reply: 'noted once', messages: 5, continueEvery: 2 },
+  // Followed by poll updates: each continued run carries that a reader follows, and its end waits for the reader (streamFollowed).
+  { files: { first: 'session-followed-first-run', last: 'session-followed-after-continue' }, id: 'replay-session-followed', reply: 'noted for the reader', messages: 5, continueEvery: 2, follow: true },
 ];
 
 async function recordSession(client: CadreClient, scenario: SessionScenario): Promise<void> {

@@ -11,3 +11,14 @@ export async function until<T>(what: string, probe: () => T | undefined | Promis
 
 /** The pause between probes that start a `cadre` process: each costs 0.4 s of CPU or more (1 s with the analytics database), which a loaded machine's other tests need. */
 export const CLI_POLL_MS = 1000;
+
+/** `promise`, or a rejection naming `what` if it has not settled within `timeoutMs`. */
+export async function within<T>(what: string, promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${timeoutMs / 1000}s`)), timeoutMs)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

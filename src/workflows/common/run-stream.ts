@@ -62,11 +62,17 @@ export class RunStream {
   private polls = 0;
   private polling = 0;
 
-  /** @param limits counts the stream's signals and polls as the run's. */
+  /**
+   * @param limits counts the stream's signals and polls as the run's.
+   * @param followed a reader long-polled the run this one continues (`followed` there): it may not
+   * have reached this run yet when it ends, and gets the grace a polled run gives.
+   */
   constructor(
     state?: WorkflowStreamState,
     private readonly limits?: RunLimits,
+    followed = false,
   ) {
+    this.polled = followed;
     this.stream = new WorkflowStream(state);
     this.internals = this.stream as unknown as StreamInternals;
     this.guardHandlers();
@@ -120,6 +126,11 @@ export class RunStream {
   /** Takes long polls again: the continue-as-new that `detach` prepared did not happen. */
   resume(): void {
     this.internals.draining = false;
+  }
+
+  /** Whether a reader long-polled this run (or the run it continues): carried across continue-as-new. */
+  get followed(): boolean {
+    return this.polled;
   }
 
   /** The state to continue as new with: offsets keep counting, the newest events come along. */

@@ -47,6 +47,8 @@ export interface PlanCarry {
   workers: WorkerRecord[];
   humanWaits: HumanWaitOutcome[];
   stream: WorkflowStreamState;
+  /** A reader long-polled an earlier run: the next run's end gives it time to take the last events. */
+  streamFollowed?: true;
   /** The host the workspace is bound to (patch workspace-hosts). */
   host?: WorkspaceHost;
   /** A workspace cloned from a repository: the clone the plan's workspace is, and its last push. */

@@ -105,7 +105,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       // What the run's stream holds is part of what it replays: runs recorded before did not say this.
       if (this.agentStreams) this.stream.publish({ type: 'limits_warning', ...warning });
     });
-    this.stream = new RunStream(carry?.stream, this.limits);
+    this.stream = new RunStream(carry?.stream, this.limits, carry?.streamFollowed === true);
     this.runsBefore = carry?.runs ?? 0;
     this.plan = input.plan;
     this.book = new StepBook(this.plan.steps);
@@ -160,6 +160,7 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
       workers: this.agents.workers(),
       humanWaits: [...this.waits.ended],
       stream: this.stream.carried(),
+      ...(this.stream.followed && { streamFollowed: true as const }),
       ...this.host.carried(this.plan.source !== undefined),
       ...(this.budget && { budget: this.budget.carry() }),
       ...(this.forkedFrom && { forkedFrom: this.forkedFrom, forkStarts: carriedForkStarts(this) }),

@@ -25,7 +25,7 @@ import { type SendResult, type SessionDiagnostics, type SessionInput, type Sessi
 import { sessionForkSourceQuery } from '../../protocol/forks';
 import { SUMMARY_SYSTEM, nextUser, summaryRequest, validateMessage } from '../../protocol/session-messages';
 import { sizeOf } from '../common/sizes';
-import { checkInput, count, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
+import { checkInput, count, flag, listOf, map, oneOf, optional, shape, text } from '../../protocol/input-checks';
 import { DEFAULT_WARN_AT } from '../../protocol/budget';
 import { type OwnEvent, RunStream } from '../common/run-stream';
 import { RunLimits, onSignal, onUpdate } from '../common/run-limits';
@@ -50,6 +50,7 @@ const SESSION_INPUT = shape({
   continueEvery: optional(count),
   state: optional(map),
   streamState: optional(map),
+  streamFollowed: optional(flag),
   limits: optional(map),
   budget: optional(shape({ tokens: optional(count), toolCalls: optional(count), cost: optional(count), warnAt: optional(count), onBudget: optional(oneOf('ask', 'stop')) })),
   host: optional(shape({ host: text, taskQueue: text })),
@@ -94,7 +95,7 @@ class Session {
     // The stream is part of what a session replays (readers' long polls return when it grows): runs recorded earlier publish as they did.
     const ownEvents = (this.ownEvents = patches.has(PATCH_SESSION_EVENTS));
     this.limits = new RunLimits(input.limits, (warning) => ownEvents && this.stream.publish({ type: 'limits_warning', step: 'session', ...warning }));
-    this.stream = new RunStream(input.streamState, this.limits);
+    this.stream = new RunStream(input.streamState, this.limits, input.streamFollowed === true);
     const budget = new StreamBudget(this.limits, (reason) => this.stream.publish({ type: 'stream_shed', step: 'session', reason }));
     const streamHooks = ownEvents ? { publish: (event: OwnEvent) => this.stream.publish(event), streamBudget: () => budget.nextTurn() } : {};
     this.state = input.state ?? { messages: [], dropped: 0, summarised: 0, answered: 0, runs: 0, turns: 0, toolCalls: 0, usage: { inputTokens: 0, outputTokens: 0 } };
@@ -155,6 +156,7 @@ class Session {
       const started = { ...this.input };
       delete started.state;
       delete started.streamState;
+      delete started.streamFollowed;
       // A fork binds its workspace itself.
       delete started.host;
       delete started.hostMoves;
@@ -238,7 +240,7 @@ class Session {
     this.stream.detach();
     await condition(() => allHandlersFinished() || this.inbox.length > 0);
     if (this.inbox.length > 0) return this.stream.resume();
-    await continueAsNew<typeof session>({ ...this.input, state: this.state, streamState: this.stream.carried(), ...this.host.carried(false) });
+    await continueAsNew<typeof session>({ ...this.input, state: this.state, streamState: this.stream.carried(), ...(this.stream.followed && { streamFollowed: true }), ...this.host.carried(false) });
   }
 
   /** Keeps the last `keep` messages (whole exchanges: a tool result stays with its call) and folds the rest. */
