@@ -11,9 +11,6 @@ export interface Patches {
   has(id: string): boolean;
 }
 
-/** Each patch by itself: workflows with no baseline. */
-export const eachPatch: Patches = { has: (id) => patched(id) };
-
 export class PatchBaselines implements Patches {
   private readonly taken: ReadonlySet<string>;
 

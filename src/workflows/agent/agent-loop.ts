@@ -9,7 +9,7 @@
  */
 import { ApplicationFailure, isCancellation } from '@temporalio/workflow';
 import { PATCH_COMMAND_RULES, PATCH_CONVERSATION_CHAIN, PATCH_HISTORY_GUARD, PATCH_TURN_GUARDS } from '../../protocol/patches';
-import { type Patches, eachPatch } from '../patch-baselines';
+import type { Patches } from '../patch-baselines';
 import { ApprovalGate } from './approval-gate';
 import type { Activities, AgentTool, ChainedTurnResult, ModelMessageInput, ModelToolCall, ModelTurnResult } from '../../activities';
 import { matchChoice } from '../../plan-format/approval-policy';
@@ -74,8 +74,8 @@ export class AgentLoop {
   constructor(
     private readonly spec: LoopSpec,
     private readonly hooks: LoopHooks,
-    /** Its workflow's patches: agentTask's or session's baselines, or each patch by itself. */
-    private readonly patches: Patches = eachPatch,
+    /** Its workflow's patches: agentTask's or session's baselines. */
+    private readonly patches: Patches,
   ) {
     this.waits = new HumanWaits(true, () => hooks.changed());
     this.maxTurns = spec.maxTurns;

@@ -90,6 +90,7 @@ class AgentRun {
     const team = input.team && { runId: input.team.runId, step: input.step, ...(input.team.role !== undefined && { role: input.team.role }) };
     const reports = patches.has(PATCH_WORKER_STATES);
     this.reporter = new WorkerReporter(
+      patches,
       reports,
       (moved) => {
         this.stuck.progressed();
@@ -99,7 +100,6 @@ class AgentRun {
       team,
       reports && patches.has(PATCH_WORKER_REPORTS),
       (err) => this.refused('workerMoves', err),
-      patches,
     );
     this.stuck = new StuckWatch(this.reporter, () => this.loop.runningTools(), patches, input.team?.runId);
     const { action } = input;

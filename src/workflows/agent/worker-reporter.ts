@@ -17,7 +17,7 @@ import { SentSignals } from '../common/sent-signals';
 import { CadreWorkerState, workerMovesSignal, workerStateSignal } from '../../protocol/definitions';
 import { type WorkerState, WorkerStateMachine, type WorkerTransition, reportSpacing } from '../../protocol/worker-state';
 import { PATCH_REPORT_GATES } from '../../protocol/patches';
-import { type Patches, eachPatch } from '../patch-baselines';
+import type { Patches } from '../patch-baselines';
 
 
 /** Moves held for one signal at most: past this, they go whatever the spacing. */
@@ -60,12 +60,13 @@ export class WorkerReporter {
    * @param patches its agent's patches (report gates: asked at the first spaced report).
    */
   constructor(
+    /** Its agent's patches (patch-baselines.ts): the spaced reports' patch is asked through them. */
+    private readonly patches: Patches,
     private readonly reporting: boolean,
     private readonly moved: (transition: WorkerTransition) => void,
     private readonly team?: { runId: string; step: string; role?: string },
     private readonly batched = false,
     refused?: (err: ApplicationFailure) => void,
-    private readonly patches: Patches = eachPatch,
   ) {
     this.sending = new SentSignals(refused);
   }
