@@ -173,7 +173,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     checkpointWorkspace: (request: CheckpointRequest) => heartbeating(() => checkpointWorkspace(request)),
     removeClone: ({ workspace }: { workspace: string }) => heartbeating(() => removeClone(deps.host, workspace)),
     // A fork (workflows/plan/fork-start.ts): the run it forks, read by its query, and what is restored.
-    readFork: (input: ForkInput) => readFork(input),
+    readFork: (input: ForkInput) => heartbeating(() => readFork(input)),
     // A run's worktree leases (workflows/plan/worktrees.ts); they heartbeat so a dead worker's attempt is retried soon.
     // A worktree of a clone goes beside the clones, and on a host the run moved to starts from its last push.
     createWorktree: (request: CreateRequest & { startedFrom?: string }) => heartbeating(async () => createWorktree(await inClone(deps.host, request))),
@@ -208,7 +208,7 @@ export function createActivities(deps: ActivityDeps = {}) {
     },
 
     // A plan sent as a document (any Temporal client): validated and compiled before its first step.
-    compilePlanDocument: async (request: PlanDocumentRequest) => compilePlanDocument(request),
+    compilePlanDocument: (request: PlanDocumentRequest) => heartbeating(async () => compilePlanDocument(request)),
 
     // A finished run's step outcomes and waits for people, for `cadre stats` and ETAs (src/analytics).
     // Agent steps' spend priced here, by this worker's models.prices (and its default model for steps that name none).

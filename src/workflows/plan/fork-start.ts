@@ -18,7 +18,7 @@ import { describeFailure } from '../common/failures';
 import { preparing } from './plan-document';
 import type { StepBook } from './step-book';
 
-const reader = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { initialInterval: '1s', maximumAttempts: 5 }, summary: 'read the run to fork' });
+const reader = proxyActivities<Activities>({ startToCloseTimeout: '1m', heartbeatTimeout: '10s', retry: { initialInterval: '1s', maximumAttempts: 5 }, summary: 'read the run to fork' });
 
 export function isForkStart(input: unknown): input is ForkInput {
   return typeof input === 'object' && input !== null && !Array.isArray(input) && 'fork' in input && !('plan' in input);

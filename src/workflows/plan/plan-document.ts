@@ -13,7 +13,8 @@ import { CadrePlan, type Diagnostics, diagnosticsQuery } from '../../protocol/de
 const VALIDATE = { startToCloseTimeout: '1m', retry: { maximumAttempts: 3 }, summary: 'validate the plan document' } as const;
 /** Runs before PATCH_DOCUMENT_ACTIVITY validated in a local activity. */
 const validatorHere = proxyLocalActivities<Activities>(VALIDATE);
-const validator = proxyActivities<Activities>(VALIDATE);
+// It beats: a worker that dies under it is known in seconds, not at its minute.
+const validator = proxyActivities<Activities>({ ...VALIDATE, heartbeatTimeout: '10s' });
 
 /**
  * A local activity's result may end the first workflow task when a run replays, though it came in
