@@ -11,11 +11,12 @@
  * can write (the cache sits beside the temporal binary cadre runs; sandboxed commands do not see it).
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import vm from 'node:vm';
+import { ownOnly } from '../../../own-only';
 
 /** hit: compiled from the cache; miss: no cache yet; rejected: V8 refused the cache; loaded: an earlier require had loaded it. */
 export type CodeCacheUse = 'hit' | 'miss' | 'rejected' | 'loaded';
@@ -90,12 +91,6 @@ function readIfThere(file: string): Buffer | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** This user's, and writable by no one else. */
-function ownOnly(target: string | number): boolean {
-  const stats = typeof target === 'number' ? fstatSync(target) : statSync(target);
-  return stats.uid === process.getuid?.() && (stats.mode & 0o022) === 0;
 }
 
 /** Whole or not at all (a temporary file renamed over it: processes and threads may write at once); older caches of the module go. */
