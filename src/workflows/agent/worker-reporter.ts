@@ -53,14 +53,13 @@ export class WorkerReporter {
   private shownState?: WorkerState;
 
   /**
+   * @param patches its agent's patches (report gates: asked at the first spaced report).
    * @param reports false while replaying runs recorded before workers reported their state.
    * @param team the team run to tell (default: the parent workflow), and who this worker is there.
    * @param batched moves go in batches (patch worker-reports); false while replaying runs recorded before.
    * @param refused a move signal the team run refused (it took as many signals as a run may).
-   * @param patches its agent's patches (report gates: asked at the first spaced report).
    */
   constructor(
-    /** Its agent's patches (patch-baselines.ts): the spaced reports' patch is asked through them. */
     private readonly patches: Patches,
     private readonly reporting: boolean,
     private readonly moved: (transition: WorkerTransition) => void,
