@@ -11,7 +11,6 @@ import path from 'node:path';
 import { listHosts } from '../src/client/hosts';
 import { HOST_LOST_AFTER_MS, hostState } from '../src/protocol/host-liveness';
 import { CadreClient } from '../src/client/client';
-import { NoWorkerAnswered } from '../src/client/run-diagnostics';
 import { hostTaskQueue } from '../src/protocol/task-queue';
 import { hostName } from '../src/worker/host-name';
 import { runCadre, startCadreWorker, testServerEnv } from './support/cli';
@@ -23,17 +22,6 @@ import { until } from './support/until';
 import { startMcpHttpServer } from './support/mcp-http';
 import { temporal } from '@temporalio/proto';
 import { endSession, sendMessage, sessionDiagnostics, sessionInput } from '../src/client/sessions';
-
-/**
- * A run's diagnostics, or undefined when no worker answered in time: right after a host dies, a
- * query can wait on its sticky queue, and under load a busy host's answer can come late.
- */
-function diagnosticsAnswered(client: CadreClient, id: string) {
-  return client.diagnostics(id).catch((err: unknown) => {
-    if (err instanceof NoWorkerAnswered) return undefined;
-    throw err;
-  });
-}
 
 describe('hosts', () => {
   test('a host is named by CADRE_HOST, else the machine; a name that cannot be part of a queue is refused', () => {
@@ -256,11 +244,8 @@ describe('a host that goes away', () => {
       await client.approve(id, asked.waiting.find((w) => w.kind === 'approval')!.id);
       // The run's next step, its agent and the forEach's two chunks (child workflows: they tell the run) each find alpha gone.
       const hostWaits = [`agent/host:${alpha}`, `host:${alpha}`, `loop[0-999]/host:${alpha}`, `loop[1000-1000]/host:${alpha}`];
-      const lost = await until('the run waiting for its host', async () => {
-        // Until the server gives up on the dead host's sticky queue, the run's query can wait there unanswered: asked again.
-        const d = await diagnosticsAnswered(client, id);
-        return d?.waiting.filter((w) => w.kind === 'host').length === 4 ? d : undefined;
-      }, 60_000);
+      // Until the server gives up on the dead host's sticky queue, the run's query can wait there unanswered: waitUntil asks again.
+      const lost = await waitUntil({ client, taskQueue: shared }, id, (d) => d.waiting.filter((w) => w.kind === 'host').length === 4);
       expect(lost.status).toBe('waiting');
       expect(lost.waiting.map((w) => [w.id, w.prompt]).sort()).toEqual(hostWaits.map((waitId) => [waitId, expect.stringContaining(`host ${alpha} unreachable`)]));
       expect(lost.steps.find((s) => s.id === 'loop')?.status).toBe('waiting');
@@ -276,10 +261,7 @@ describe('a host that goes away', () => {
       workers.push(await startCadreWorker([], root, env(gamma, alphaRoot)));
       const moved = await runCadre(['move', id, '--to', gamma, '--json'], root, testServerEnv());
       expect(JSON.parse(moved.stdout)).toEqual({ workflowId: id, from: alpha, to: gamma, agents: 1, chunks: 2 });
-      const done = await until('the moved run completed', async () => {
-        const d = await diagnosticsAnswered(client, id);
-        return d?.status === 'completed' || d?.status === 'failed' ? d : undefined;
-      });
+      const done = await waitUntil({ client, taskQueue: shared }, id, (d) => d.status === 'completed' || d.status === 'failed');
       expect(done).toMatchObject({ status: 'completed', host: gamma, hostMoves: [{ from: alpha, to: gamma }], waiting: [] });
       expect(readFileSync(path.join(repo, 'agent.txt'), 'utf8')).toBe('by the agent');
       expect(readdirSync(path.join(repo, 'items'))).toHaveLength(1001);
@@ -549,11 +531,9 @@ describe('a workspace cloned from a repository', () => {
       dying.child.kill('SIGKILL');
       await dying.stop();
       release();
-      const done = await until('the run completed on the other host', async () => {
-        // Until the dead host's sticky task times out, the run's queries go to it and find no worker.
-        const d = await diagnosticsAnswered(client, id);
-        return d?.status === 'completed' || d?.status === 'failed' ? d : undefined;
-      }, 120_000); // a minute was short once in CI, beside the three-host fleet test
+      // Until the dead host's sticky task times out, the run's queries go to it and find no worker: waitUntil asks again.
+      // A minute was short once in CI, beside the three-host fleet test.
+      const done = await waitUntil({ client, taskQueue: shared }, id, (d) => d.status === 'completed' || d.status === 'failed', 120_000);
       expect(done).toMatchObject({ status: 'completed', host: other, hostMoves: [{ from: lost, to: other, reason: 'lost' }], waiting: [] });
       expect(done.clone?.path).toContain(path.join(root, other, 'runs'));
       expect(done.steps.map((s) => [s.id, s.status, s.note])).toEqual([
@@ -665,10 +645,7 @@ describe('a team in a workspace cloned from a repository', () => {
       const dying = workers[hosts.indexOf(lost)];
       dying.child.kill('SIGKILL');
       await dying.stop();
-      const done = await until('the team run completed on the other host', async () => {
-        const d = await diagnosticsAnswered(client, id);
-        return d?.status === 'completed' || d?.status === 'failed' ? d : undefined;
-      }, 120_000);
+      const done = await waitUntil({ client, taskQueue: shared }, id, (d) => d.status === 'completed' || d.status === 'failed', 120_000);
       expect(done).toMatchObject({ status: 'completed', host: other, hostMoves: [{ from: lost, to: other, reason: 'lost' }], waiting: [] });
       expect(done.steps.map((s) => [s.id, s.status, s.note])).toEqual([
         ['lead', 'completed', undefined],
