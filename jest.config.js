@@ -1,6 +1,11 @@
 /** @type {import('jest').Config} */
 module.exports = {
-  preset: 'ts-jest',
+  // SWC strips the types (tsconfig.json's isolatedModules: every file compiles on its own; npm test
+  // runs tsc for the types): on a clean clone, where jest has no cache, each worker transpiles the
+  // ~400 files it loads, and SWC does so in a fifth of the CPU TypeScript took (docs/testing.md).
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' }, sourceMaps: 'inline' }],
+  },
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],

@@ -4,7 +4,7 @@
  * @type {import('jest').Config}
  */
 module.exports = {
-  preset: 'ts-jest',
+  transform: require('./jest.config.js').transform,
   testEnvironment: 'node',
   roots: ['<rootDir>/test/unit'],
   testMatch: ['**/*.test.ts'],

@@ -20,6 +20,6 @@ test('CADRE_WORKFLOW_BUNDLE names the bundle; a missing one is an error, not a s
   writeFileSync(file, '');
   expect(prebuiltBundle({ CADRE_WORKFLOW_BUNDLE: file })).toEqual({ codePath: file, source: 'CADRE_WORKFLOW_BUNDLE' });
   expect(() => prebuiltBundle({ CADRE_WORKFLOW_BUNDLE: `${file}.missing` })).toThrow(`CADRE_WORKFLOW_BUNDLE: no file ${file}.missing`);
-  // From the sources (ts-jest), the build's bundle is never taken: it was made from other code.
+  // From the sources (under jest), the build's bundle is never taken: it was made from other code.
   expect(prebuiltBundle({})).toBeUndefined();
 });

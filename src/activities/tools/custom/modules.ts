@@ -29,7 +29,7 @@ const TSX_REQUIRE_HOOK = 'tsx/cjs';
 
 async function importModule(file: string): Promise<Record<string, unknown>> {
   try {
-    // JavaScript, or TypeScript under a loader of the worker's own (tsx, ts-jest).
+    // JavaScript, or TypeScript under a loader of the worker's own (tsx, jest's).
     return (await import(file)) as Record<string, unknown>;
   } catch (err) {
     if (!/\.[mc]?ts$/.test(file)) throw err;
