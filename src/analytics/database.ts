@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { acquireLock } from './lock';
+import { seedDataDir } from './pglite-template';
 import { SCHEMA_SQL } from './schema';
 import { hasPending, ingestPending } from './spool';
 import type { AnalyticsDb, Query } from './types';
@@ -72,6 +73,7 @@ async function openPglite(dir: string, options: OpenOptions): Promise<AnalyticsD
   try {
     // Loaded on first use: the WebAssembly build is large, and most commands never need it.
     const { PGlite } = await import('@electric-sql/pglite');
+    if (!existsSync(dataDir)) await seedDataDir(dataDir, PGlite);
     const pg = await PGlite.create(dataDir);
     const query: Query = async (sql, params) => (await pg.query(sql, params)).rows as never;
     return {

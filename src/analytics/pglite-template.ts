@@ -1,0 +1,58 @@
+/**
+ * A new embedded database starts as a copy of an empty one, made once for each PGlite version in
+ * cadre's cache: PGlite runs initdb in WebAssembly, about 6 s of CPU (3.6 s of wall time), where
+ * copying the empty cluster's files and opening the copy take about 2 s (docs/operations.md,
+ * cadre's cache). A copy of a cluster that was shut down cleanly is the same cluster, as a file-level
+ * backup is. Anything that goes wrong here leaves the database to PGlite's own initdb.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { cp, mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { cacheDir } from '../cache-dir';
+import { ownOnly } from '../own-only';
+
+type PGliteClass = typeof import('@electric-sql/pglite').PGlite;
+
+/** Fills the missing `dataDir` with a copy of the template (made first if need be); false when it could not, and PGlite's initdb must. */
+export async function seedDataDir(dataDir: string, PGlite: PGliteClass): Promise<boolean> {
+  const copy = `${dataDir}.seed-${process.pid}`;
+  try {
+    const template = await emptyCluster(PGlite);
+    await cp(template, copy, { recursive: true });
+    await rename(copy, dataDir);
+    return true;
+  } catch {
+    await rm(copy, { recursive: true, force: true });
+    return false;
+  }
+}
+
+/** The empty cluster of this PGlite version, made on first use; one another user could have written is not used. */
+async function emptyCluster(PGlite: PGliteClass): Promise<string> {
+  const template = path.join(cacheDir(), 'pglite', pgliteVersion(), 'pgdata');
+  if (existsSync(template)) {
+    if (ownOnly(template) && ownOnly(path.dirname(template))) return template;
+    throw new Error(`${template} is not this user's alone`);
+  }
+  await mkdir(path.dirname(template), { recursive: true, mode: 0o700 });
+  // Made aside and renamed into place once shut down: a process that dies meanwhile leaves no half cluster.
+  const making = `${template}.making-${process.pid}`;
+  await rm(making, { recursive: true, force: true });
+  const pg = await PGlite.create(making);
+  await pg.close();
+  try {
+    await rename(making, template);
+  } catch (err) {
+    // Another process made it first.
+    await rm(making, { recursive: true, force: true });
+    if (!existsSync(template)) throw err;
+  }
+  return template;
+}
+
+function pgliteVersion(): string {
+  const manifest = path.join(path.dirname(require.resolve('@electric-sql/pglite')), '..', 'package.json');
+  const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version?: unknown };
+  if (typeof version !== 'string' || !/^[\w.+-]+$/.test(version)) throw new Error(`no version in ${manifest}`);
+  return version;
+}
