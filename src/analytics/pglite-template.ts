@@ -38,8 +38,12 @@ async function emptyCluster(PGlite: PGliteClass): Promise<string> {
   // Made aside and renamed into place once shut down: a process that dies meanwhile leaves no half cluster.
   const making = `${template}.making-${process.pid}`;
   await rm(making, { recursive: true, force: true });
-  const pg = await PGlite.create(making);
-  await pg.close();
+  try {
+    await (await PGlite.create(making)).close();
+  } catch (err) {
+    await rm(making, { recursive: true, force: true });
+    throw err;
+  }
   try {
     await rename(making, template);
   } catch (err) {
