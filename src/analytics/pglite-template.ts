@@ -13,23 +13,26 @@ import { ownOnly } from '../own-only';
 
 type PGliteClass = typeof import('@electric-sql/pglite').PGlite;
 
-/** Fills the missing `dataDir` with a copy of the template (made first if need be); false when it could not, and PGlite's initdb must. */
-export async function seedDataDir(dataDir: string, PGlite: PGliteClass): Promise<boolean> {
+/** Fills the missing `dataDir` with a copy of the template (made first if need be); when it cannot, PGlite's initdb will. */
+export async function seedDataDir(dataDir: string, PGlite: PGliteClass): Promise<void> {
   const copy = `${dataDir}.seed-${process.pid}`;
   try {
     const template = await emptyCluster(PGlite);
     await cp(template, copy, { recursive: true });
     await rename(copy, dataDir);
-    return true;
   } catch {
     await rm(copy, { recursive: true, force: true });
-    return false;
   }
+}
+
+/** Where the empty cluster of the installed PGlite version is kept in the cache `cache`. */
+export function templateDir(cache = cacheDir()): string {
+  return path.join(cache, 'pglite', pgliteVersion(), 'pgdata');
 }
 
 /** The empty cluster of this PGlite version, made on first use; one another user could have written is not used. */
 async function emptyCluster(PGlite: PGliteClass): Promise<string> {
-  const template = path.join(cacheDir(), 'pglite', pgliteVersion(), 'pgdata');
+  const template = templateDir();
   if (existsSync(template)) {
     if (ownOnly(template) && ownOnly(path.dirname(template))) return template;
     throw new Error(`${template} is not this user's alone`);

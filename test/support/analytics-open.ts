@@ -1,11 +1,8 @@
 /**
- * Opens (creating) the embedded analytics database in each folder given, checks its schema is in
- * place, and prints each cluster's system identifier (pg_control's first 8 bytes), one a line. A
- * process of its own: PGlite loads its WebAssembly by dynamic import, which jest refuses.
+ * Opens (creating) the embedded analytics database in each folder given, and checks its schema is
+ * in place. A process of its own: PGlite loads its WebAssembly by dynamic import, which jest refuses.
  * Usage: tsx test/support/analytics-open.ts <dir>...
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { openAnalytics } from '../../src/analytics/database';
 
 async function main(): Promise<void> {
@@ -18,7 +15,6 @@ async function main(): Promise<void> {
     } finally {
       await db.close();
     }
-    console.log(readFileSync(path.join(dir, 'pgdata', 'global', 'pg_control')).subarray(0, 8).toString('hex'));
   }
 }
 

@@ -9,27 +9,28 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { cacheDir } from '../../src/cache-dir';
+import { templateDir } from '../../src/analytics/pglite-template';
 import { TSX } from '../support/tsx';
 
 jest.setTimeout(120_000);
 
 const exec = promisify(execFile);
 
+/** pg_control's first 8 bytes. */
+const systemIdentifier = (dataDir: string) => readFileSync(path.join(dataDir, 'global', 'pg_control')).subarray(0, 8).toString('hex');
+
 /** Creates a database in each folder, in a process of its own; their clusters' system identifiers. */
 async function create(dirs: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> {
-  const { stdout } = await exec(process.execPath, ['--import', TSX, path.join(__dirname, '..', 'support', 'analytics-open.ts'), ...dirs], { env: { ...process.env, ...env } });
-  return stdout.trim().split('\n');
+  await exec(process.execPath, ['--import', TSX, path.join(__dirname, '..', 'support', 'analytics-open.ts'), ...dirs], { env: { ...process.env, ...env } });
+  return dirs.map((dir) => systemIdentifier(path.join(dir, 'pgdata')));
 }
 
 const fresh = () => mkdtempSync(path.join(os.tmpdir(), 'cadre-analytics-'));
-const pgliteVersion = () => JSON.parse(readFileSync(path.join(path.dirname(require.resolve('@electric-sql/pglite')), '..', 'package.json'), 'utf8')).version;
-const systemIdentifier = (dataDir: string) => readFileSync(path.join(dataDir, 'global', 'pg_control')).subarray(0, 8).toString('hex');
 
 // In the cache every test run shares: the analytics tests' databases come from the same template.
 test('two new databases are copies of the one empty cluster in the cache', async () => {
   const [first, second] = await create([fresh(), fresh()]);
-  expect(first).toBe(systemIdentifier(path.join(cacheDir(), 'pglite', pgliteVersion(), 'pgdata')));
+  expect(first).toBe(systemIdentifier(templateDir()));
   expect(second).toBe(first);
 });
 
@@ -37,9 +38,9 @@ test('a template others could write is not used: initdb makes the database', asy
   const [shared] = await create([fresh()]);
   // A real cluster, the shared one, made writable by others: were it used, the copy would be that cluster.
   const cache = mkdtempSync(path.join(os.tmpdir(), 'cadre-cache-'));
-  const template = path.join(cache, 'pglite', pgliteVersion(), 'pgdata');
+  const template = templateDir(cache);
   mkdirSync(path.dirname(template), { recursive: true, mode: 0o700 });
-  cpSync(path.join(cacheDir(), 'pglite', pgliteVersion(), 'pgdata'), template, { recursive: true });
+  cpSync(templateDir(), template, { recursive: true });
   chmodSync(template, 0o777);
   const [own] = await create([fresh()], { CADRE_CACHE_DIR: cache });
   expect(own).toMatch(/^[0-9a-f]{16}$/);
