@@ -41,6 +41,8 @@ export interface FakeReply {
   cutAfterChunks?: number;
   /** Called when this reply has been sent whole (it is then in `delivered`). */
   onDelivered?: () => void;
+  /** Streaming only: the last frames wait for this; `'cut'` destroys the socket there instead, so a reply held here is never whole. */
+  beforeEnd?: () => Promise<'end' | 'cut'>;
 }
 
 export interface FakeError {
@@ -303,6 +305,8 @@ async function writeStream(res: http.ServerResponse, frames: StreamFrames, reply
     sent++;
   }
   if (reply.cutAfterChunks !== undefined) return void res.destroy();
+  if (reply.beforeEnd && (await reply.beforeEnd()) === 'cut') return void res.destroy();
+  if (res.destroyed) return;
   res.end(frames.tail.join(''));
 }
 
