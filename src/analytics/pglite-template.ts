@@ -6,7 +6,7 @@
  * backup is. Anything that goes wrong here leaves the database to PGlite's own initdb.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { cp, mkdir, rename, rm } from 'node:fs/promises';
+import { cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { cacheDir } from '../cache-dir';
 import { ownOnly } from '../own-only';
@@ -17,6 +17,7 @@ type PGliteClass = typeof import('@electric-sql/pglite').PGlite;
 export async function seedDataDir(dataDir: string, PGlite: PGliteClass): Promise<void> {
   const copy = `${dataDir}.seed-${process.pid}`;
   try {
+    await removeAbandoned(dataDir, 'seed');
     const template = await emptyCluster(PGlite);
     await cp(template, copy, { recursive: true });
     await rename(copy, dataDir);
@@ -40,7 +41,7 @@ async function emptyCluster(PGlite: PGliteClass): Promise<string> {
   await mkdir(path.dirname(template), { recursive: true, mode: 0o700 });
   // Made aside and renamed into place once shut down: a process that dies meanwhile leaves no half cluster.
   const making = `${template}.making-${process.pid}`;
-  await rm(making, { recursive: true, force: true });
+  await removeAbandoned(template, 'making');
   try {
     await (await PGlite.create(making)).close();
   } catch (err) {
@@ -55,6 +56,28 @@ async function emptyCluster(PGlite: PGliteClass): Promise<string> {
     if (!existsSync(template)) throw err;
   }
   return template;
+}
+
+/** Removes what processes killed while making `target` aside left there (`<target>.<what>-<pid>`, that pid gone), and this process's own. */
+async function removeAbandoned(target: string, what: 'making' | 'seed'): Promise<void> {
+  const prefix = `${path.basename(target)}.${what}-`;
+  const entries = await readdir(path.dirname(target)).catch(() => []);
+  for (const entry of entries) {
+    const pid = entry.startsWith(prefix) ? Number(entry.slice(prefix.length)) : NaN;
+    if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid || !running(pid))) {
+      await rm(path.join(path.dirname(target), entry), { recursive: true, force: true });
+    }
+  }
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: running, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function pgliteVersion(): string {
