@@ -32,8 +32,10 @@ test('the CLI loads no Temporal client, workflow code, plan format or model code
   const cli = path.join(__dirname, '..', 'dist', 'src', 'client', 'cli.js');
   const { stdout } = await promisify(execFile)(process.execPath, ['-e', `require(${JSON.stringify(cli)}); process.stdout.write(JSON.stringify(Object.keys(require.cache)))`]);
   const loaded = JSON.parse(stdout) as string[];
-  expect(loaded.filter((file) => /node_modules\/(@temporalio\/(client|workflow|worker)|zod|yaml|jexl|ai|@ai-sdk\/[^/]+)\//.test(file))).toEqual([]);
-  expect(loaded.length).toBeLessThan(150);
+  expect(loaded.filter((file) => /node_modules\/(@temporalio\/(client|workflow|worker)|zod|yaml|jexl|ai|@ai-sdk\/[^/]+|nexus-rpc)\//.test(file))).toEqual([]);
+  // @temporalio/common's index loads all of it (about 30 ms); what the CLI needs of it, it takes from its modules.
+  expect(loaded.filter((file) => file.endsWith('node_modules/@temporalio/common/lib/index.js'))).toEqual([]);
+  expect(loaded.length).toBeLessThan(100);
 });
 
 /** The files a fresh Node process has loaded after requiring `file` (from dist). */

@@ -1,5 +1,7 @@
 /** Search attributes cadre registers on the namespace (see `cadre setup`): its runs' own index. */
-import { defineSearchAttributeKey } from '@temporalio/common';
+// The module itself, not the package's index: that loads the whole of @temporalio/common (~30 ms),
+// and every `cadre` command, `--version` included, reads these keys as it starts.
+import { defineSearchAttributeKey } from '@temporalio/common/lib/search-attributes';
 
 export const CadreStatus = defineSearchAttributeKey('CadreStatus', 'KEYWORD');
 export const CadrePlan = defineSearchAttributeKey('CadrePlan', 'KEYWORD');
