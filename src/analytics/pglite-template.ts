@@ -34,6 +34,8 @@ export function templateDir(cache = cacheDir()): string {
 /** The empty cluster of this PGlite version, made on first use; one another user could have written is not used. */
 async function emptyCluster(PGlite: PGliteClass): Promise<string> {
   const template = templateDir();
+  // Swept whether or not the template is made now: one made by another process meanwhile leaves it made for good.
+  await removeAbandoned(template, 'making');
   if (existsSync(template)) {
     if (ownOnly(template) && ownOnly(path.dirname(template))) return template;
     throw new Error(`${template} is not this user's alone`);
@@ -41,7 +43,6 @@ async function emptyCluster(PGlite: PGliteClass): Promise<string> {
   await mkdir(path.dirname(template), { recursive: true, mode: 0o700 });
   // Made aside and renamed into place once shut down: a process that dies meanwhile leaves no half cluster.
   const making = `${template}.making-${process.pid}`;
-  await removeAbandoned(template, 'making');
   try {
     await (await PGlite.create(making)).close();
   } catch (err) {

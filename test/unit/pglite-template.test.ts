@@ -5,7 +5,7 @@
  * is not used: the database is then made by initdb, and works all the same.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -48,16 +48,19 @@ test('a template others could write is not used: initdb makes the database', asy
 });
 
 test('what a killed process left while making the template or a copy is removed; what a running one is making stays', async () => {
-  const cache = mkdtempSync(path.join(os.tmpdir(), 'cadre-cache-'));
-  const template = templateDir(cache);
+  const template = templateDir();
   const dir = fresh();
   // A process that has exited: its pid is no one's now.
   const dead = spawnSync(process.execPath, ['-e', '']).pid;
   const left = [`${template}.making-${dead}`, path.join(dir, `pgdata.seed-${dead}`)];
   const live = `${template}.making-${process.pid}`;
-  for (const folder of [...left, live]) mkdirSync(path.join(folder, 'base'), { recursive: true });
-  const [made] = await create([dir], { CADRE_CACHE_DIR: cache });
-  expect(made).toBe(systemIdentifier(template));
-  expect(left.filter((folder) => existsSync(folder))).toEqual([]);
-  expect(existsSync(live)).toBe(true);
+  try {
+    for (const folder of [...left, live]) mkdirSync(path.join(folder, 'base'), { recursive: true });
+    const [made] = await create([dir]);
+    expect(made).toBe(systemIdentifier(template));
+    expect(left.filter((folder) => existsSync(folder))).toEqual([]);
+    expect(existsSync(live)).toBe(true);
+  } finally {
+    rmSync(live, { recursive: true, force: true });
+  }
 });
