@@ -27,6 +27,9 @@ function reply(body: Record<string, unknown>): FakeReply {
   return call('fs_read', { path: 'a.txt', from: turns + 1 });
 }
 
+/** A held reply is cut once its kill is done (or failed: `killing` then fails the test). */
+const cut = () => 'cut' as const;
+
 test(`${KILLS} worker kills while replies stream: the ledger is the usage of the replies sent whole, to the token`, async () => {
   const ws = tempWorkspace();
   let kills = 0;
@@ -47,7 +50,7 @@ test(`${KILLS} worker kills while replies stream: the ledger is the usage of the
         worker = await ready.run();
         held = prepareWorkerProcess(taskQueue, env);
       }));
-      return { ...next, chunks: Array.from({ length: 20 }, (_, i) => `part ${i} `), chunkDelayMs: 100, beforeEnd: () => killed.then(() => 'cut' as const) };
+      return { ...next, chunks: Array.from({ length: 20 }, (_, i) => `part ${i} `), chunkDelayMs: 100, beforeEnd: () => killed.then(cut, cut) };
     },
   });
   const env = { OPENAI_API_KEY: 'sk-test-budget-kills', OPENAI_BASE_URL: server.baseURL, CADRE_MODEL: '' };
