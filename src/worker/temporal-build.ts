@@ -27,6 +27,13 @@ export const PACKAGES: Record<TemporalBinary, string> = {
  * is set: a cold build of the CLI took 128 s on 2 cores where the default took 146 (244 CPU-seconds
  * against 266), its largest process at 1.4 GB (docs/operations.md). .ci/run's warm-up sets the same.
  */
+/**
+ * The compiler's settings, which .ci/run's warm-up repeats (its packages are then only linked here).
+ * No DWARF from the compiler either: the linker drops it (-w), and a cold build took 195 s and 375
+ * CPU-seconds on 2 cores where one that made it took 217 s and 418 (docs/testing.md).
+ */
+export const GO_COMPILE_FLAGS = ['-buildvcs=false', '-gcflags=all=-dwarf=false'] as const;
+
 export function goBuildEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return { ...env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOGC: env.GOGC || '400' };
 }
@@ -67,7 +74,7 @@ async function goBuild(binaries: TemporalBinary[], bin: string, log: (line: stri
   log(`building ${what} with Go into ${bin} (first run only, a few minutes)...`);
   const started = Date.now();
   // CGO off; no symbol table or DWARF, which only debuggers read and which take the linker seconds.
-  const args = ['build', '-buildvcs=false', `-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`, '-o', `${staging}${path.sep}`, ...binaries.map((b) => PACKAGES[b])];
+  const args = ['build', ...GO_COMPILE_FLAGS, `-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`, '-o', `${staging}${path.sep}`, ...binaries.map((b) => PACKAGES[b])];
   const child = spawn('go', args, { cwd: buildModuleDir(), env: goBuildEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {

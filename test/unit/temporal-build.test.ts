@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PACKAGES, buildModuleDir, buildTemporalBinaries, goBuildEnv } from '../../src/worker/temporal-build';
+import { PACKAGES, buildModuleDir, buildTemporalBinaries, GO_COMPILE_FLAGS, goBuildEnv } from '../../src/worker/temporal-build';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-temporal-build-'));
 const calls = path.join(dir, 'calls.jsonl');
@@ -52,8 +52,10 @@ test("the module's tools.go and .ci/run's warm-up name the packages the build bu
   const imported = [...readFileSync(path.join(buildModuleDir(), 'tools.go'), 'utf8').matchAll(/^\s+_ "([^"]+)"$/gm)].map((m) => m[1]);
   expect(imported.sort()).toEqual(built);
   const ciRun = readFileSync(path.join(buildModuleDir(), '..', '..', '.ci', 'run'), 'utf8');
-  const warm = /go build -buildvcs=false \\\n\s+(.+?)\) >/.exec(ciRun);
-  expect(warm?.[1].split(/\s+/).sort()).toEqual(built);
+  const warm = /go build ((?:-\S+ )+)\\\n\s+(.+?)\) >/.exec(ciRun);
+  expect(warm?.[2].split(/\s+/).sort()).toEqual(built);
+  // With the build's compiler flags: other flags would compile everything again.
+  expect(warm?.[1].trim().split(' ')).toEqual(GO_COMPILE_FLAGS);
   // With the build's settings: CGO and the module's pins decide what is compiled (the build then only links), GOGC how fast.
   const settings = goBuildEnv({});
   expect(ciRun).toContain(`CGO_ENABLED=${settings.CGO_ENABLED} GOFLAGS=${settings.GOFLAGS} GOGC="\${GOGC:-${settings.GOGC}}" exec go build`);
@@ -71,7 +73,7 @@ test('asked for together, the CLI and the server binaries are one go build in th
   expect(call.cwd).toBe(buildModuleDir());
   expect(call.cgo).toBe('0');
   expect(call.gogc).toBe(process.env.GOGC || '400');
-  expect(call.args.slice(0, 3)).toEqual(['build', '-buildvcs=false', '-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=1.5.1']);
+  expect(call.args.slice(0, 4)).toEqual(['build', '-buildvcs=false', '-gcflags=all=-dwarf=false', '-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=1.5.1']);
   expect(call.args.slice(call.args.indexOf('-o') + 2)).toEqual(['github.com/temporalio/cli/cmd/temporal', 'go.temporal.io/server/cmd/server', 'go.temporal.io/server/cmd/tools/sql']);
   // The staging folder is gone; the binaries are there under Temporal's names.
   expect(readdirSync(bin).sort()).toEqual(['temporal', 'temporal-server', 'temporal-sql-tool']);
