@@ -30,6 +30,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import ts from 'typescript';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
@@ -196,7 +197,8 @@ async function child(mode: string, ws: string, name?: string): Promise<void> {
     // An agent with code tools starting: its toolset is made, and the tools' thread builds the workspace's service while the
     // model takes its first turn, here a turn as long as the build. Then the agent's first call.
     const started = performance.now();
-    await createActivities().agentToolset({ tools: [QUERIES[name!].tool], workspace: ws });
+    // An activity, so in an activity's context (it heartbeats), as a worker would call it.
+    await new MockActivityEnvironment().run(createActivities().agentToolset, { tools: [QUERIES[name!].tool], workspace: ws });
     let state = await codeThreadState();
     while (state.projects.length === 0 && performance.now() - started < 120_000) state = await codeThreadState();
     const readyMs = performance.now() - started;

@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { createWorktree } from '../src/git';
 import { INLINE_OUTPUT_LIMITS, defaultToolSandbox } from '../src/activities/tools/context';
 import { runTool } from '../src/activities/tools/run-tool';
+import { PROJECT_QUERIES } from './project-queries';
 import { resultsFile, runMain, writeResults } from './run-main';
 import { scaled } from './scale';
 
@@ -78,15 +79,9 @@ async function main(): Promise<void> {
 
     // The first query builds the workspace's language service; the others find it warm (bench/code-navigation.ts measures both).
     log('navigation queries on this project (the first builds its language service)...');
-    const queries = {
-      navigate_imports: () => query('code.navigate_imports', { file: 'src/index.ts', symbol: 'CadreClient' }),
-      find_implementations: () => query('code.find_implementations', { typeName: 'CadreError', dir: 'src' }),
-      find_references: () => query('code.find_references', { file: 'src/workflows/plan/readiness.ts', symbol: 'Readiness' }),
-      trace_data_flow: () => query('code.trace_data_flow', { symbol: 'resolveTemplates', file: 'src/plan-format/templates.ts', direction: 'backward' }),
-    };
     const navigation: Record<string, number> = {};
-    for (const [name, run] of Object.entries(queries)) {
-      navigation[name] = round(await timed(run));
+    for (const [name, { tool, params }] of Object.entries(PROJECT_QUERIES)) {
+      navigation[name] = round(await timed(() => query(tool, params)));
       log(`${name}: ${navigation[name]} ms`);
     }
     const cadreMs = round(median(cadre));
