@@ -23,17 +23,17 @@ export const PACKAGES: Record<TemporalBinary, string> = {
 };
 
 /**
- * CGO off, the module's pins only, and Go's collector at a quarter of its default pace unless GOGC
- * is set: a cold build of the CLI took 128 s on 2 cores where the default took 146 (244 CPU-seconds
- * against 266), its largest process at 1.4 GB (docs/operations.md). .ci/run's warm-up sets the same.
- */
-/**
  * The compiler's settings, which .ci/run's warm-up repeats (its packages are then only linked here).
  * No DWARF from the compiler either: the linker drops it (-w), and a cold build took 195 s and 375
  * CPU-seconds on 2 cores where one that made it took 217 s and 418 (docs/testing.md).
  */
 export const GO_COMPILE_FLAGS = ['-buildvcs=false', '-gcflags=all=-dwarf=false'] as const;
 
+/**
+ * CGO off, the module's pins only, and Go's collector at a quarter of its default pace unless GOGC
+ * is set: a cold build of the CLI took 128 s on 2 cores where the default took 146 (244 CPU-seconds
+ * against 266), its largest process at 1.4 GB (docs/operations.md). .ci/run's warm-up sets the same.
+ */
 export function goBuildEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return { ...env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOGC: env.GOGC || '400' };
 }

@@ -26,7 +26,7 @@ export default async function globalSetup(): Promise<void> {
   // (seconds of CPU each); test/worker-command.test.ts starts one from the build's own bundle.
   process.env.CADRE_WORKFLOW_BUNDLE = bundlePath;
   process.env.CADRE_TEST_DIR = dir;
-  // Each file's CPU (file-cpu.js), for the closing table of the run (summary-reporter.js).
+  // Each file's CPU (file-cpu.ts), for the closing table of the run (summary-reporter.js).
   process.env.CADRE_TEST_CPU_FILE = path.join(dir, 'cpu-by-file.jsonl');
   // Workers started by tests record no run analytics unless a test turns them on (test/analytics.test.ts),
   // and never into the machine's ~/.cadre.
