@@ -3,7 +3,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../src/worker/temporal-cli';
-import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-control');
 
 const run = promisify(execFile);
 

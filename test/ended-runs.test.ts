@@ -6,7 +6,10 @@ import { CadreClient, UsageError } from '../src/client/client';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { CadrePlan, CadreStatus } from '../src/protocol/definitions';
 import { type CliResult, exited, runCadre, spawnCadre, testServerEnv } from './support/cli';
-import { compile, startPlan, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
+import { compile, startPlan, tempWorkspace, uniqueId, waitUntil, fileWorker } from './support/harness';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-ended-runs');
 
 const run = promisify(execFile);
 const address = () => process.env.CADRE_TEST_ADDRESS as string;

@@ -8,7 +8,10 @@ import { cpSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEMO_DIR, TEAM_DEMO_DIR } from '../src/client/demo';
 import { loadPlan } from '../src/plan-format/load';
-import { startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-example');
 
 test('the email-triage example completes offline, its decide and agent steps included', async () => {
   const ws = tempWorkspace();

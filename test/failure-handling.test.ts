@@ -1,7 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
 import { uniqueSleep, untilProcesses } from './support/processes';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-failure-handling');
 
 describe('failure strategies', () => {
   test('onFailure: skip lets downstream run', async () => {

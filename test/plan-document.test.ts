@@ -12,8 +12,11 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { PlanResult } from '../src/protocol/definitions';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { writeFileSync } from 'node:fs';
-import { type Harness, compile, startPlan, step, tempWorkspace, uniqueId, waitUntil, withWorker } from './support/harness';
+import { type Harness, compile, startPlan, step, tempWorkspace, uniqueId, waitUntil, fileWorker } from './support/harness';
 import { failedTasks } from './support/history';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-plan-document');
 
 /** Starts `runPlan` (or another type) with the `temporal` CLI, as a person or a script without cadre would. */
 async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown, type = 'runPlan'): Promise<void> {

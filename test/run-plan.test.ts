@@ -2,7 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { answerUpdate } from '../src/protocol/definitions';
-import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { compile, fileWorker, startPlan, step, tempWorkspace, waitUntil } from './support/harness';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-run-plan');
 
 describe('runPlan on a real Temporal server', () => {
   test('independent branches overlap and downstream waits for both', async () => {

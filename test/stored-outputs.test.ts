@@ -5,8 +5,11 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { isStored } from '../src/plan-format/refs';
-import { compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
 import { payloadSizes } from './support/history';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-stored-outputs');
 
 const ITEMS = 300;
 

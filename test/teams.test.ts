@@ -17,7 +17,10 @@ import { modelSettings } from '../src/providers/config';
 import { runCadre, testServerEnv } from './support/cli';
 import { patchMarkers } from './support/history';
 import { tempRepository } from './support/git-repo';
-import { type Harness, compile, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+import { type Harness, compile, fileWorker, startPlan, step, tempWorkspace, waitUntil, withWorker } from './support/harness';
+
+// One worker for the file's runs that need nothing of their own in it (harness.ts, fileWorker); the one with its own model settings makes its own.
+const withFileWorker = fileWorker('tq-teams');
 
 const scenarios = mkdtempSync(path.join(os.tmpdir(), 'cadre-team-scenarios-'));
 
@@ -44,7 +47,7 @@ test('a worker finishes only by saying so: completing with its result, seen by t
   const ws = tempWorkspace();
   const model = scenario('finish', [say('completing', 'wrote the plan', { result: { plan: ['a', 'b'] } })]);
   const plan = compile(`name: team-finish\nteam: {}\noutput: "{{ steps.architect.output.plan }}"\nsteps:\n  - { id: architect, agent: { role: architect, prompt: plan it, model: "${model}" } }\n`, ws);
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     const d = await waitUntil(h, id, (x) => x.status !== 'running');
     expect(d.status).toBe('completed');
@@ -72,7 +75,7 @@ test("a worker's completing waits for its step's verify: a failing check sends i
   ]);
   const agent = `{ role: architect, prompt: write done.txt, model: "${model}", tools: [fs.write], verify: "test -f done.txt || { echo no done.txt yet; exit 1; }" }`;
   const plan = compile(`name: team-verify\nteam: {}\noutput: "{{ steps.architect.output }}"\nsteps:\n  - { id: architect, agent: ${agent} }\n`, ws);
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     const d = await waitUntil(h, id, (x) => x.status !== 'running');
     expect(d.status).toBe('completed');
@@ -100,7 +103,7 @@ test('a worker that stops without signalling is reminded, then blocked (never co
     { expect: { lastContains: 'A person answered: finish with the summary' }, ...say('completing', 'done', { result: 'summary' }) },
   ]);
   const plan = compile(`name: team-silent\nteam: { silentTurns: 2 }\nsteps:\n  - { id: writer, agent: { prompt: write, model: "${model}" } }\n`, ws);
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     const d = await waitUntil(h, id, (x) => x.waiting.length > 0);
     const agentId = d.workers?.[0].workflowId as string;
@@ -131,7 +134,7 @@ test('330 state signals from 10 workers reach the team run: none lost, none appl
     `name: team-signals\nteam: {}\nsteps:\n  - id: w\n    forEach: "{{ inputs.items }}"\n    as: n\n    concurrency: 10\n    agent: { prompt: "work on {{ n }}", model: "${model}", maxTurns: 60 }\ninputs:\n  items: { type: json }\n`,
     ws,
   );
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan, { items: Array.from({ length: 10 }, (_, i) => i) });
     const d = await waitUntil(h, id, (x) => x.status !== 'running', 180_000);
     expect(d.status).toBe('completed');
@@ -141,7 +144,7 @@ test('330 state signals from 10 workers reach the team run: none lost, none appl
     const applied = workers.reduce((sum, w) => sum + w.seq, 0);
     expect(applied).toBe(10 * moves.length); // 330 signals
     for (const w of workers) expect(w).toMatchObject({ state: 'completed', seq: moves.length, fingerprint: expectedFingerprint(moves) });
-  }, {});
+  });
 }, 240_000);
 
 const ask = (question: string, canBeAnsweredBy?: string) => ({ reply: { toolCalls: [{ name: 'ask_question', args: { question, ...(canBeAnsweredBy && { canBeAnsweredBy }) } }] } });
@@ -170,7 +173,7 @@ test('a team forked at a later worker: the finished worker is restored on the bo
   const architect = scenario('fork-architect', [{ expect: { lastContains: QUESTION }, ...say('completing', 'answered', { result: { answer: 'src/http/retry.ts', confidence: 0.9 } }) }]);
   const teamFork = (impl: string) =>
     `name: team-fork\nteam: { model: "${architect}" }\nsteps:\n  - { id: design, agent: { role: architect, prompt: design it, model: "${designer}" } }\n  - { id: impl, dependsOn: [design], agent: { role: implementer, prompt: "build {{ steps.design.output }}", model: "${impl}" } }\n`;
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const old = await startPlan(h, compile(teamFork(asker), ws));
     expect((await h.client.result(old)).consultations?.map((c) => c.outcome)).toEqual(['answered']);
     // The implementer again, on a model that asks the same question and expects the remembered answer.
@@ -203,7 +206,7 @@ describe('questions', () => {
     const architect = scenario('sure-architect', [
       { expect: { lastContains: QUESTION }, ...say('completing', 'answered', { result: { answer: 'src/http/retry.ts', confidence: 0.9 } }) },
     ]);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, teamPlan('team-consult', model, architect, ws));
       const statuses = await statusesUntilDone(h, id);
       const d = await h.client.result(id);
@@ -231,7 +234,7 @@ describe('questions', () => {
       { expect: { lastContains: 'A person answered (the answer given earlier to the same question): put it in src/net' }, ...say('completing', 'done', { result: 'ok' }) },
     ]);
     const unsure = scenario('unsure-architect', [say('completing', 'guess', { result: { answer: 'maybe src/util', confidence: 0.3 } })]);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, teamPlan('team-escalate', model, unsure, ws));
       const d = await waitUntil(h, id, (x) => x.waiting.length > 0);
       expect(d.status).toBe('waiting');
@@ -255,7 +258,7 @@ describe('questions', () => {
       ask('How is the HTTP client used today?', 'implementer'),
       { expect: { lastContains: 'consultation loop cut: implementer → architect → implementer' }, ...say('completing', 'decided', { result: { answer: 'src/http/retry.ts', confidence: 0.8 } }) },
     ]);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, teamPlan('team-loop', model, looping, ws));
       const statuses = await statusesUntilDone(h, id);
       const d = await h.client.result(id);
@@ -279,7 +282,7 @@ describe('subtasks', () => {
       { expect: { lastContains: 'at most 1 subtasks' }, ...say('completing', 'done', { result: 'ok' }) },
     ]);
     const tester = scenario('tester', [say('completing', 'tests written', { result: '3 tests added' })]);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, teamPlan('team-subtask', model, tester, ws, ', maxSubtasks: 1')));
       expect(d.status).toBe('completed');
       expect(d.workers?.map((w) => [w.step, w.role, w.state])).toEqual([
@@ -309,7 +312,7 @@ describe('subtasks', () => {
       `name: team-cancel\nteam: { model: "${stuck}" }\nsteps:\n  - { id: impl, worktree: { repo: ${repo}, task: impl, cleanup: always }, agent: { role: implementer, prompt: go, model: "${model}", tools: [fs.write] } }\n`,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const d = await waitUntil(h, id, (x) => x.workers?.some((w) => w.step === 'impl/sub-1' && w.state === 'blocked') ?? false);
       const ids = (d.workers ?? []).map((w) => w.workflowId);

@@ -5,10 +5,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { runCadre, testServerEnv } from './support/cli';
 import { git, tempRepository } from './support/git-repo';
-import { compile, startPlan, waitUntil, withWorker } from './support/harness';
+import { compile, startPlan, waitUntil, fileWorker } from './support/harness';
 import YAML from 'yaml';
 import { validatePlan } from '../src/plan-format/validate';
 import { findTemporalCli } from '../src/worker/temporal-cli';
+
+// One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
+const withWorker = fileWorker('tq-worktree-plans');
 
 /** A repository, and a plan workspace beside it. */
 function repository(): { repo: string; ws: string } {

@@ -68,6 +68,26 @@ export async function sharedWorker(prefix: string, setup: WorkerSetup = {}): Pro
   return { h: { client, taskQueue }, stop };
 }
 
+/**
+ * `withWorker` for the tests of one file that need nothing of their own in a worker: one worker,
+ * made before the file's first test and stopped after its last, for all of them. A worker costs
+ * about 0.6 s of CPU to make (its workflow thread loads the SDK and the bundle again), and CI's
+ * minutes are CPU. Call it at the top of the file (it registers beforeAll and afterAll).
+ */
+export function fileWorker(prefix: string, setup: WorkerSetup = {}): <T>(fn: (h: Harness) => Promise<T>) => Promise<T> {
+  let shared: Awaited<ReturnType<typeof sharedWorker>> | undefined;
+  beforeAll(async () => {
+    shared = await sharedWorker(prefix, setup);
+  }, 60_000);
+  afterAll(async () => {
+    await shared?.stop();
+  });
+  return (fn) => {
+    if (!shared) throw new Error("fileWorker: the file's worker did not start (see beforeAll's failure)");
+    return fn(shared.h);
+  };
+}
+
 /** Runs `fn` while a worker polls a task queue of its own. */
 export async function withWorker<T>(fn: (h: Harness) => Promise<T>, setup: WorkerSetup = {}): Promise<T> {
   const taskQueue = uniqueId('tq');
