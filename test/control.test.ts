@@ -6,7 +6,7 @@ import { findTemporalCli } from '../src/worker/temporal-cli';
 import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-control');
+const withFileWorker = fileWorker('tq-control');
 
 const run = promisify(execFile);
 
@@ -34,7 +34,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(step(d, 'alert')).toMatchObject({ status: 'skipped', attempts: 0, note: 'when "steps.check.output.json.urgent == true" was false' });
@@ -59,7 +59,7 @@ output: "{{ steps.each.output[*].json.n }}"
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(d.output).toEqual([5, 1, 4, 2, 3, 1]);
@@ -79,7 +79,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       await waitUntil(h, id, (d) => step(d, 'first').status === 'running');
       await h.client.pause(id);
@@ -111,7 +111,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       await waitUntil(h, id, (d) => d.status === 'waiting');
       expect(await h.client.list({ status: 'waiting', limit: 100 })).toEqual(expect.arrayContaining([expect.objectContaining({ workflowId: id, status: 'waiting' })]));

@@ -9,7 +9,7 @@ import { type CliResult, exited, runCadre, spawnCadre, testServerEnv } from './s
 import { compile, startPlan, tempWorkspace, uniqueId, waitUntil, fileWorker } from './support/harness';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-ended-runs');
+const withFileWorker = fileWorker('tq-ended-runs');
 
 const run = promisify(execFile);
 const address = () => process.env.CADRE_TEST_ADDRESS as string;
@@ -55,7 +55,7 @@ describe('runs ended outside cadre', () => {
     const temporal = await temporalCli();
     const ws = tempWorkspace();
     const plan = compile(WAITING_PLAN, ws);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       await waitUntil(h, id, (d) => d.status === 'waiting');
 
@@ -142,7 +142,7 @@ describe('runs ended outside cadre', () => {
     const ws = tempWorkspace();
     writeFileSync(path.join(ws, 'plan.yaml'), WAITING_PLAN);
     const plan = compile('name: ended-quick\nsteps:\n  - { id: hi, tool: shell, with: { command: "echo hi" } }\n', ws);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       expect((await h.client.result(id)).status).toBe('completed');
       expect(await cadre(['cancel', id], ws)).toMatchObject({ code: 1, stdout: '', stderr: `cadre: run ${id} already ended: completed\n` });

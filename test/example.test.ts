@@ -11,13 +11,13 @@ import { loadPlan } from '../src/plan-format/load';
 import { startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-example');
+const withFileWorker = fileWorker('tq-example');
 
 test('the email-triage example completes offline, its decide and agent steps included', async () => {
   const ws = tempWorkspace();
   cpSync(DEMO_DIR, ws, { recursive: true });
   const plan = await loadPlan(path.join(ws, 'plan.yaml'), ws);
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     const answered = new Set<string>();
     const kinds: string[] = [];
@@ -43,7 +43,7 @@ test('the feature-team example: architect plans, two workers in parallel worktre
   const ws = tempWorkspace();
   cpSync(TEAM_DEMO_DIR, ws, { recursive: true });
   const plan = await loadPlan(path.join(ws, 'plan.yaml'), ws);
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     const statuses = new Set<string>();
     await waitUntil(h, id, (d) => (statuses.add(d.status), !['running', 'waiting'].includes(d.status)));

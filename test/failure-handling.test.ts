@@ -4,7 +4,7 @@ import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from '
 import { uniqueSleep, untilProcesses } from './support/processes';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-failure-handling');
+const withFileWorker = fileWorker('tq-failure-handling');
 
 describe('failure strategies', () => {
   test('onFailure: skip lets downstream run', async () => {
@@ -18,7 +18,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(step(d, 'broken')).toMatchObject({ status: 'skipped', attempts: 2, error: expect.stringContaining('ShellExit: command exited with code 3') });
@@ -44,7 +44,7 @@ output: "{{ steps.needsFile.output.stdout }}"
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const waiting = await waitUntil(h, id, (d) => d.waiting.length > 0);
       expect(waiting.status).toBe('waiting');
@@ -74,7 +74,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const started = Date.now();
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
@@ -101,7 +101,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('failed');
       expect(step(d, 'boom').status).toBe('failed');
@@ -124,7 +124,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(step(d, 'escape')).toMatchObject({ status: 'skipped', attempts: 1, error: expect.stringContaining('OutsideWorkspace') });
     });
@@ -144,7 +144,7 @@ output: "{{ steps.safe.output.stdout }}"
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(step(d, 'safe').status).toBe('completed');
@@ -166,7 +166,7 @@ output: "{{ steps.skipped.output.stdout }}"
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('failed');
       expect(d.reason).toBe(

@@ -16,7 +16,7 @@ import { type Harness, compile, startPlan, step, tempWorkspace, uniqueId, waitUn
 import { failedTasks } from './support/history';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-plan-document');
+const withFileWorker = fileWorker('tq-plan-document');
 
 /** Starts `runPlan` (or another type) with the `temporal` CLI, as a person or a script without cadre would. */
 async function startWithTemporalCli(h: Harness, workflowId: string, input: unknown, type = 'runPlan'): Promise<void> {
@@ -57,7 +57,7 @@ test('the temporal CLI starts a plan from its document, with inputs; the run is 
     ],
     output: '{{ steps.read.output.content }}',
   };
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const workflowId = uniqueId('document');
     // A string input for a number, as `--input times=3` gives it.
     await startWithTemporalCli(h, workflowId, { document, inputs: { who: 'temporal CLI', times: '3' } });
@@ -86,7 +86,7 @@ steps:
 inputs:
   n: { type: number }
 `;
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const workflowId = uniqueId('document-yaml');
     await startWithTemporalCli(h, workflowId, { document, inputs: { n: 7 }, baseDir: ws });
     const result = (await h.client.client.workflow.getHandle(workflowId).result()) as PlanResult;
@@ -117,7 +117,7 @@ test('a document that does not validate fails the run with every problem and its
     { input: { document: 42 }, expected: ['a plan is a map with at least "name" and "steps"; this holds a number'] },
     { input: { document: { name: 'x', steps: [] }, baseDir: 'relative/dir', inputs: [] }, expected: ['baseDir: must be an absolute path on the worker', 'inputs: must be a map of input names to values'] },
   ];
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     for (const { input, expected } of cases) {
       const workflowId = uniqueId('document-bad');
       await startWithTemporalCli(h, workflowId, input);
@@ -161,7 +161,7 @@ test('every workflow type refuses bad input from the temporal CLI with a failure
     ['session', { tools: ['shell'], approvals: {}, workspace: '/tmp', maxTurns: 'many' }, 'maxTurns: a string, expected a number'],
     ['runItems', {}, 'step: missing'],
   ];
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const ids = cases.map(([type]) => uniqueId(`bad-${type}`));
     await Promise.all(cases.map(([type, input], i) => startWithTemporalCli(h, ids[i], input, type)));
     for (const [i, [type, , problem]] of cases.entries()) {
@@ -200,7 +200,7 @@ test('malformed signals from the temporal CLI are dropped and malformed updates 
     }),
   );
   const plan = compile(`name: bad-signals\nteam: {}\nsteps:\n  - { id: w, agent: { prompt: write, model: "scripted:${scenario}", tools: [fs.write], approvals: { fs.write: ask } } }\n`, ws);
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     const waiting = await waitUntil(h, id, (d) => d.waiting.length > 0);
     const agentId = step(waiting, 'w').agent?.workflowId as string;

@@ -5,7 +5,7 @@ import { answerUpdate } from '../src/protocol/definitions';
 import { compile, fileWorker, startPlan, step, tempWorkspace, waitUntil } from './support/harness';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-run-plan');
+const withFileWorker = fileWorker('tq-run-plan');
 
 describe('runPlan on a real Temporal server', () => {
   test('independent branches overlap and downstream waits for both', async () => {
@@ -21,7 +21,7 @@ output: { joined: ["{{ steps.a.output.stdout }}", "{{ steps.b.output.stdout }}",
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');
@@ -53,7 +53,7 @@ output: { shape: "{{ steps.shape.output }}", each: "{{ steps.each.output }}", la
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');
@@ -80,7 +80,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(Date.parse(step(d, 'afterQuick').endedAt!)).toBeLessThan(Date.parse(step(d, 'slow').endedAt!));
@@ -101,7 +101,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       expect(step(d, 'flaky').attempts).toBe(3);
@@ -122,7 +122,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const d = await waitUntil(h, id, (x) => step(x, 'shaky').retrying !== undefined);
       expect(step(d, 'shaky')).toMatchObject({ status: 'running', retrying: { attempt: 2, lastFailure: 'command exited with code 1: disk full' } });
@@ -152,7 +152,7 @@ output: "{{ steps.after.output.stdout }}"
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const waiting = await waitUntil(h, id, (d) => d.status === 'waiting');
       expect(waiting.waiting).toEqual([expect.objectContaining({ id: 'confirm', kind: 'ask', prompt: 'Archive 3 emails?', choices: ['yes', 'no'] })]);

@@ -11,7 +11,7 @@ import { findTemporalCli } from '../src/worker/temporal-cli';
 import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-signals');
+const withFileWorker = fileWorker('tq-signals');
 
 async function signal(workflowId: string, name: string, input?: unknown): Promise<void> {
   const cli = await findTemporalCli({ build: false });
@@ -31,7 +31,7 @@ steps:
 `,
     ws,
   );
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     await waitUntil(h, id, (d) => d.waiting.length === 1);
     await signal(id, 'answer', { waitId: 'confirm', value: 'maybe' });
@@ -80,7 +80,7 @@ output: "{{ steps.write.output }}"
 `,
     ws,
   );
-  await withWorker(async (h) => {
+  await withFileWorker(async (h) => {
     const id = await startPlan(h, plan);
     await waitUntil(h, id, (d) => d.waiting.some((w) => w.id === 'write/call-1.1'));
     await signal(id, 'approve', { waitId: 'write/call-1.1', approve: false, reason: 'not this one' });

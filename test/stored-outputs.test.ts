@@ -9,7 +9,7 @@ import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from '
 import { payloadSizes } from './support/history';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-stored-outputs');
+const withFileWorker = fileWorker('tq-stored-outputs');
 
 const ITEMS = 300;
 
@@ -46,7 +46,7 @@ output:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const waiting = await waitUntil(h, id, (d) => d.waiting.length > 0, 120_000);
       expect(waiting.waiting[0].prompt).toBe(`Last is item-${ITEMS - 1} of ${ITEMS}?`);
@@ -89,7 +89,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('failed');
       expect(step(d, 'huge').status).toBe('completed');

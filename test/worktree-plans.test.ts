@@ -11,7 +11,7 @@ import { validatePlan } from '../src/plan-format/validate';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
-const withWorker = fileWorker('tq-worktree-plans');
+const withFileWorker = fileWorker('tq-worktree-plans');
 
 /** A repository, and a plan workspace beside it. */
 function repository(): { repo: string; ws: string } {
@@ -40,7 +40,7 @@ output: { cwd: "{{ steps.edit_b.output.stdout }}", merged: "{{ steps.merge_b.out
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');
@@ -75,7 +75,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       const d = await h.client.result(id);
       expect(d.status).toBe('failed');
@@ -106,7 +106,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const id = await startPlan(h, plan);
       await waitUntil(h, id, (d) => d.status === 'waiting');
       await promisify(execFile)(cli, ['workflow', 'cancel', '--address', process.env.CADRE_TEST_ADDRESS as string, '--workflow-id', id]);
@@ -132,7 +132,7 @@ steps:
 `,
       ws,
     );
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       const d = await h.client.result(await startPlan(h, plan));
       expect(d.status).toBe('completed');
       const error = (id: string) => d.errors.find((e) => e.step === id)?.message ?? '';
@@ -147,7 +147,7 @@ steps:
     git(repo, 'worktree', 'add', '--quiet', '-b', 'mine', path.join(path.dirname(repo), 'mine'));
     const plan = (name: string, extra: string) =>
       compile(`name: ${name}\nsteps:\n  - { id: work, worktree: { repo: ${repo}, cleanup: never }, tool: shell, with: { command: "echo x > x.txt" } }\n${extra}`, ws);
-    await withWorker(async (h) => {
+    await withFileWorker(async (h) => {
       // Closed, committed work on its branch; closed with uncommitted work; still open.
       const saved = await startPlan(h, plan('saved', '  - { id: save, dependsOn: [work], worktree: { repo: ' + repo + ', task: work, cleanup: never }, tool: git.commit, with: { message: x } }\n'));
       const dirty = await startPlan(h, plan('dirty', ''));

@@ -71,13 +71,13 @@ export async function sharedWorker(prefix: string, setup: WorkerSetup = {}): Pro
 /**
  * `withWorker` for the tests of one file that need nothing of their own in a worker: one worker,
  * made before the file's first test and stopped after its last, for all of them. A worker costs
- * about 0.6 s of CPU to make (its workflow thread loads the SDK and the bundle again), and CI's
+ * about 0.45 s of CPU to make (its workflow thread loads the SDK and the bundle again), and CI's
  * minutes are CPU. Call it at the top of the file (it registers beforeAll and afterAll).
  */
-export function fileWorker(prefix: string, setup: WorkerSetup = {}): <T>(fn: (h: Harness) => Promise<T>) => Promise<T> {
+export function fileWorker(prefix: string): <T>(fn: (h: Harness) => Promise<T>) => Promise<T> {
   let shared: Awaited<ReturnType<typeof sharedWorker>> | undefined;
   beforeAll(async () => {
-    shared = await sharedWorker(prefix, setup);
+    shared = await sharedWorker(prefix);
   }, 60_000);
   afterAll(async () => {
     await shared?.stop();
