@@ -8,6 +8,9 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test/unit'],
   testMatch: ['**/*.test.ts'],
+  // The run's temporary files in a folder of its own, removed when it ends (test/support/run-tmp.ts).
+  globalSetup: '<rootDir>/test/support/unit-global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   maxWorkers: 2,
   // Some unit tests run git and TypeScript: a loaded machine needs more than jest's 5 s.
   testTimeout: 60000,
