@@ -11,7 +11,8 @@
  * repetition (both runs within the same second, so the machine's drifting load cancels out) and
  * reported with their min, median and max. Besides wall time: history size, the time workflow tasks
  * took (server-stamped), and CPU time of this process (worker and client) and of the server per run,
- * which other work on the machine inflates far less than it does wall time.
+ * which other work on the machine inflates far less than it does wall time. Last, a run of (a) and
+ * of (b) replayed (bench/replay-cost.ts): the CPU their workflow code takes a step, with no server.
  *
  *   npm run bench        (TEMPORAL_ADDRESS=host:port to use an existing server)
  *
@@ -38,11 +39,14 @@ import type { BaselineCall, BaselineOptions, baselineSteps } from './baseline-wo
 import { BARE_ACTIVITY, createBareWorker } from './bare-worker';
 import { eventMs, loadAverage, median, pidCpuMs, processCpuMs, round, spread } from './stats';
 import { groupedBars, writePlot } from './plot';
+import { replayCpuMs } from './replay-cost';
 
 const STEPS = 50;
 const REPETITIONS = scaled(15, 5);
 /** Warm-up runs of each variant, so the JIT and the server's caches are warm before measuring. */
 const WARMUPS = scaled(3, 1);
+/** Replays of a recorded run a round (bench/replay-cost.ts): the workflow code's own cost, without the server's noise. */
+const REPLAYS = scaled(20, 5);
 /**
  * The no-op every variant runs: reading a 2-byte file from the workspace. It goes through the full
  * `runTool` activity (parameter check, workspace check, I/O) but, unlike `shell: true`, spawns no
@@ -77,6 +81,8 @@ interface Run {
 
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+/** The last measured run of a variant, to replay. */
+type Recorded = { workflowId: string; history: temporal.api.history.v1.IHistory };
 
 /**
  * Time the worker held workflow tasks: what the workflow code itself (cadre's scheduler,
@@ -188,6 +194,8 @@ async function main(): Promise<void> {
     const plans: Record<Family, CompiledPlan> = { activities: chainPlan(STEPS, workspace, false), localActivities: chainPlan(STEPS, workspace, true) };
     const call: BaselineCall = { tool: NOOP_TOOL, params: NOOP_PARAMS, workspace: plans.activities.workspace };
     let sequence = 0;
+    const recorded = {} as Record<Family, Partial<Record<Variant, Recorded>>>;
+    for (const family of FAMILIES) recorded[family] = {};
 
     /** Starts the variant's workflow and waits for its result: the wall time, and the rest from its history. */
     const runOnce = async (family: Family, variant: Variant): Promise<Run> => {
@@ -208,7 +216,9 @@ async function main(): Promise<void> {
       const wallMs = performance.now() - t0;
       const cpuMs = processCpuMs() - cpu0;
       const server1 = pidCpuMs(server.pid);
-      const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      const history = await client.workflow.getHandle(workflowId).fetchHistory();
+      recorded[family][variant] = { workflowId, history };
+      const events = history.events ?? [];
       return { wallMs, events: events.length, ...workflowTaskTime(events), cpuMs, ...(server0 !== undefined && server1 !== undefined && { serverCpuMs: server1 - server0 }), load1: loadAverage()[0] };
     };
 
@@ -244,6 +254,15 @@ async function main(): Promise<void> {
       await bare.connection.close();
     }
 
+    // runPlan and the hand-written loop on cadre's bundle, each run replayed (the bare worker's bundle is another).
+    const replayed = {} as Record<Family, { cpuMsPerStep: { runPlan: number; handWritten: number }; 'a/b': number }>;
+    for (const f of FAMILIES) {
+      log(`replaying a run of each, ${f}...`);
+      const [a, b] = [recorded[f].runPlan as Recorded, recorded[f].handWritten as Recorded];
+      const ms = { runPlan: await replayCpuMs(workflowBundle, a.history, a.workflowId, REPLAYS), handWritten: await replayCpuMs(workflowBundle, b.history, b.workflowId, REPLAYS) };
+      replayed[f] = { cpuMsPerStep: { runPlan: round(ms.runPlan / STEPS, 2), handWritten: round(ms.handWritten / STEPS, 2) }, 'a/b': round(ms.runPlan / ms.handWritten, 3) };
+    }
+
     const family = (f: Family) => {
       const ratios = pairedRatios(runs[f], (run) => run.wallMs);
       return {
@@ -251,6 +270,8 @@ async function main(): Promise<void> {
         ratios,
         cpuRatios: pairedRatios(runs[f], (run) => run.cpuMs),
         workflowTaskRatios: pairedRatios(runs[f], (run) => run.workflowTaskMs),
+        // The workflow code alone: a run of each replayed, CPU a step (no server, no activity).
+        replayed: replayed[f],
         // The issue's targets, reported, not enforced: wall times vary with the machine's load.
         targets: Object.fromEntries(
           Object.entries(TARGETS[f]).map(([name, atMost]) => {
