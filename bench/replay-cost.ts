@@ -1,7 +1,7 @@
 /**
  * What a run's workflow code costs alone: its recorded history replayed, with no server and no
- * activity, as the CPU time of this process a replay. Wall-time ratios carry the server's and the
- * machine's noise; this one is the workflow code's and the SDK's only, steady to a few percent.
+ * activity, as the CPU time of this process a replay: the workflow code's and the SDK's share of a
+ * run, apart from the server's and the activities'. Other work on the machine still moves it.
  */
 import { Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
