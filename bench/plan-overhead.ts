@@ -256,13 +256,13 @@ async function main(): Promise<void> {
     }
 
     // runPlan and the hand-written loop on cadre's bundle, each run replayed (the bare worker's bundle is another).
-    const replayed = {} as Record<Family, { cpuMsPerStep: { runPlan: number; handWritten: number }; 'a/b': number }>;
+    const replayed = {} as Record<Family, { replays: number; cpuMsPerStep: { runPlan: number; handWritten: number }; 'a/b': number }>;
     for (const f of FAMILIES) {
       log(`replaying a run of each, ${f}...`);
       const [a, b] = [recorded[f].runPlan as Recorded, recorded[f].handWritten as Recorded];
       const replay = (run: Recorded) => replayCpuMs(workflowBundle, run.history, run.workflowId, REPLAYS, REPLAY_ROUNDS);
       const ms = { runPlan: await replay(a), handWritten: await replay(b) };
-      replayed[f] = { cpuMsPerStep: { runPlan: round(ms.runPlan / STEPS, 2), handWritten: round(ms.handWritten / STEPS, 2) }, 'a/b': round(ms.runPlan / ms.handWritten, 3) };
+      replayed[f] = { replays: REPLAYS * REPLAY_ROUNDS, cpuMsPerStep: { runPlan: round(ms.runPlan / STEPS, 2), handWritten: round(ms.handWritten / STEPS, 2) }, 'a/b': round(ms.runPlan / ms.handWritten, 3) };
     }
 
     const family = (f: Family) => {
