@@ -87,6 +87,7 @@ describe('replay of recorded runPlan histories', () => {
       'run-plan-hardened',
       'run-plan-host-moved',
       'run-plan-lean-steps',
+      'run-plan-status-as-started',
       'run-plan-step-activity-ids',
       'run-plan-streamed',
       'run-plan-team',

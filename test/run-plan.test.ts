@@ -3,6 +3,7 @@ import path from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { answerUpdate } from '../src/protocol/definitions';
 import { compile, fileWorker, startPlan, step, tempWorkspace, waitUntil } from './support/harness';
+import { patchMarkers, statusUpserts } from './support/history';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
 const withFileWorker = fileWorker('tq-run-plan');
@@ -172,6 +173,9 @@ output: "{{ steps.after.output.stdout }}"
       await h.client.answer(id, 'confirm', 'yes');
       const d = await h.client.result(id);
       expect(d.output).toBe('answered yes\n');
+      // Started as running (the client sets it): upserted only as it changed; one patch marker, its baseline's.
+      expect(await statusUpserts(h.client.client, id)).toEqual(['waiting', 'running', 'completed']);
+      expect(await patchMarkers(h.client.client, id)).toEqual(['plan-baseline-4']);
     });
   });
 });

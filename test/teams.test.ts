@@ -61,7 +61,7 @@ test('a worker finishes only by saying so: completing with its result, seen by t
     expect(d.workers).toEqual([expect.objectContaining({ workflowId: agentId, step: 'architect', role: 'architect', state: 'completed', seq: 3, fingerprint: a.fingerprint })]);
     expect(await workerState(h, agentId)).toBe('completed');
     // One patch marker each, their baselines' (protocol/patches.ts): each marker brings an upsert of TemporalChangeVersion.
-    expect(await patchMarkers(h.client.client, id)).toEqual(['plan-baseline-3']);
+    expect(await patchMarkers(h.client.client, id)).toEqual(['plan-baseline-4']);
     expect(await patchMarkers(h.client.client, agentId)).toEqual(['agent-baseline']);
   });
 });

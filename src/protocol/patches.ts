@@ -49,6 +49,16 @@ export const PATCH_CONTINUE_AS_NEW = 'plan-continue-as-new';
 
 /** A run binds its workspace to the host that holds it, and sends its workspace's activities there (workspace-host.ts). */
 export const PATCH_WORKSPACE_HOSTS = 'workspace-hosts';
+/**
+ * A run upserts `CadreStatus` only when it differs from what the run started with (the client
+ * starts runs as running); runs recorded earlier upserted `running` once more as they began.
+ */
+export const PATCH_STATUS_AS_STARTED = 'status-as-started';
+/**
+ * A wait without a timeout shows in the Web UI's timeline: a timer named after it, renewed every
+ * year (plan/waits.ts). Runs recorded before waited on a bare condition, which the timeline does not show.
+ */
+export const PATCH_VISIBLE_WAITS = 'visible-waits';
 /** A run bound to a host that does not poll alone reads its stored values (and its forEach chunks run) on that host; before, where the run ran. Asked only there. */
 export const PATCH_HOST_STORED_VALUES = 'host-stored-values';
 
@@ -102,7 +112,7 @@ export const PATCH_SESSION_HOSTS = 'session-hosts';
 /** A baseline: the marker a run records, and the patches it stands for. */
 export type PatchBaseline = readonly [marker: string, patches: ReadonlySet<string>];
 
-/** runPlan's baselines, oldest first: the first (eight patches), then two more, then the workspace's host. */
+/** runPlan's baselines, oldest first: the first (eight patches), then two more, then the workspace's host, then the status it started with and visible waits. */
 const PLAN_BASELINE_1 = new Set([
   PATCH_SIGNALS,
   PATCH_REASKED_WAITS,
@@ -114,10 +124,12 @@ const PLAN_BASELINE_1 = new Set([
   PATCH_CHUNK_TASK_TIMEOUT,
 ]);
 const PLAN_BASELINE_2 = new Set([...PLAN_BASELINE_1, PATCH_AGENT_STREAMS, PATCH_CONTINUE_AS_NEW]);
+const PLAN_BASELINE_3 = new Set([...PLAN_BASELINE_2, PATCH_WORKSPACE_HOSTS]);
 export const PLAN_BASELINES: readonly PatchBaseline[] = [
   ['plan-baseline', PLAN_BASELINE_1],
   ['plan-baseline-2', PLAN_BASELINE_2],
-  ['plan-baseline-3', new Set([...PLAN_BASELINE_2, PATCH_WORKSPACE_HOSTS])],
+  ['plan-baseline-3', PLAN_BASELINE_3],
+  ['plan-baseline-4', new Set([...PLAN_BASELINE_3, PATCH_STATUS_AS_STARTED, PATCH_VISIBLE_WAITS])],
 ];
 
 /** agentTask's baselines: a run took seven markers as it started and one at its first spaced report. */

@@ -70,9 +70,12 @@ async function trial(h: Harness, mode: 'live' | 'queued'): Promise<number> {
   }
 }
 
+/** These waits are answered, never waited on: no patch is asked. */
+const NO_PATCHES = { has: (id: string): boolean => { throw new Error(`patch ${id} asked outside a workflow`); } };
+
 describe('the answer race', () => {
   test('answers delivered in one workflow task: the first closes the wait, so later validators reject', () => {
-    const waits = new HumanWaits(true, () => undefined);
+    const waits = new HumanWaits(true, () => undefined, NO_PATCHES);
     waits.openWait({ id: 'q', kind: 'ask', prompt: 'Which one?' });
     const accepted: string[] = [];
     for (let i = 0; i < ANSWERS; i++) {
@@ -87,7 +90,7 @@ describe('the answer race', () => {
     expect(accepted).toEqual(['answer-0']);
     expect(waits.list()).toEqual([]);
     // Before this rule (runs recorded earlier replay with it), every one of them was accepted.
-    const legacy = new HumanWaits(false, () => undefined);
+    const legacy = new HumanWaits(false, () => undefined, NO_PATCHES);
     legacy.openWait({ id: 'q', kind: 'ask', prompt: 'Which one?' });
     expect(() => ['a', 'b'].forEach((v) => (legacy.validate('q', v), legacy.accept('q', v)))).not.toThrow();
   });

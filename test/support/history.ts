@@ -44,6 +44,15 @@ export async function patchMarkers(client: Client, workflowId: string, runId?: s
   });
 }
 
+/** The values a run's history upserted `CadreStatus` to, in order. */
+export async function statusUpserts(client: Client, workflowId: string): Promise<string[]> {
+  const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const data = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.CadreStatus?.data;
+    return data ? [JSON.parse(Buffer.from(data).toString()) as string] : [];
+  });
+}
+
 /**
  * A history's failed workflow tasks, as `<event id>: <cause>: <message>`, but for the server's own
  * UnhandledCommand: no failure of the code, an event came in while the task that would have ended

@@ -458,7 +458,7 @@ output: "{{ steps.act.output }}"
     children: { 'agent-task-conversation-chain': '/act' },
     setup: chainScenario,
   },
-  // Patch baselines: the run records one marker (plan-baseline-3, with workspace-hosts), and each of
+  // Patch baselines: the run records one marker (plan-baseline-3 then, with workspace-hosts), and each of
   // its team's workers one (agent-baseline) for the ten patches an agent took by itself before.
   {
     name: 'run-plan-baselines',
@@ -466,6 +466,18 @@ output: "{{ steps.act.output }}"
     answers: {},
     children: { 'team-worker-baseline': '/impl', 'team-subtask-baseline': '/impl/sub-1' },
     setup: teamScenarios,
+  },
+  // plan-baseline-4 (status-as-started): no upsert of the `running` the run started with; waiting and back, and the end, still upserted.
+  {
+    name: 'run-plan-status-as-started',
+    plan: `
+name: replay-status-as-started
+steps:
+  - { id: first, tool: shell, with: { command: "echo first" } }
+  - { id: confirm, dependsOn: [first], ask: { question: "Go on?", choices: [yes, no] } }
+  - { id: last, dependsOn: [confirm], tool: fs.write, with: { path: last.txt, content: "{{ steps.confirm.output }}" } }
+`,
+    answers: { confirm: ['yes'] },
   },
 ];
 

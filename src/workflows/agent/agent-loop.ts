@@ -77,7 +77,7 @@ export class AgentLoop {
     /** Its workflow's patches: agentTask's or session's baselines. */
     private readonly patches: Patches,
   ) {
-    this.waits = new HumanWaits(true, () => hooks.changed());
+    this.waits = new HumanWaits(true, () => hooks.changed(), patches);
     this.maxTurns = spec.maxTurns;
     this.models = modelActivities(spec.modelAttempts, spec.route);
     this.model = spec.model;

@@ -48,7 +48,7 @@ export class AgentSteps {
   /** Agent workflow id → the step it runs for. */
   private readonly children = new Map<string, string>();
   /** What the agents wait for, by wait id; answers are checked here before they go on. */
-  private readonly waits = new HumanWaits(true, () => undefined);
+  private readonly waits: HumanWaits;
   private readonly owners = new Map<string, string>();
   /** Each agent's worker state, as it signals it. */
   private readonly board: TeamBoard;
@@ -72,6 +72,7 @@ export class AgentSteps {
     private readonly hostRoute: () => HostRoute | undefined = () => undefined,
   ) {
     this.reasks = patches.has(PATCH_REASKED_WAITS);
+    this.waits = new HumanWaits(true, () => undefined, patches);
     this.board = new TeamBoard(onWorkerChange);
     // Anyone can send signals: only well-formed ones are taken, and from workers the run knows.
     onSignal(limits, agentWaitsSignal, (signal) => {

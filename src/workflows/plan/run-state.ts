@@ -31,7 +31,7 @@ import { RunStream } from '../common/run-stream';
 import { RunLimits } from '../common/run-limits';
 import { type ContinuedPlanInput, type PlanCarry, isContinued } from './continue-as-new';
 import { carriedForkStarts, forkStarts, restoreFork } from './fork-start';
-import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STEP_ACTIVITY_IDS, PATCH_WORKSPACE_HOSTS } from '../../protocol/patches';
+import { PATCH_AGENT_STREAMS, PATCH_HARDENED, PATCH_LEAN_STEPS, PATCH_STATUS_AS_STARTED, PATCH_STEP_ACTIVITY_IDS, PATCH_WORKSPACE_HOSTS } from '../../protocol/patches';
 import { PlanPatches } from './plan-patches';
 import { WorkspaceHostBinding } from './workspace-host';
 import { type RunBudget, runBudget } from './run-budget';
@@ -65,7 +65,8 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
   protected finalStatus?: PlanEndStatus;
   protected abortReason?: string;
   protected abortedByBudget = false; // a budget stopped the step the run aborted on: it ends budget_exhausted
-  protected publishedStatus?: PlanStatus;
+  /** The `CadreStatus` the run shows: what it started with (patch status-as-started), then what it upserted. */
+  protected publishedStatus?: string;
   protected output?: unknown;
   /** Activity ids named after steps; runs recorded before that naming replay without (patch step-activity-ids). */
   readonly activityIds = new ActivityIds(() => this.patches.has(PATCH_STEP_ACTIVITY_IDS));
@@ -111,8 +112,9 @@ export abstract class PlanRunState implements ForEachHost, CompensationHost, Pla
     this.book = new StepBook(this.plan.steps);
     this.hardened = this.patches.has(PATCH_HARDENED);
     this.lean = this.patches.has(PATCH_LEAN_STEPS);
+    if (this.patches.has(PATCH_STATUS_AS_STARTED)) this.publishedStatus = workflowInfo().typedSearchAttributes.get(CadreStatus);
     this.templates = { strict: this.hardened };
-    this.waits = new HumanWaits(this.hardened, () => this.changed());
+    this.waits = new HumanWaits(this.hardened, () => this.changed(), this.patches);
     this.worktrees = new WorktreeLeases(this.plan.name, () => this.changed(), () => this.host.route, () => this.plan.workspace);
     this.agents = new AgentSteps(
       this.patches,

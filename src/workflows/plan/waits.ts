@@ -3,13 +3,15 @@
  * the update handler, so the first valid answer wins and every later one is rejected by the
  * validator before it reaches history ("already answered with ...").
  */
-import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
+import { ApplicationFailure, condition } from '@temporalio/workflow';
 import { durationMs } from '../../plan-format/duration';
 import { isoAt, nowMs } from '../common/clock';
 import { humanWaited } from './metrics';
 import type { ApprovalDetail, WaitKind, Waiting } from '../../protocol/definitions';
 import type { HumanWaitOutcome } from '../../analytics/types';
 import { answerProblem, answerTextProblem, shorten } from '../../protocol/answers';
+import { PATCH_VISIBLE_WAITS } from '../../protocol/patches';
+import type { Patches } from '../patch-baselines';
 
 export { MAX_ANSWER_CHARS, splitAnswer } from '../../protocol/answers';
 
@@ -18,12 +20,6 @@ export function rejected(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AnswerRejected');
 }
 
-/**
- * Runs that start on this code show a wait without a timeout in the Web UI's timeline: a timer named
- * after it, renewed every year. Runs recorded before waited on a bare condition, which the timeline
- * does not show, and must still replay that way.
- */
-const PATCH_VISIBLE_WAITS = 'visible-waits';
 const NO_TIMEOUT_RENEWAL_MS = 365 * 24 * 60 * 60 * 1000;
 
 export interface WaitRequest {
@@ -49,6 +45,8 @@ export class HumanWaits {
   constructor(
     private readonly firstAnswerWins: boolean,
     private readonly onAnswer: () => void,
+    /** The workflow's patches (visible-waits: in runPlan's newest baseline, asked by itself elsewhere). */
+    private readonly patches: Patches,
   ) {}
 
   list(): Waiting[] {
@@ -99,7 +97,7 @@ export class HumanWaits {
   }
 
   private async untilAnswered(id: string): Promise<true> {
-    if (!patched(PATCH_VISIBLE_WAITS)) {
+    if (!this.patches.has(PATCH_VISIBLE_WAITS)) {
       await condition(() => this.answers.has(id));
       return true;
     }
