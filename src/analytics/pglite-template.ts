@@ -10,6 +10,7 @@ import { cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { cacheDir } from '../cache-dir';
 import { ownOnly } from '../own-only';
+import { isAlive } from '../process-alive';
 
 type PGliteClass = typeof import('@electric-sql/pglite').PGlite;
 
@@ -65,19 +66,9 @@ async function removeAbandoned(target: string, what: 'making' | 'seed'): Promise
   const entries = await readdir(path.dirname(target)).catch(() => []);
   for (const entry of entries) {
     const pid = entry.startsWith(prefix) ? Number(entry.slice(prefix.length)) : NaN;
-    if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid || !running(pid))) {
+    if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid || !isAlive(pid))) {
       await rm(path.join(path.dirname(target), entry), { recursive: true, force: true });
     }
-  }
-}
-
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: running, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

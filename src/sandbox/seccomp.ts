@@ -9,9 +9,10 @@
  * Anything else the kernel allows is allowed. x86-64 and arm64; elsewhere no filter (the sandbox
  * runs without it, and says so in its containment).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { isAlive } from '../process-alive';
 
 const EPERM = 1;
 const ENOSYS = 38;
@@ -131,18 +132,47 @@ export function seccompProgram(arch: string = process.arch): Buffer | undefined 
 
 let file: string | null | undefined;
 
+const FOLDER_PREFIX = 'cadre-seccomp-';
+/** A filter folder's name: the prefix, the pid of the process that wrote it, mkdtemp's six characters. */
+const FOLDER_NAME = /^cadre-seccomp-(\d+)-/;
+
 /** The filter written once to a file of this process (bwrap reads it from an fd the launcher opens), or undefined. */
 export function seccompFile(): string | undefined {
   if (file === undefined) {
     const program = seccompProgram();
     if (!program) file = null;
     else {
+      removeOrphanedFolders(os.tmpdir());
       // A folder of this process's own (mkdtemp: 0700), so no one else can swap the filter for a looser one.
-      const dir = mkdtempSync(path.join(os.tmpdir(), 'cadre-seccomp-'));
+      const dir = mkdtempSync(path.join(os.tmpdir(), `${FOLDER_PREFIX}${process.pid}-`));
       file = path.join(dir, 'filter.bpf');
       writeFileSync(file, program, { mode: 0o600 });
       process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     }
   }
   return file ?? undefined;
+}
+
+/**
+ * Removes the filter folders of this user's processes that ended without their exit handler (killed
+ * with SIGKILL, or crashed): each folder names its process, and one that no longer runs needs none.
+ */
+export function removeOrphanedFolders(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(FOLDER_NAME.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    const folder = path.join(dir, name);
+    try {
+      const stat = lstatSync(folder);
+      if (stat.isDirectory() && stat.uid === process.getuid?.()) rmSync(folder, { recursive: true, force: true });
+    } catch {
+      // Gone meanwhile, or not ours to remove.
+    }
+  }
 }
