@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../src/worker/temporal-cli';
 import { compile, startPlan, step, tempWorkspace, waitUntil, fileWorker } from './support/harness';
+import { until } from './support/until';
 
 // One worker for the file's runs, each its own plan and workflow id (harness.ts, fileWorker).
 const withFileWorker = fileWorker('tq-control');
@@ -95,6 +96,42 @@ steps:
       const d = await h.client.result(id);
       expect(d.status).toBe('completed');
       expect(step(d, 'second').status).toBe('completed');
+    });
+  });
+
+  test("pause holds a forEach's next items while the running one finishes; resume runs the rest", async () => {
+    const ws = tempWorkspace();
+    const plan = compile(
+      `
+name: pausing-items
+inputs: { items: { type: json, default: [1, 2, 3, 4] } }
+steps:
+  - id: each
+    forEach: "{{ inputs.items }}"
+    concurrency: 1
+    tool: shell
+    with: { command: "echo {{ index }} >> started; while [ ! -f go-{{ index }} ]; do sleep 0.1; done" }
+`,
+      ws,
+    );
+    const started = () => readFileSync(path.join(ws, 'started'), 'utf8').trim().split('\n');
+    await withFileWorker(async (h) => {
+      const id = await startPlan(h, plan);
+      await waitUntil(h, id, (d) => step(d, 'each').status === 'running');
+      await until('the first item to start', () => existsSync(path.join(ws, 'started')) || undefined, 30_000);
+      await h.client.pause(id);
+      writeFileSync(path.join(ws, 'go-0'), '');
+      const paused = await waitUntil(h, id, (d) => step(d, 'each').items?.completed === 1);
+      expect(paused.status).toBe('paused');
+      // Held: give the loop time to (wrongly) start the next item, then check it did not.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(started()).toEqual(['0']);
+      for (const i of [1, 2, 3]) writeFileSync(path.join(ws, `go-${i}`), '');
+      await h.client.resume(id);
+      const d = await h.client.result(id);
+      expect(d.status).toBe('completed');
+      expect(step(d, 'each').items).toEqual({ total: 4, completed: 4 });
+      expect(started()).toEqual(['0', '1', '2', '3']);
     });
   });
 

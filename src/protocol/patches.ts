@@ -59,6 +59,11 @@ export const PATCH_STATUS_AS_STARTED = 'status-as-started';
  * year (plan/waits.ts). Runs recorded before waited on a bare condition, which the timeline does not show.
  */
 export const PATCH_VISIBLE_WAITS = 'visible-waits';
+/**
+ * A forEach item waits for the run to be resumed only while it is paused; runs and chunks (runItems, which asks for
+ * this patch by itself) recorded earlier awaited a condition before every item.
+ */
+export const PATCH_LEAN_ITEMS = 'lean-items';
 /** A run bound to a host that does not poll alone reads its stored values (and its forEach chunks run) on that host; before, where the run ran. Asked only there. */
 export const PATCH_HOST_STORED_VALUES = 'host-stored-values';
 
@@ -112,7 +117,7 @@ export const PATCH_SESSION_HOSTS = 'session-hosts';
 /** A baseline: the marker a run records, and the patches it stands for. */
 export type PatchBaseline = readonly [marker: string, patches: ReadonlySet<string>];
 
-/** runPlan's baselines, oldest first: the first (eight patches), then two more, then the workspace's host, then the status it started with and visible waits. */
+/** runPlan's baselines, oldest first: the first (eight patches), then two more, then the workspace's host, then the status it started with, visible waits and lean forEach items. */
 const PLAN_BASELINE_1 = new Set([
   PATCH_SIGNALS,
   PATCH_REASKED_WAITS,
@@ -129,7 +134,7 @@ export const PLAN_BASELINES: readonly PatchBaseline[] = [
   ['plan-baseline', PLAN_BASELINE_1],
   ['plan-baseline-2', PLAN_BASELINE_2],
   ['plan-baseline-3', PLAN_BASELINE_3],
-  ['plan-baseline-4', new Set([...PLAN_BASELINE_3, PATCH_STATUS_AS_STARTED, PATCH_VISIBLE_WAITS])],
+  ['plan-baseline-4', new Set([...PLAN_BASELINE_3, PATCH_STATUS_AS_STARTED, PATCH_VISIBLE_WAITS, PATCH_LEAN_ITEMS])],
 ];
 
 /** agentTask's baselines: a run took seven markers as it started and one at its first spaced report. */

@@ -290,6 +290,19 @@ output: "{{ steps.loop.output[1000].path }}"
 `,
     answers: {},
   },
+  // Recorded after a chunk's items awaited no condition unless paused (patch lean-items): 1,001 items, and the chunk of the last.
+  {
+    name: 'run-plan-lean-items',
+    plan: `
+name: replay-lean-items
+steps:
+  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1001 }, (_, i) => i)))'" } }
+  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
+output: "{{ steps.loop.output[1000].path }}"
+`,
+    answers: {},
+    children: { 'run-items-lean': '/loop/1' },
+  },
   // Agent steps: a decision, then an agent whose parallel tool calls run and whose write waits for approval.
   {
     name: 'run-plan-agents',
@@ -467,15 +480,17 @@ output: "{{ steps.act.output }}"
     children: { 'team-worker-baseline': '/impl', 'team-subtask-baseline': '/impl/sub-1' },
     setup: teamScenarios,
   },
-  // plan-baseline-4 (status-as-started): no upsert of the `running` the run started with; waiting and back, and the end, still upserted.
+  // plan-baseline-4: no upsert of the `running` the run started with (waiting and back, and the end, still upserted),
+  // a wait's visible timer and forEach items without a patch marker of their own, items awaiting no condition unless paused.
   {
     name: 'run-plan-status-as-started',
     plan: `
 name: replay-status-as-started
 steps:
-  - { id: first, tool: shell, with: { command: "echo first" } }
+  - { id: first, tool: shell, with: { command: "echo '[1, 2, 3, 4, 5]'" } }
   - { id: confirm, dependsOn: [first], ask: { question: "Go on?", choices: [yes, no] } }
-  - { id: last, dependsOn: [confirm], tool: fs.write, with: { path: last.txt, content: "{{ steps.confirm.output }}" } }
+  - { id: each, dependsOn: [confirm], forEach: "{{ steps.first.output.json }}", concurrency: 2, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
+  - { id: last, dependsOn: [each], tool: fs.write, with: { path: last.txt, content: "{{ steps.confirm.output }}" } }
 `,
     answers: { confirm: ['yes'] },
   },

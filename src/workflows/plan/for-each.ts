@@ -15,6 +15,7 @@ import { type PlanRunContext, kindOf } from './kinds';
 import { DEFAULT_STEP_TIMEOUT } from './step-options';
 import { listItems } from '../../plan-format/stored-items';
 import type { PlanPatches } from './plan-patches';
+import { PATCH_LEAN_ITEMS } from '../../protocol/patches';
 
 /** What forEach needs of its run besides what step kinds get. */
 export interface ForEachHost extends PlanRunContext {
@@ -63,11 +64,13 @@ export class ForEachSteps {
     record.items = { total: items.length, completed: results.size };
     let next = 0;
     let firstError: unknown;
+    // A condition an item is four promises, each with the SDK's recorded stack: wait only while paused.
+    const waitAlways = !this.host.patches.has(PATCH_LEAN_ITEMS);
     const lane = async () => {
       while (next < items.length && firstError === undefined) {
         const index = next++;
         if (results.has(index)) continue;
-        await condition(() => !this.host.paused);
+        if (waitAlways || this.host.paused) await condition(() => !this.host.paused);
         try {
           const scope = { ...this.host.scope(), [step.as]: items.at(index), index };
           results.set(index, this.host.counted(step, await this.host.runAction(step, scope, timeout, `${step.id}[${index}]`)));

@@ -5,7 +5,7 @@
  * stored as one list: the parent's history holds a reference per chunk, not an output per item.
  */
 import type { SandboxSpec } from '../../sandbox/profile';
-import { ApplicationFailure, TemporalFailure, condition, defineSignal, getExternalWorkflowHandle, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, TemporalFailure, condition, defineSignal, getExternalWorkflowHandle, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Stored, StoredRef } from '../../plan-format/refs';
 import { hasDeferred } from '../../plan-format/refs';
 import { resolveTemplates } from '../../plan-format/templates';
@@ -17,6 +17,7 @@ import { ActivityIds, callTool, durableSleep, storedValues } from './tool-call';
 import { checkInput, count, flag, map, shape, text } from '../../protocol/input-checks';
 import { type Waiting, agentWaitsSignal, hostMovedSignal } from '../../protocol/definitions';
 import { HostRoute } from '../common/host-route';
+import { PATCH_LEAN_ITEMS } from '../../protocol/patches';
 
 /** Item outputs bigger than this go to the blob store at once, so a chunk's own history stays small. */
 export const ITEM_INLINE_BYTES = 1024;
@@ -107,11 +108,13 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
   let attempts = 0;
   let failure: StepError | undefined;
   let next = 0;
+  // A condition an item is four promises, each with the SDK's recorded stack: chunks recorded since wait only while paused.
+  const waitAlways = !patched(PATCH_LEAN_ITEMS);
   const lane = async () => {
     while (next < count && failure === undefined) {
       const offset = next++;
       if (done[offset]) continue;
-      await condition(() => !paused);
+      if (waitAlways || paused) await condition(() => !paused);
       const index = start + offset;
       try {
         const scope = { ...input.scope, [step.as]: itemAt(index), index };
