@@ -5,7 +5,7 @@
  * workflows look like, so workflow changes must keep replaying them (use `patched()`).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -522,14 +522,14 @@ const SESSIONS: SessionScenario[] = [
   { files: { first: 'session-followed-first-run', last: 'session-followed-after-continue' }, id: 'replay-session-followed', reply: 'noted for the reader', messages: 5, continueEvery: 2, follow: true },
 ];
 
-async function recordSession(client: CadreClient, scenario: SessionScenario): Promise<void> {
+async function recordSession(client: CadreClient, scenario: SessionScenario, dir: string): Promise<void> {
   const { files, id } = scenario;
   const target = (name: string) => path.join(__dirname, '..', 'histories', `${name}.json`);
   if (existsSync(target(files.first))) {
     console.error(`kept ${target(files.first)}`);
     return;
   }
-  const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
+  const workspace = mkdtempSync(path.join(dir, 'ws-'));
   writeFileSync(path.join(workspace, 'chat.yaml'), `cycle: true\nturns:\n  - expect: { lastRole: user }\n    reply: { text: "${scenario.reply}", usage: { inputTokens: 5, outputTokens: 1 } }\n`);
   const start = sessionInput({ model: `scripted:${path.join(workspace, 'chat.yaml')}`, workspace, keep: 4, continueEvery: scenario.continueEvery });
   await sendMessage(client, id, 'message 1', start, { taskQueue: 'record' });
@@ -559,7 +559,7 @@ async function main(): Promise<void> {
         console.error(`kept ${file}`);
         continue;
       }
-      const workspace = mkdtempSync(path.join(os.tmpdir(), 'cadre-record-ws-'));
+      const workspace = mkdtempSync(path.join(dir, 'ws-'));
       scenario.setup?.(workspace);
       const result = validatePlan(YAML.parse(scenario.plan), { baseDir: workspace });
       if (!result.ok) throw new Error(formatIssues(result.issues));
@@ -602,10 +602,12 @@ async function main(): Promise<void> {
         console.error(`wrote ${target} (${history.events?.length} events)`);
       }
     }
-    for (const session of SESSIONS) await recordSession(client, session);
+    for (const session of SESSIONS) await recordSession(client, session, dir);
   } finally {
     await client.close();
     await embedded.stop();
+    // The server's data and the scenarios' workspaces: what is kept is in test/histories.
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
