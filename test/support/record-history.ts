@@ -17,6 +17,17 @@ import { startEmbedded } from '../../src/worker/embedded';
 import { installConciseLogging } from '../../src/worker/logging';
 import { followByPolls } from './poll-follower';
 
+/** A forEach of 1,001 items: two chunks, the second of one item. */
+function twoChunks(name: string): string {
+  return `
+name: ${name}
+steps:
+  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1001 }, (_, i) => i)))'" } }
+  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
+output: "{{ steps.loop.output[1000].path }}"
+`;
+}
+
 interface Scenario {
   name: string;
   plan: string;
@@ -281,25 +292,13 @@ output: "{{ steps.loop.output[1199].path }}"
   // Recorded after chunks got a longer workflow task timeout (patch foreach-chunk-task-timeout): 1,001 items, two chunks.
   {
     name: 'run-plan-foreach-chunk-timeout',
-    plan: `
-name: replay-chunk-timeout
-steps:
-  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1001 }, (_, i) => i)))'" } }
-  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
-output: "{{ steps.loop.output[1000].path }}"
-`,
+    plan: twoChunks('replay-chunk-timeout'),
     answers: {},
   },
   // Recorded after a chunk's items awaited no condition unless paused (patch lean-items): 1,001 items, and the chunk of the last.
   {
     name: 'run-plan-lean-items',
-    plan: `
-name: replay-lean-items
-steps:
-  - { id: list, tool: shell, with: { command: "node -e 'console.log(JSON.stringify(Array.from({ length: 1001 }, (_, i) => i)))'" } }
-  - { id: loop, forEach: "{{ steps.list.output.json }}", concurrency: 20, tool: fs.write, with: { path: "out/{{ item }}.txt", content: "{{ index }}" } }
-output: "{{ steps.loop.output[1000].path }}"
-`,
+    plan: twoChunks('replay-lean-items'),
     answers: {},
     children: { 'run-items-lean': '/loop/1' },
   },
