@@ -64,7 +64,7 @@ export class ForEachSteps {
     record.items = { total: items.length, completed: results.size };
     let next = 0;
     let firstError: unknown;
-    // A condition an item is four promises, each with the SDK's recorded stack: wait only while paused.
+    // A condition an item is five promises, each with the SDK's recorded stack: wait only while paused.
     const waitAlways = !this.host.patches.has(PATCH_LEAN_ITEMS);
     const lane = async () => {
       while (next < items.length && firstError === undefined) {

@@ -108,7 +108,7 @@ async function runChunk(input: RunItemsInput): Promise<ChunkResult> {
   let attempts = 0;
   let failure: StepError | undefined;
   let next = 0;
-  // A condition an item is four promises, each with the SDK's recorded stack: chunks recorded since wait only while paused.
+  // A condition an item is five promises, each with the SDK's recorded stack: chunks recorded since wait only while paused.
   const waitAlways = !patched(PATCH_LEAN_ITEMS);
   const lane = async () => {
     while (next < count && failure === undefined) {
