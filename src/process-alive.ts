@@ -11,6 +11,16 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Whether `name`, `<prefix><pid>` or `<prefix><pid>-…`, was left by a process that has ended (never
+ * this one's): what a process makes under its pid and removes as it exits, found after a SIGKILL.
+ */
+export function leftByEndedProcess(name: string, prefix: string): boolean {
+  if (!name.startsWith(prefix)) return false;
+  const pid = Number(/^(\d+)(?:-|$)/.exec(name.slice(prefix.length))?.[1]);
+  return Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid);
+}
+
 /** A process, named so that a later one given the same pid (or a process after a reboot) is not taken for it. */
 export interface ProcessIdentity {
   host: string;

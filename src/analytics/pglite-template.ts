@@ -10,7 +10,7 @@ import { cp, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { cacheDir } from '../cache-dir';
 import { ownOnly } from '../own-only';
-import { isAlive } from '../process-alive';
+import { leftByEndedProcess } from '../process-alive';
 
 type PGliteClass = typeof import('@electric-sql/pglite').PGlite;
 
@@ -65,8 +65,7 @@ async function removeAbandoned(target: string, what: 'making' | 'seed'): Promise
   const prefix = `${path.basename(target)}.${what}-`;
   const entries = await readdir(path.dirname(target)).catch(() => []);
   for (const entry of entries) {
-    const pid = entry.startsWith(prefix) ? Number(entry.slice(prefix.length)) : NaN;
-    if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid || !isAlive(pid))) {
+    if (entry === `${prefix}${process.pid}` || leftByEndedProcess(entry, prefix)) {
       await rm(path.join(path.dirname(target), entry), { recursive: true, force: true });
     }
   }

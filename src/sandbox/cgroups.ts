@@ -15,7 +15,7 @@ import { readFileSync, readdirSync, rmdirSync } from 'node:fs';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResourceLimits } from './profile';
-import { isAlive } from '../process-alive';
+import { leftByEndedProcess } from '../process-alive';
 
 interface Hierarchy {
   /** Where the cgroups of this controller (or of all, on v2) are made: the worker's own cgroup. */
@@ -152,8 +152,7 @@ function removeAll(): void {
 
 function removeLeftovers(dir: string): void {
   for (const name of safeReaddir(dir)) {
-    const pid = /^cadre-sandbox-(\d+)-\d+$/.exec(name)?.[1];
-    if (pid !== undefined && !isAlive(Number(pid))) tryRmdir(path.join(dir, name));
+    if (leftByEndedProcess(name, 'cadre-sandbox-')) tryRmdir(path.join(dir, name));
   }
 }
 

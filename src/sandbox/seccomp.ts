@@ -12,7 +12,7 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isAlive } from '../process-alive';
+import { leftByEndedProcess } from '../process-alive';
 
 const EPERM = 1;
 const ENOSYS = 38;
@@ -132,9 +132,8 @@ export function seccompProgram(arch: string = process.arch): Buffer | undefined 
 
 let file: string | null | undefined;
 
+/** A filter folder's name: this, the pid of the process that wrote it, `-` and mkdtemp's six characters. */
 const FOLDER_PREFIX = 'cadre-seccomp-';
-/** A filter folder's name: the prefix, the pid of the process that wrote it, mkdtemp's six characters. */
-const FOLDER_NAME = /^cadre-seccomp-(\d+)-/;
 
 /** The filter written once to a file of this process (bwrap reads it from an fd the launcher opens), or undefined. */
 export function seccompFile(): string | undefined {
@@ -165,8 +164,7 @@ export function removeOrphanedFolders(dir: string): void {
     return;
   }
   for (const name of names) {
-    const pid = Number(FOLDER_NAME.exec(name)?.[1]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    if (!leftByEndedProcess(name, FOLDER_PREFIX)) continue;
     const folder = path.join(dir, name);
     try {
       const stat = lstatSync(folder);
